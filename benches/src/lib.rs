@@ -1,0 +1,2 @@
+//! Benchmarks live in `benches/`; this library is empty.
+#![forbid(unsafe_code)]

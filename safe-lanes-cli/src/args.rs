@@ -1,0 +1,221 @@
+//! The command line, as clap parses it. Nothing here interprets a path.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+/// Safe local-disk lanes for AI-agent gateways: the human's (trusted) side.
+#[derive(Debug, Parser)]
+#[command(name = "safe-lanes", version, about, long_about = None)]
+pub(crate) struct Cli {
+    /// The state root (else SAFE_LANES_ROOT, GWSA_ROOT, $XDG_STATE_HOME/safe-lanes,
+    /// ~/.local/state/safe-lanes).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) root: Option<PathBuf>,
+
+    /// The grants manifest (default: <root>/workflow.json).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) manifest: Option<PathBuf>,
+
+    /// Print exactly one JSON object on stdout: the result, or {"error":{"code","message"}}.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Create the state root and its lanes with mode 0700.
+    Init,
+    /// Check the state root, the lanes and what the kernel offers (openat2, Landlock).
+    Doctor,
+    /// The download lane: where received files land.
+    #[command(subcommand)]
+    Download(DownloadCommand),
+    /// The upload side: which files may leave, and staging them for an uploader.
+    #[command(subcommand)]
+    Upload(UploadCommand),
+    /// Folder grants: what the agent may use, by alias.
+    #[command(subcommand)]
+    Grant(GrantCommand),
+    /// The audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+/// `read_only` or `read_write`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub(crate) enum AccessArg {
+    ReadOnly,
+    ReadWrite,
+}
+
+impl From<AccessArg> for safe_lanes::Access {
+    fn from(a: AccessArg) -> Self {
+        match a {
+            AccessArg::ReadOnly => safe_lanes::Access::ReadOnly,
+            AccessArg::ReadWrite => safe_lanes::Access::ReadWrite,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GrantCommand {
+    /// The grants, with their environment key and availability, and the pending requests.
+    List,
+    /// The pending requests.
+    Requests,
+    /// The changelog: every add, access change, revoke, request, approval and denial.
+    Log,
+    /// Grant a folder.
+    Add {
+        /// The alias agents will use: [a-z0-9][a-z0-9_-]{0,47}.
+        #[arg(long)]
+        alias: String,
+        /// The folder (absolute; stored canonical).
+        #[arg(long)]
+        path: PathBuf,
+        /// read_only or read_write.
+        #[arg(long, value_enum)]
+        access: AccessArg,
+        /// Why, for the changelog.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Change a grant's access.
+    SetAccess {
+        /// The grant's alias.
+        alias: String,
+        /// read_only or read_write.
+        #[arg(value_enum)]
+        access: AccessArg,
+        /// Why, for the changelog.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Revoke a grant (the changelog keeps its history).
+    Revoke {
+        /// The grant's alias.
+        alias: String,
+        /// Why, for the changelog.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// File a request (what an agent does; it grants nothing until approved).
+    Request {
+        /// The alias asked for.
+        #[arg(long)]
+        alias: String,
+        /// read_only or read_write.
+        #[arg(long, value_enum)]
+        access: AccessArg,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+        /// The exact folder proposed, if any.
+        #[arg(long)]
+        path: Option<PathBuf>,
+        /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Approve a pending request, with its proposed folder or the one given here.
+    Approve {
+        /// The request's id (see `grant requests`).
+        request_id: String,
+        /// The folder to grant (required when the request proposes none).
+        #[arg(long)]
+        path: Option<PathBuf>,
+        /// Why, for the changelog.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Deny a pending request.
+    Deny {
+        /// The request's id (see `grant requests`).
+        request_id: String,
+        /// Why, for the changelog.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum UploadCommand {
+    /// Check that PATH may be uploaded; print its canonical path, root, size and SHA-256.
+    Check {
+        /// An absolute path.
+        #[arg(value_name = "PATH", allow_hyphen_values = true)]
+        path: PathBuf,
+    },
+    /// List the effective upload roots with their origin, and the ignored entries with why.
+    Roots,
+    /// Check PATH, stage a copy in the deposit, run UPLOADER there, erase the copy.
+    ///
+    /// `{file}` in the uploader's arguments becomes the staged file's path relative to the
+    /// deposit (the uploader's working directory); without `{file}` the path is appended.
+    Send {
+        /// An absolute path.
+        #[arg(value_name = "PATH", allow_hyphen_values = true)]
+        path: PathBuf,
+        /// Kill the uploader after this many seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+        timeout: u64,
+        /// The uploader and its arguments.
+        #[arg(last = true, required = true, value_name = "UPLOADER ARGS")]
+        uploader: Vec<OsString>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DownloadCommand {
+    /// Save FILE (or standard input) into the lane under a name derived from HINT.
+    Save {
+        /// A name hint; it is sanitized, never used as a path.
+        #[arg(long, value_name = "HINT", allow_hyphen_values = true)]
+        name: OsString,
+        /// The content to save; `-` or nothing reads standard input.
+        #[arg(value_name = "FILE|-")]
+        file: Option<PathBuf>,
+        /// Refuse content larger than this many bytes.
+        #[arg(long, value_name = "BYTES")]
+        max_bytes: Option<u64>,
+        /// Skip the fsyncs (faster; a crash may lose the file, never half-write it).
+        #[arg(long)]
+        buffered: bool,
+    },
+    /// List the files in the lane.
+    List,
+    /// Remove files last modified longer ago than DURATION (e.g. 30d, 12h).
+    Prune {
+        /// The age, such as `30d`, `12h`, `90min`.
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        older_than: Duration,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Walk the hash chain and report the first line that breaks it.
+    Verify,
+}

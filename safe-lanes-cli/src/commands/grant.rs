@@ -1,0 +1,172 @@
+//! `grant list | requests | log | add | set-access | revoke | request | approve | deny`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use safe_lanes::grants::{Change, Grant, Request};
+use safe_lanes::{Grants, StateRoot};
+use serde_json::json;
+
+use crate::args::GrantCommand;
+use crate::output::Report;
+
+pub(crate) fn run(
+    flag: Option<&Path>,
+    manifest: Option<&Path>,
+    cmd: GrantCommand,
+) -> Result<Report> {
+    let root = StateRoot::open_default(flag)?;
+    let grants = Grants::open(&root, manifest)?;
+    let me = safe_lanes::audit::os_user();
+    let who = |actor: Option<String>| actor.unwrap_or_else(|| me.clone());
+    match cmd {
+        GrantCommand::List => {
+            let listing = grants.list()?;
+            let mut text = String::new();
+            for g in &listing.grants {
+                let _ = writeln!(
+                    text,
+                    "{:<20} {:<10} {}  ({}{})",
+                    g.grant.alias,
+                    g.grant.access,
+                    g.grant.path.display(),
+                    g.env,
+                    g.unavailable
+                        .as_deref()
+                        .map(|why| format!("; unavailable: {why}"))
+                        .unwrap_or_default()
+                );
+            }
+            if listing.grants.is_empty() {
+                text.push_str("no folder grants\n");
+            }
+            text.push_str(&requests_text(&listing.requests));
+            Ok(Report::ok(json!(listing), text))
+        }
+        GrantCommand::Requests => {
+            let requests = grants.list()?.requests;
+            Ok(Report::ok(
+                json!({ "requests": requests }),
+                requests_text(&requests),
+            ))
+        }
+        GrantCommand::Log => {
+            let log = grants.changelog()?;
+            Ok(Report::ok(json!({ "changelog": log }), log_text(&log)))
+        }
+        GrantCommand::Add {
+            alias,
+            path,
+            access,
+            reason,
+            actor,
+        } => {
+            let g = grants.add(&alias, &path, access.into(), &reason, &who(actor))?;
+            Ok(grant_report("granted", g))
+        }
+        GrantCommand::SetAccess {
+            alias,
+            access,
+            reason,
+            actor,
+        } => {
+            let g = grants.set_access(&alias, access.into(), &reason, &who(actor))?;
+            Ok(grant_report("changed", g))
+        }
+        GrantCommand::Revoke {
+            alias,
+            reason,
+            actor,
+        } => {
+            let g = grants.revoke(&alias, &reason, &who(actor))?;
+            Ok(grant_report("revoked", g))
+        }
+        GrantCommand::Request {
+            alias,
+            access,
+            reason,
+            path,
+            actor,
+        } => {
+            let r = grants.request(&alias, access.into(), &reason, path.as_deref(), &who(actor))?;
+            let text = format!(
+                "requested {} {} ({}); approve with `safe-lanes grant approve {}`",
+                r.alias, r.access, r.id, r.id
+            );
+            Ok(Report::ok(json!(r), text))
+        }
+        GrantCommand::Approve {
+            request_id,
+            path,
+            reason,
+            actor,
+        } => {
+            let g = grants.approve(&request_id, path.as_deref(), &reason, &who(actor))?;
+            Ok(grant_report("approved", g))
+        }
+        GrantCommand::Deny {
+            request_id,
+            reason,
+            actor,
+        } => {
+            let r = grants.deny(&request_id, &reason, &who(actor))?;
+            Ok(Report::ok(
+                json!(r),
+                format!("denied {} ({})", r.id, r.alias),
+            ))
+        }
+    }
+}
+
+fn grant_report(verb: &str, g: Grant) -> Report {
+    let text = format!(
+        "{verb} {} {} {} ({})",
+        g.alias,
+        g.access,
+        g.path.display(),
+        g.id
+    );
+    let mut json = json!(g);
+    json["env"] = json!(g.alias.env_key());
+    Report::ok(json, text)
+}
+
+fn requests_text(requests: &[Request]) -> String {
+    let mut text = String::new();
+    for r in requests {
+        let _ = writeln!(
+            text,
+            "pending {} {} {}{}: {}",
+            r.id,
+            r.alias,
+            r.access,
+            r.path
+                .as_ref()
+                .map(|p| format!(" {}", p.display()))
+                .unwrap_or_default(),
+            r.reason
+        );
+    }
+    text
+}
+
+fn log_text(log: &[Change]) -> String {
+    let mut text = String::new();
+    for c in log {
+        let _ = writeln!(
+            text,
+            "{} {:?} {} by {}{}",
+            c.at,
+            c.action,
+            c.alias,
+            c.actor,
+            if c.reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", c.reason)
+            }
+        );
+    }
+    text
+}

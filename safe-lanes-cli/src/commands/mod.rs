@@ -1,0 +1,24 @@
+//! One function per command; each is a few lines over one library call.
+
+mod download;
+mod grant;
+mod root;
+mod upload;
+
+use anyhow::Result;
+
+use crate::args::{AuditCommand, Cli, Command};
+use crate::output::Report;
+
+/// Run the parsed command line.
+pub(crate) fn run(cli: Cli) -> Result<Report> {
+    let root = cli.root.as_deref();
+    match cli.command {
+        Command::Init => root::init(root),
+        Command::Doctor => root::doctor(root),
+        Command::Download(cmd) => download::run(root, cmd),
+        Command::Upload(cmd) => upload::run(root, cmd),
+        Command::Grant(cmd) => grant::run(root, cli.manifest.as_deref(), cmd),
+        Command::Audit(AuditCommand::Verify) => root::audit_verify(root),
+    }
+}

@@ -1,0 +1,151 @@
+//! `init`, `doctor`, `audit verify`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use safe_lanes::beneath::openat2_available;
+use safe_lanes::confine::landlock_support;
+use safe_lanes::{RootLocation, StateRoot, UploadSource};
+use serde_json::json;
+
+use crate::output::Report;
+
+pub(crate) fn init(flag: Option<&Path>) -> Result<Report> {
+    let root = StateRoot::open_default(flag)?;
+    root.tighten()?;
+    let json = json!({
+        "root": root.path(),
+        "downloads": root.downloads_path(),
+        "uploads": root.uploads_path(),
+        "manifest": root.default_manifest(),
+    });
+    let text = format!(
+        "state root ready: {}\n  downloads: {}\n  uploads:   {}",
+        root.path().display(),
+        root.downloads_path().display(),
+        root.uploads_path().display()
+    );
+    Ok(Report::ok(json, text))
+}
+
+pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
+    let location = RootLocation::resolve(flag)?;
+    let landlock = landlock_support();
+    let openat2 = openat2_available();
+    let mut problems: Vec<String> = Vec::new();
+    let mut ignored = Vec::new();
+    let dirs = if location.path.exists() {
+        let opened = StateRoot::open(&location.path).and_then(|root| {
+            ignored = UploadSource::load(&root)?.ignored().to_vec();
+            root.report()
+        });
+        match opened {
+            Ok(dirs) => dirs,
+            Err(e) => {
+                problems.push(e.to_string());
+                Vec::new()
+            }
+        }
+    } else {
+        problems.push(format!(
+            "{}: the state root does not exist yet; run `safe-lanes init`",
+            location.path.display()
+        ));
+        Vec::new()
+    };
+    for dir in dirs.iter().filter(|d| !d.private) {
+        problems.push(format!(
+            "{}: mode {:04o} lets group or others read; `safe-lanes init` sets 0700",
+            dir.path.display(),
+            dir.mode
+        ));
+    }
+    for i in &ignored {
+        problems.push(format!(
+            "upload root {} ({:?} {}) is ignored: {}",
+            i.entry, i.origin, i.at, i.why
+        ));
+    }
+    if !openat2 {
+        problems
+            .push("openat2 is unavailable: the slower O_NOFOLLOW component walk is used".into());
+    }
+    if let Some(why) = &landlock.problem {
+        problems.push(format!("confined commands are refused: {why}"));
+    }
+    let mut text = format!(
+        "state root: {} (from {:?})\n",
+        location.path.display(),
+        location.origin
+    );
+    for dir in &dirs {
+        let _ = writeln!(
+            text,
+            "  {:04o} uid {}  {}",
+            dir.mode,
+            dir.uid,
+            dir.path.display()
+        );
+    }
+    let _ = writeln!(
+        text,
+        "openat2: {}",
+        if openat2 { "available" } else { "missing" }
+    );
+    let _ = writeln!(
+        text,
+        "landlock: {} ({})",
+        landlock
+            .abi
+            .map_or_else(|| "absent".to_owned(), |v| format!("ABI {v}")),
+        if landlock.fully_enforced {
+            "fully enforced"
+        } else {
+            "not fully enforced"
+        }
+    );
+    for p in &problems {
+        let _ = writeln!(text, "problem: {p}");
+    }
+    if problems.is_empty() {
+        text.push_str("ok");
+    }
+    let json = json!({
+        "root": { "path": location.path, "origin": location.origin },
+        "dirs": dirs,
+        "kernel": { "openat2": openat2, "landlock": landlock },
+        "upload_roots_ignored": ignored,
+        "problems": problems,
+        "ok": problems.is_empty(),
+    });
+    Ok(Report {
+        failed: !problems.is_empty(),
+        json,
+        text,
+    })
+}
+
+pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
+    let root = StateRoot::open_default(flag)?;
+    let audit = root.audit();
+    let verification = audit.verify()?;
+    let text = match &verification.broken {
+        None => format!(
+            "{}: {} lines, chain intact",
+            audit.path().display(),
+            verification.lines
+        ),
+        Some(b) => format!("{}: line {}: {}", audit.path().display(), b.line, b.why),
+    };
+    Ok(Report {
+        failed: !verification.is_intact(),
+        json: json!({
+            "path": audit.path(),
+            "lines": verification.lines,
+            "intact": verification.is_intact(),
+            "broken": verification.broken,
+        }),
+        text,
+    })
+}

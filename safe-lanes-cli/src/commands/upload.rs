@@ -1,0 +1,97 @@
+//! `upload check | roots | send`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use safe_lanes::{Limits, StateRoot, UploadDeposit, UploadSource, Uploader};
+use serde_json::json;
+
+use crate::args::UploadCommand;
+use crate::output::Report;
+
+pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
+    let root = StateRoot::open_default(flag)?;
+    let source = UploadSource::load(&root)?;
+    match cmd {
+        UploadCommand::Check { path } => {
+            let checked = source.resolve(&path)?;
+            let text = format!(
+                "{}\n  root {}\n  {} bytes, sha256 {}",
+                checked.path.display(),
+                checked.root.display(),
+                checked.bytes,
+                checked.sha256
+            );
+            Ok(Report::ok(json!(checked), text))
+        }
+        UploadCommand::Roots => {
+            let mut text = String::new();
+            for r in source.roots() {
+                let _ = writeln!(
+                    text,
+                    "{:<9}  {}",
+                    format!("{:?}", r.origin).to_lowercase(),
+                    r.path.display()
+                );
+            }
+            for i in source.ignored() {
+                let _ = writeln!(
+                    text,
+                    "ignored    {} ({:?} {}): {}",
+                    i.entry, i.origin, i.at, i.why
+                );
+            }
+            Ok(Report::ok(
+                json!({ "roots": source.roots(), "ignored": source.ignored() }),
+                text,
+            ))
+        }
+        UploadCommand::Send {
+            path,
+            timeout,
+            uploader,
+        } => {
+            let opened = source.open(&path)?;
+            let (program, args) = uploader.split_first().expect("clap requires the uploader");
+            let uploader = Uploader::new(program, args).with_limits(Limits {
+                timeout: Duration::from_secs(timeout),
+                ..Limits::default()
+            });
+            let deposit = UploadDeposit::open(&root)?.with_actor(safe_lanes::audit::os_user());
+            let staged = deposit.stage_source(&opened)?;
+            let sent = deposit.send(staged, &uploader)?;
+            let outcome = &sent.outcome;
+            let mut text = format!(
+                "{} -> uploader exited with {}",
+                opened.path.display(),
+                outcome.exit_code.map_or_else(
+                    || format!("signal {}", outcome.signal.unwrap_or(0)),
+                    |c| c.to_string()
+                )
+            );
+            if outcome.timed_out {
+                text.push_str(" (timed out)");
+            }
+            for (name, stream) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
+                if !stream.is_empty() {
+                    let _ = write!(text, "\n--- {name}\n{}", stream.trim_end());
+                }
+            }
+            Ok(Report {
+                failed: !outcome.success(),
+                json: json!({
+                    "source": { "path": opened.path, "root": opened.root, "bytes": sent.bytes, "sha256": sent.sha256 },
+                    "staged": sent.staged,
+                    "exit_code": outcome.exit_code,
+                    "signal": outcome.signal,
+                    "timed_out": outcome.timed_out,
+                    "stdout": outcome.stdout,
+                    "stderr": outcome.stderr,
+                }),
+                text,
+            })
+        }
+    }
+}

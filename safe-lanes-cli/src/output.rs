@@ -1,0 +1,68 @@
+//! Printing results and errors, and choosing the exit status.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+/// What a command produced.
+#[derive(Debug)]
+pub(crate) struct Report {
+    /// The `--json` form.
+    pub(crate) json: Value,
+    /// The human form.
+    pub(crate) text: String,
+    /// Whether the command ran but failed (a failing uploader or command): exit status 1.
+    pub(crate) failed: bool,
+}
+
+impl Report {
+    pub(crate) fn ok(json: Value, text: impl Into<String>) -> Self {
+        Self {
+            json,
+            text: text.into(),
+            failed: false,
+        }
+    }
+}
+
+const EXIT_FAILURE: u8 = 1;
+const EXIT_REFUSED: u8 = 3;
+
+/// Print the result (or the error) and turn it into the exit status.
+pub(crate) fn finish(result: anyhow::Result<Report>, json: bool) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match result {
+        Ok(report) => {
+            let written = if json {
+                writeln!(stdout, "{}", report.json)
+            } else if report.text.is_empty() {
+                Ok(())
+            } else {
+                writeln!(stdout, "{}", report.text.trim_end())
+            };
+            if written.is_err() || report.failed {
+                ExitCode::from(EXIT_FAILURE)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(err) => {
+            let (code, refused) = match err.downcast_ref::<safe_lanes::Error>() {
+                Some(e) => (e.code().as_str(), e.code().is_refusal()),
+                None => ("io", false),
+            };
+            let message = safe_lanes::Shown::text(&format!("{err:#}")).to_string();
+            if json {
+                let _ = writeln!(
+                    stdout,
+                    "{}",
+                    json!({ "error": { "code": code, "message": message } })
+                );
+            } else {
+                let _ = writeln!(std::io::stderr(), "safe-lanes: {code}: {message}");
+            }
+            ExitCode::from(if refused { EXIT_REFUSED } else { EXIT_FAILURE })
+        }
+    }
+}

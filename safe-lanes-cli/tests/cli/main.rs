@@ -1,0 +1,8 @@
+//! Tests of the real `safe-lanes` binary: exit statuses, JSON shapes, and that nothing is
+//! written outside the state root.
+
+mod download;
+mod grant;
+mod root;
+mod upload;
+mod util;

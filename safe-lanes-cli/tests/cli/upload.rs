@@ -1,0 +1,199 @@
+//! `upload check | roots | send`.
+
+use crate::util::{Env, tree};
+
+/// A state root with a received file, a token, an allowed folder and a secret outside it.
+fn world() -> Env {
+    let env = Env::new();
+    assert_eq!(
+        env.run(&["download", "save", "--name", "report.pdf"], b"%PDF")
+            .status,
+        0
+    );
+    std::fs::write(env.root().join("token"), "TOKEN").unwrap();
+    std::fs::create_dir(env.tmp.path().join("share")).unwrap();
+    std::fs::write(env.tmp.path().join("share/deck.txt"), "slides").unwrap();
+    std::fs::create_dir(env.home().join(".ssh")).unwrap();
+    std::fs::write(env.home().join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    let roots = format!(
+        "# mine\n{}\nnot/absolute\n",
+        env.tmp.path().join("share").display()
+    );
+    std::fs::write(env.root().join(".upload-roots"), roots).unwrap();
+    env
+}
+
+#[test]
+fn check_prints_the_contract_json() {
+    let env = world();
+    let received = env.root().join(".downloads/report.pdf");
+    let run = env.run(
+        &["--json", "upload", "check", received.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    let json = run.json();
+    assert_eq!(json["path"], received.to_str().unwrap());
+    assert_eq!(
+        json["root"],
+        env.root().join(".downloads").to_str().unwrap()
+    );
+    assert_eq!(json["bytes"], 4);
+    // printf '%PDF' | sha256sum
+    assert_eq!(
+        json["sha256"],
+        "315d429b7714cedb6ad04ac31240145257692630457f3c88253c5beceac76027"
+    );
+}
+
+#[test]
+fn check_refuses_secrets_with_exit_3_and_a_code() {
+    let env = world();
+    let cases = [
+        (env.home().join(".ssh/id_ed25519"), "outside_allowlist"),
+        (env.root().join("token"), "state_root"),
+        (env.root().join(".upload-roots"), "state_root"),
+        (
+            env.tmp.path().join("share/../home/.ssh/id_ed25519"),
+            "traversal",
+        ),
+        (env.tmp.path().join("share"), "not_regular_file"),
+    ];
+    for (path, code) in cases {
+        let run = env.run(&["--json", "upload", "check", path.to_str().unwrap()], b"");
+        assert_eq!(run.status, 3, "{}: {run:?}", path.display());
+        assert_eq!(run.code(), code, "{}", path.display());
+    }
+    let relative = env.run(&["--json", "upload", "check", "share/deck.txt"], b"");
+    assert_eq!(
+        (relative.status, relative.code().as_str()),
+        (3, "relative_path")
+    );
+}
+
+#[test]
+fn roots_lists_origins_and_ignored_entries() {
+    let env = world();
+    let extra = env.tmp.path().join("extra");
+    std::fs::create_dir(&extra).unwrap();
+    let run = env.run_env(
+        &["--json", "upload", "roots"],
+        b"",
+        &[("SAFE_LANES_UPLOAD_ROOTS", extra.to_str().unwrap())],
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    let json = run.json();
+    let mut origins: Vec<(String, String)> = json["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["origin"].as_str().unwrap().to_owned(),
+                r["path"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    origins.sort();
+    assert_eq!(
+        origins,
+        [
+            (
+                "downloads".to_owned(),
+                env.root().join(".downloads").to_str().unwrap().to_owned()
+            ),
+            ("env".to_owned(), extra.to_str().unwrap().to_owned()),
+            (
+                "file".to_owned(),
+                env.tmp.path().join("share").to_str().unwrap().to_owned()
+            ),
+        ]
+    );
+    assert_eq!(json["ignored"][0]["entry"], "not/absolute");
+    assert_eq!(json["ignored"][0]["why"], "not an absolute path");
+    let doctor = env.run(&["--json", "doctor"], b"");
+    assert_eq!(doctor.status, 1, "doctor reports the ignored line");
+    assert_eq!(
+        doctor.json()["upload_roots_ignored"][0]["entry"],
+        "not/absolute"
+    );
+}
+
+#[test]
+fn send_stages_runs_and_erases() {
+    let env = world();
+    let seen = env.tmp.path().join("seen.txt");
+    let script = format!("cat \"$1\" > '{}'; echo sent", seen.display());
+    let deck = env.tmp.path().join("share/deck.txt");
+    let run = env.run(
+        &[
+            "--json",
+            "upload",
+            "send",
+            deck.to_str().unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            &script,
+            "sh",
+            "{file}",
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    let json = run.json();
+    assert_eq!(json["source"]["path"], deck.to_str().unwrap());
+    assert_eq!(json["source"]["bytes"], 6);
+    assert_eq!(json["exit_code"], 0);
+    assert_eq!(json["stdout"], "sent\n");
+    assert_eq!(json["stderr"], "");
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), "slides");
+    assert!(tree(&env.root().join(".uploads")).is_empty());
+}
+
+#[test]
+fn a_failing_uploader_exits_1_and_erases() {
+    let env = world();
+    let deck = env.tmp.path().join("share/deck.txt");
+    let run = env.run(
+        &[
+            "--json",
+            "upload",
+            "send",
+            deck.to_str().unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            "exit 4",
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 1, "{run:?}");
+    assert_eq!(run.json()["exit_code"], 4);
+    assert!(tree(&env.root().join(".uploads")).is_empty());
+}
+
+#[test]
+fn a_refused_source_never_runs_the_uploader() {
+    let env = world();
+    let marker = env.tmp.path().join("uploader-ran");
+    let script = format!("touch '{}'", marker.display());
+    let key = env.home().join(".ssh/id_ed25519");
+    let run = env.run(
+        &[
+            "--json",
+            "upload",
+            "send",
+            key.to_str().unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            &script,
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 3, "{run:?}");
+    assert_eq!(run.code(), "outside_allowlist");
+    assert!(!marker.exists(), "the uploader never ran");
+    assert!(tree(&env.root().join(".uploads")).is_empty());
+}

@@ -1,0 +1,141 @@
+//! Running the binary in a clean environment.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// The result of one run.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) status: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Run {
+    /// The single JSON object on stdout.
+    pub(crate) fn json(&self) -> Value {
+        let mut objects = serde_json::Deserializer::from_str(&self.stdout).into_iter::<Value>();
+        let first = objects
+            .next()
+            .unwrap_or_else(|| panic!("no JSON on stdout; stderr: {}", self.stderr))
+            .expect("valid JSON");
+        assert!(
+            objects.next().is_none(),
+            "exactly one JSON value: {}",
+            self.stdout
+        );
+        assert!(first.is_object(), "a JSON object: {first}");
+        first
+    }
+
+    /// The error code of a `--json` refusal.
+    pub(crate) fn code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error code in {}", self.stdout))
+            .to_owned()
+    }
+}
+
+/// A temporary home, working directory and state root for one test.
+pub(crate) struct Env {
+    pub(crate) tmp: tempfile::TempDir,
+}
+
+impl Env {
+    pub(crate) fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in ["home", "cwd"] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+        }
+        Self { tmp }
+    }
+
+    pub(crate) fn root(&self) -> PathBuf {
+        self.tmp.path().join("state")
+    }
+
+    pub(crate) fn home(&self) -> PathBuf {
+        self.tmp.path().join("home")
+    }
+
+    pub(crate) fn cwd(&self) -> PathBuf {
+        self.tmp.path().join("cwd")
+    }
+
+    /// Run `safe-lanes --root <root> ARGS` with `stdin`.
+    pub(crate) fn run(&self, args: &[&str], stdin: &[u8]) -> Run {
+        let root = self.root();
+        let mut full = vec!["--root", root.to_str().unwrap()];
+        full.extend_from_slice(args);
+        self.run_raw(&full, stdin)
+    }
+
+    /// Run `safe-lanes ARGS` with HOME and the working directory in the sandbox, and no
+    /// root variables.
+    pub(crate) fn run_raw(&self, args: &[&str], stdin: &[u8]) -> Run {
+        run_in(&self.cwd(), &self.home(), args, stdin, &[])
+    }
+
+    /// Run `safe-lanes --root <root> ARGS` with extra environment variables.
+    pub(crate) fn run_env(&self, args: &[&str], stdin: &[u8], vars: &[(&str, &str)]) -> Run {
+        let root = self.root();
+        let mut full = vec!["--root", root.to_str().unwrap()];
+        full.extend_from_slice(args);
+        run_in(&self.cwd(), &self.home(), &full, stdin, vars)
+    }
+}
+
+pub(crate) fn run_in(
+    cwd: &Path,
+    home: &Path,
+    args: &[&str],
+    stdin: &[u8],
+    vars: &[(&str, &str)],
+) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_safe-lanes"))
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(vars.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn safe-lanes");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        status: out.status.code().expect("exited"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Every path below `dir`, relative, sorted.
+pub(crate) fn tree(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            out.push(
+                path.strip_prefix(base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            if entry.file_type().unwrap().is_dir() {
+                walk(base, &path, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}

@@ -1,0 +1,633 @@
+//! The one confinement primitive: every file the library touches is reached through here.
+//!
+//! An [`Anchor`] is an open directory descriptor. Every operation takes a path *relative to
+//! the anchor* and is resolved by the kernel (or, where the kernel cannot, by a careful
+//! component walk) so that it can never leave the anchor's directory: not through `..`, not
+//! through an absolute or relative symbolic link, not through a `/proc` magic link, and not
+//! through a directory renamed while the lookup runs.
+//!
+//! # Backends
+//!
+//! - [`Backend::Openat2`]: one `openat2(2)` call with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`
+//!   (and `RESOLVE_NO_SYMLINKS` when links are refused). The kernel guarantees containment,
+//!   including under concurrent renames (it fails with `EAGAIN` rather than guess; the call is
+//!   retried, then handed to the walk).
+//! - [`Backend::Walk`]: for kernels without `openat2` (before 5.6, or where a seccomp filter
+//!   hides it). Each component is opened with `O_PATH | O_NOFOLLOW` relative to the previous
+//!   descriptor; `..` pops back to a descriptor already held, so it never reaches above the
+//!   anchor; a symbolic link is read through its own descriptor and expanded in place (absolute
+//!   targets are escapes); at most 40 links are followed.
+//!
+//! [`Backend::Auto`] uses `openat2` and remembers, process-wide, if the kernel lacks it.
+//!
+//! # Guarantee
+//!
+//! A descriptor returned by [`Anchor::open`] (and the other methods) refers to an inode that was
+//! reachable from the anchor's directory by the given path without leaving it, at the moment of
+//! the lookup. Nothing here compares path strings to decide containment.
+
+mod openat2;
+mod walk;
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Stat};
+use rustix::io::Errno;
+
+use crate::error::{Error, Result, Shown};
+
+/// How symbolic links met while resolving a path are treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Symlinks {
+    /// Follow links whose target stays beneath the anchor; a link that leads out is an escape.
+    Beneath,
+    /// Refuse any link, at any component including the last.
+    Deny,
+}
+
+/// Which resolution mechanism an [`Anchor`] uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// `openat2` when the kernel has it, the component walk otherwise (decided once per process).
+    #[default]
+    Auto,
+    /// Always `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`; fails where the kernel lacks it.
+    Openat2,
+    /// Always the `O_NOFOLLOW` component walk.
+    Walk,
+}
+
+/// What the kernel offers, probed once per process.
+const UNKNOWN: u8 = 0;
+const PRESENT: u8 = 1;
+const ABSENT: u8 = 2;
+static OPENAT2: AtomicU8 = AtomicU8::new(UNKNOWN);
+static LINK_EMPTY_PATH: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// Whether this kernel answers `openat2(2)` (probed on first use, then remembered).
+pub fn openat2_available() -> bool {
+    match OPENAT2.load(Ordering::Relaxed) {
+        PRESENT => true,
+        ABSENT => false,
+        _ => {
+            let probe = rustix::fs::openat2(
+                rustix::fs::CWD,
+                "/",
+                OFlags::PATH | OFlags::CLOEXEC,
+                Mode::empty(),
+                rustix::fs::ResolveFlags::empty(),
+            );
+            let present = !matches!(probe, Err(Errno::NOSYS | Errno::PERM));
+            OPENAT2.store(if present { PRESENT } else { ABSENT }, Ordering::Relaxed);
+            present
+        }
+    }
+}
+
+/// A directory descriptor that confined operations are relative to.
+///
+/// Cloning is by `dup`: the clone refers to the same directory.
+#[derive(Debug)]
+pub struct Anchor {
+    fd: OwnedFd,
+    backend: Backend,
+}
+
+impl Anchor {
+    /// Unconfined: opens the directory at `path` (a trusted path from the human or the
+    /// configuration, never from an agent), following symbolic links.
+    ///
+    /// # Errors
+    ///
+    /// `not_found` when nothing is there or it is not a directory, `io` otherwise.
+    pub fn open_unchecked(path: &Path) -> Result<Self> {
+        let fd = rustix::fs::open(
+            path,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| refusal(e, path, Symlinks::Beneath, "open"))?;
+        Ok(Self::new(fd))
+    }
+
+    /// Opens the directory at the absolute, canonical `path` (one a human approved earlier),
+    /// refusing any symbolic link on the way: resolution starts at `/` and goes through the
+    /// primitive with [`Symlinks::Deny`].
+    ///
+    /// # Errors
+    ///
+    /// `relative_path`, `symlink_escape` when a component has become a link since, `not_found`.
+    pub fn open_canonical(path: &Path) -> Result<Self> {
+        let rest = path.strip_prefix("/").map_err(|_| Error::RelativePath {
+            path: Shown::path(path),
+        })?;
+        Self::open_unchecked(Path::new("/"))?.open_dir(rest, Symlinks::Deny)
+    }
+
+    /// Wrap an open directory descriptor, with the [`Backend::Auto`] backend.
+    pub fn new(fd: OwnedFd) -> Self {
+        Self::with_backend(fd, Backend::Auto)
+    }
+
+    /// Wrap an open directory descriptor with a chosen backend (tests run every table against
+    /// both backends through this).
+    pub fn with_backend(fd: OwnedFd, backend: Backend) -> Self {
+        Self { fd, backend }
+    }
+
+    /// The same directory with another backend.
+    pub fn into_backend(self, backend: Backend) -> Self {
+        Self::with_backend(self.fd, backend)
+    }
+
+    /// A second anchor on the same directory (`dup`).
+    ///
+    /// # Errors
+    ///
+    /// `io` when the descriptor table is full.
+    pub fn try_clone(&self) -> Result<Self> {
+        let fd = self
+            .fd
+            .try_clone()
+            .map_err(|e| Error::io("dup", "directory descriptor", e))?;
+        Ok(Self::with_backend(fd, self.backend))
+    }
+
+    /// The directory descriptor.
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The backend this anchor resolves paths with.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// `fstat` of the anchor's directory.
+    ///
+    /// # Errors
+    ///
+    /// `io` if the call fails.
+    pub fn stat(&self) -> Result<Stat> {
+        rustix::fs::fstat(&self.fd).map_err(|e| Error::io("fstat", "directory descriptor", e))
+    }
+
+    /// Opens `path` beneath the anchor for reading, without blocking on FIFOs or taking a
+    /// controlling terminal.
+    ///
+    /// # Errors
+    ///
+    /// See [`Anchor::open`].
+    ///
+    /// # Security
+    ///
+    /// The result is beneath the anchor; see the module documentation.
+    pub fn open_read(&self, path: &Path, symlinks: Symlinks) -> Result<OwnedFd> {
+        self.open(
+            path,
+            OFlags::RDONLY | OFlags::NONBLOCK,
+            Mode::empty(),
+            symlinks,
+        )
+    }
+
+    /// Opens the directory at `path` beneath the anchor as a new anchor with the same backend.
+    ///
+    /// # Errors
+    ///
+    /// See [`Anchor::open`]; a non-directory is `not_found` ("not a directory").
+    pub fn open_dir(&self, path: &Path, symlinks: Symlinks) -> Result<Anchor> {
+        let fd = self.open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+            symlinks,
+        )?;
+        Ok(Self::with_backend(fd, self.backend))
+    }
+
+    /// Opens `path` beneath the anchor with `flags` (`O_CLOEXEC`, and `O_NOCTTY` unless
+    /// `O_PATH`, are always added; `O_NOFOLLOW` is ignored: links are governed by `symlinks`).
+    ///
+    /// # Errors
+    ///
+    /// - `absolute_path` for an absolute `path`, `nul_byte` for a NUL in it;
+    /// - `traversal` when `..` lexically climbs above the anchor;
+    /// - `symlink_escape` when a link leads out of the anchor, or any link under
+    ///   [`Symlinks::Deny`], or more than 40 links;
+    /// - `not_found` when a component is missing or not a directory;
+    /// - `io` for everything else (including `EEXIST` under `O_CREAT | O_EXCL`, which callers
+    ///   recognise with [`Error::raw_os_error`]).
+    ///
+    /// # Security
+    ///
+    /// The returned descriptor refers to an inode beneath the anchor (module documentation).
+    pub fn open(
+        &self,
+        path: &Path,
+        flags: OFlags,
+        mode: Mode,
+        symlinks: Symlinks,
+    ) -> Result<OwnedFd> {
+        check_relative(path)?;
+        let flags = if flags.contains(OFlags::PATH) {
+            // openat2 accepts only O_DIRECTORY and O_CLOEXEC beside O_PATH.
+            (flags & (OFlags::PATH | OFlags::DIRECTORY)) | OFlags::CLOEXEC
+        } else {
+            (flags - OFlags::NOFOLLOW) | OFlags::CLOEXEC | OFlags::NOCTTY
+        };
+        let use_openat2 = match self.backend {
+            Backend::Openat2 => true,
+            Backend::Walk => false,
+            Backend::Auto => openat2_available(),
+        };
+        let result = if use_openat2 {
+            match openat2::open(self.as_fd(), path, flags, mode, symlinks) {
+                Err(Errno::AGAIN) if self.backend == Backend::Auto => {
+                    walk::open(self.as_fd(), path, flags, mode, symlinks)
+                }
+                other => other,
+            }
+        } else {
+            walk::open(self.as_fd(), path, flags, mode, symlinks)
+        };
+        result.map_err(|e| refusal(e, path, symlinks, "open"))
+    }
+
+    /// Creates an unnamed (`O_TMPFILE`), readable and writable, `mode` file in the anchor's
+    /// directory.
+    ///
+    /// It has no name until [`Anchor::link_new`] gives it one; dropped before that, it vanishes
+    /// with nothing left on disk, even after a crash.
+    ///
+    /// # Errors
+    ///
+    /// `io`; `EOPNOTSUPP`/`EISDIR` mean the filesystem has no `O_TMPFILE`.
+    pub fn create_unnamed(&self, mode: u32) -> Result<OwnedFd> {
+        rustix::fs::openat(
+            &self.fd,
+            ".",
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map_err(|e| Error::io("open(O_TMPFILE)", "lane", e))
+    }
+
+    /// Gives the unnamed file `file` (from [`Anchor::create_unnamed`]) the name `name` in the
+    /// anchor's directory, never replacing anything: an existing entry of that name (a file, a
+    /// directory, a dangling symbolic link) fails with `EEXIST`.
+    ///
+    /// Uses `linkat(AT_EMPTY_PATH)` where the process may, else the `/proc/self/fd` link.
+    ///
+    /// # Errors
+    ///
+    /// `io` (test `EEXIST` with [`Error::raw_os_error`]), or a name refusal from
+    /// [`component`].
+    pub fn link_new(&self, file: BorrowedFd<'_>, name: &OsStr) -> Result<()> {
+        let name = component(name)?;
+        let by_empty_path = || rustix::fs::linkat(file, c"", &self.fd, name, AtFlags::EMPTY_PATH);
+        let by_proc = || {
+            let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+            rustix::fs::linkat(
+                rustix::fs::CWD,
+                proc.as_str(),
+                &self.fd,
+                name,
+                AtFlags::SYMLINK_FOLLOW,
+            )
+        };
+        let result = match LINK_EMPTY_PATH.load(Ordering::Relaxed) {
+            PRESENT => by_empty_path(),
+            ABSENT => by_proc(),
+            _ => match by_empty_path() {
+                // Without CAP_DAC_READ_SEARCH the kernel answers ENOENT to AT_EMPTY_PATH.
+                Err(Errno::NOENT) => {
+                    let r = by_proc();
+                    if r.is_ok() {
+                        LINK_EMPTY_PATH.store(ABSENT, Ordering::Relaxed);
+                    }
+                    r
+                }
+                r => {
+                    if r.is_ok() {
+                        LINK_EMPTY_PATH.store(PRESENT, Ordering::Relaxed);
+                    }
+                    r
+                }
+            },
+        };
+        result.map_err(|e| Error::io("linkat", name_shown(name), e))
+    }
+
+    /// Creates `name` in the anchor's directory with `O_CREAT | O_EXCL | O_NOFOLLOW`, readable
+    /// and writable, with `mode`. An existing entry of any kind (including a symbolic link) is `EEXIST`.
+    ///
+    /// # Errors
+    ///
+    /// `io` (test `EEXIST` with [`Error::raw_os_error`]), or a name refusal.
+    pub fn create_new(&self, name: &OsStr, mode: u32) -> Result<OwnedFd> {
+        let name = component(name)?;
+        rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map_err(|e| Error::io("open(O_EXCL)", name_shown(name), e))
+    }
+
+    /// Renames `from` to `to` within the anchor's directory without ever replacing `to`
+    /// (`renameat2(RENAME_NOREPLACE)`, or `link` + `unlink` where the filesystem lacks it).
+    ///
+    /// # Errors
+    ///
+    /// `io` (`EEXIST` when `to` exists), or a name refusal.
+    pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> Result<()> {
+        let (from, to) = (component(from)?, component(to)?);
+        match rustix::fs::renameat_with(&self.fd, from, &self.fd, to, RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(()),
+            Err(Errno::INVAL | Errno::NOSYS) => {
+                rustix::fs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty())
+                    .map_err(|e| Error::io("linkat", name_shown(to), e))?;
+                self.remove_file(from.as_ref())
+            }
+            Err(e) => Err(Error::io("renameat2", name_shown(to), e)),
+        }
+    }
+
+    /// Renames `from` over `to` within the anchor's directory (atomic replace), for files the
+    /// library owns, such as a manifest.
+    ///
+    /// # Errors
+    ///
+    /// `io`, or a name refusal.
+    pub fn rename_replace(&self, from: &OsStr, to: &OsStr) -> Result<()> {
+        let (from, to) = (component(from)?, component(to)?);
+        rustix::fs::renameat(&self.fd, from, &self.fd, to)
+            .map_err(|e| Error::io("renameat", name_shown(to), e))
+    }
+
+    /// Removes the entry `name` (not a directory) from the anchor's directory. A symbolic link
+    /// is removed itself, never followed.
+    ///
+    /// # Errors
+    ///
+    /// `io`, or a name refusal.
+    pub fn remove_file(&self, name: &OsStr) -> Result<()> {
+        let name = component(name)?;
+        rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())
+            .map_err(|e| Error::io("unlinkat", name_shown(name), e))
+    }
+
+    /// Removes the empty directory `name` from the anchor's directory.
+    ///
+    /// # Errors
+    ///
+    /// `io`, or a name refusal.
+    pub fn remove_dir(&self, name: &OsStr) -> Result<()> {
+        let name = component(name)?;
+        rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)
+            .map_err(|e| Error::io("rmdir", name_shown(name), e))
+    }
+
+    /// Creates the directory `name` in the anchor's directory with `mode`.
+    ///
+    /// # Errors
+    ///
+    /// `io` (`EEXIST` when it exists), or a name refusal.
+    pub fn create_dir(&self, name: &OsStr, mode: u32) -> Result<()> {
+        let name = component(name)?;
+        rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode))
+            .map_err(|e| Error::io("mkdirat", name_shown(name), e))
+    }
+
+    /// `lstat` of the entry `name` in the anchor's directory (links are not followed).
+    ///
+    /// # Errors
+    ///
+    /// `not_found` when absent, `io` otherwise, or a name refusal.
+    pub fn stat_entry(&self, name: &OsStr) -> Result<Stat> {
+        let name = component(name)?;
+        rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| refusal(e, Path::new(name), Symlinks::Deny, "stat"))
+    }
+
+    /// The names in the anchor's directory, without `.` and `..`, each with its `lstat`.
+    /// An entry removed while listing is skipped.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the directory cannot be read.
+    pub fn entries(&self) -> Result<Vec<(OsString, Stat)>> {
+        let dir = rustix::fs::Dir::read_from(&self.fd)
+            .map_err(|e| Error::io("opendir", "directory descriptor", e))?;
+        let mut out = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(|e| Error::io("readdir", "directory descriptor", e))?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = OsString::from_vec(name.to_vec());
+            match rustix::fs::statat(&self.fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => out.push((name, stat)),
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io("fstatat", name_shown(&name), e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `fsync` of the directory itself, making created, linked and removed names durable.
+    ///
+    /// # Errors
+    ///
+    /// `io` if the call fails.
+    pub fn sync(&self) -> Result<()> {
+        rustix::fs::fsync(&self.fd).map_err(|e| Error::io("fsync", "directory", e))
+    }
+}
+
+impl AsFd for Anchor {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// The current location of an open file, as the kernel reports it for the descriptor
+/// (`readlink("/proc/self/fd/N")`).
+///
+/// This *reports* where an already-open inode is; it never opens anything. Callers use it to
+/// learn a canonical path and then confirm identity through an [`Anchor`].
+///
+/// # Errors
+///
+/// `io` when `/proc` is not mounted or the file has been deleted.
+pub fn location_of(fd: BorrowedFd<'_>) -> Result<PathBuf> {
+    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let target = rustix::fs::readlink(link.as_str(), Vec::new())
+        .map_err(|e| Error::io("readlink", link.as_str(), e))?;
+    let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
+    if !target.is_absolute() || rustix::fs::fstat(fd).is_ok_and(|s| s.st_nlink == 0) {
+        return Err(Error::io(
+            "readlink",
+            link.as_str(),
+            std::io::Error::other("the file is not reachable by a path"),
+        ));
+    }
+    Ok(target)
+}
+
+/// Unconfined: resolve the absolute `path` the way the kernel does — following symbolic
+/// links anywhere, but refusing `/proc` magic links — to an `O_PATH` descriptor, and report
+/// where it landed ([`location_of`]).
+///
+/// An `O_PATH` descriptor can neither read nor write. Callers use the pair to *decide which
+/// anchor to use*, then open the file for real beneath that anchor and compare
+/// [`identity`] with this descriptor, so a swap between the two is detected, never trusted.
+///
+/// # Errors
+///
+/// `not_found`, `symlink_escape` (a loop or a magic link), `io`.
+pub fn locate_unchecked(path: &Path) -> Result<(OwnedFd, PathBuf)> {
+    let fd = rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+        rustix::fs::ResolveFlags::NO_MAGICLINKS,
+    )
+    .or_else(|e| match e {
+        // Without openat2 the magic-link refusal is lost; O_PATH still cannot read or write.
+        Errno::NOSYS | Errno::PERM => {
+            rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        }
+        other => Err(other),
+    })
+    .map_err(|e| refusal(e, path, Symlinks::Beneath, "openat2"))?;
+    let location = location_of(fd.as_fd())?;
+    Ok((fd, location))
+}
+
+/// `(device, inode)`: the identity of an open file.
+///
+/// # Errors
+///
+/// `io` if `fstat` fails.
+pub fn identity(fd: BorrowedFd<'_>) -> Result<(u64, u64)> {
+    let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", "descriptor", e))?;
+    Ok((st.st_dev, st.st_ino))
+}
+
+/// A human word for the file type in `stat`, for messages ("a directory", "a FIFO", …).
+pub fn kind_of(stat: &Stat) -> &'static str {
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "an unknown kind of file",
+    }
+}
+
+/// Check that `name` is exactly one path component (not empty, no `/`, not `.` or `..`, no
+/// NUL) and return it as a path.
+///
+/// # Errors
+///
+/// `nul_byte`, `traversal` (for `.`/`..`/a separator) or `not_found` (empty).
+pub fn component(name: &OsStr) -> Result<&Path> {
+    let bytes = name.as_bytes();
+    if bytes.contains(&0) {
+        return Err(Error::NulByte {
+            input: Shown::bytes(bytes),
+        });
+    }
+    if bytes.is_empty() {
+        return Err(Error::NotFound {
+            path: Shown::bytes(bytes),
+            why: "an empty name",
+        });
+    }
+    if bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+        return Err(Error::Traversal {
+            path: Shown::bytes(bytes),
+        });
+    }
+    Ok(Path::new(name))
+}
+
+/// Lexical checks every relative path gets before any system call.
+fn check_relative(path: &Path) -> Result<()> {
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.contains(&0) {
+        return Err(Error::NulByte {
+            input: Shown::bytes(bytes),
+        });
+    }
+    if bytes.first() == Some(&b'/') {
+        return Err(Error::AbsolutePath {
+            path: Shown::bytes(bytes),
+        });
+    }
+    let mut depth: usize = 0;
+    for part in bytes.split(|&b| b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                depth = depth.checked_sub(1).ok_or_else(|| Error::Traversal {
+                    path: Shown::bytes(bytes),
+                })?;
+            }
+            _ => depth += 1,
+        }
+    }
+    Ok(())
+}
+
+fn name_shown(name: &(impl AsRef<OsStr> + ?Sized)) -> Shown {
+    Shown::bytes(name.as_ref().as_bytes())
+}
+
+/// Map a resolution errno to the library's refusal codes.
+pub(crate) fn refusal(errno: Errno, path: &Path, symlinks: Symlinks, call: &'static str) -> Error {
+    let shown = Shown::path(path);
+    match errno {
+        Errno::XDEV => Error::SymlinkEscape {
+            path: shown,
+            why: "a symbolic link or `..` leads outside the folder",
+        },
+        Errno::LOOP if symlinks == Symlinks::Deny => Error::SymlinkEscape {
+            path: shown,
+            why: "goes through a symbolic link, which is not allowed here",
+        },
+        Errno::LOOP => Error::SymlinkEscape {
+            path: shown,
+            why: "too many levels of symbolic links, or a /proc magic link",
+        },
+        Errno::NOENT => Error::NotFound {
+            path: shown,
+            why: "no such file or directory",
+        },
+        Errno::NOTDIR => Error::NotFound {
+            path: shown,
+            why: "a path component is not a directory",
+        },
+        Errno::NAMETOOLONG => Error::NotFound {
+            path: shown,
+            why: "the path or one of its names is too long to exist",
+        },
+        Errno::NXIO => Error::NotRegularFile {
+            path: shown,
+            kind: "a socket or a device without a driver",
+        },
+        other => Error::io(call, shown, other),
+    }
+}

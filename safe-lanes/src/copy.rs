@@ -1,0 +1,259 @@
+//! Streaming copy into an open file, counting and hashing (SHA-256) on the way.
+//!
+//! Small inputs are hashed inline. Once an input passes [`PIPELINE_AFTER`] bytes, hashing
+//! moves to a second thread that reads back what was just written (from the page cache, with
+//! `pread`) while this thread keeps reading and writing, and then runs the caller's `finish`
+//! step (the `fsync` of a durable save) while the hash catches up. A large save therefore takes
+//! about as long as the slower of "write + fsync" and "hash", not their sum, and holds no more
+//! than one chunk in memory.
+
+use std::io::{self, Read};
+use std::os::fd::BorrowedFd;
+use std::sync::{Condvar, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// The largest read/write chunk.
+const CHUNK: usize = 256 * 1024;
+/// The first read buffer: a 4 KiB save should not zero 256 KiB.
+const FIRST_CHUNK: usize = 16 * 1024;
+/// Inputs larger than this are hashed on a second thread.
+const PIPELINE_AFTER: u64 = 4 * 1024 * 1024;
+
+/// What a copy produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Copied {
+    /// Bytes written.
+    pub(crate) bytes: u64,
+    /// Lowercase hex SHA-256 of the bytes.
+    pub(crate) sha256: String,
+}
+
+/// Copy all of `reader` into `out` (open for reading and writing, at offset 0), refusing
+/// (`too_large`) as soon as more than `cap` bytes arrive, then run `finish` (for example an
+/// `fsync`) before returning. On error, what was written stays in `out`: callers write into a
+/// file that has no name yet and drop it.
+pub(crate) fn copy_hashed(
+    reader: &mut dyn Read,
+    out: BorrowedFd<'_>,
+    cap: Option<u64>,
+    finish: impl FnOnce() -> Result<()>,
+) -> Result<Copied> {
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
+    let mut buf = vec![0u8; FIRST_CHUNK];
+    loop {
+        let n = fill(reader, &mut buf)?;
+        if n == 0 {
+            finish()?;
+            return Ok(Copied {
+                bytes: total,
+                sha256: hex(&hasher.finalize()),
+            });
+        }
+        total += n as u64;
+        check_cap(total, cap)?;
+        write_all(out, &buf[..n])?;
+        hasher.update(&buf[..n]);
+        if total > PIPELINE_AFTER {
+            buf.resize(CHUNK, 0);
+            return read_back(reader, out, cap, finish, hasher, total, buf);
+        }
+        if n == buf.len() && buf.len() < CHUNK {
+            buf.resize(buf.len() * 2, 0);
+        }
+    }
+}
+
+/// How far the writer has got, shared with the hashing thread.
+struct Progress {
+    state: Mutex<(u64, Phase)>,
+    changed: Condvar,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Writing,
+    Done,
+    Failed,
+}
+
+impl Progress {
+    fn set(&self, written: u64, phase: Phase) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (written, phase);
+        self.changed.notify_one();
+    }
+
+    /// Wait until more than `hashed` bytes are written or writing has ended.
+    fn wait_beyond(&self, hashed: u64) -> (u64, Phase) {
+        let guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self
+            .changed
+            .wait_while(guard, |(written, phase)| {
+                *written <= hashed && *phase == Phase::Writing
+            })
+            .unwrap_or_else(|p| p.into_inner());
+        *guard
+    }
+}
+
+/// The rest of a large copy: this thread reads, writes and finishes; a scoped thread hashes
+/// what is already on disk.
+fn read_back(
+    reader: &mut dyn Read,
+    out: BorrowedFd<'_>,
+    cap: Option<u64>,
+    finish: impl FnOnce() -> Result<()>,
+    hasher: Sha256,
+    mut total: u64,
+    mut buf: Vec<u8>,
+) -> Result<Copied> {
+    let progress = Progress {
+        state: Mutex::new((total, Phase::Writing)),
+        changed: Condvar::new(),
+    };
+    let hashed_from = total;
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| hash_written(out, &progress, hasher, hashed_from));
+        let written = (|| {
+            loop {
+                let n = fill(reader, &mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+                check_cap(total, cap)?;
+                write_all(out, &buf[..n])?;
+                progress.set(total, Phase::Writing);
+            }
+            progress.set(total, Phase::Done);
+            finish()
+        })();
+        if written.is_err() {
+            progress.set(total, Phase::Failed);
+        }
+        let hashed = worker.join().unwrap_or_else(|_| {
+            Err(Error::io(
+                "hash",
+                "file",
+                io::Error::other("hashing panicked"),
+            ))
+        });
+        written?;
+        Ok(Copied {
+            bytes: total,
+            sha256: hex(&hashed?.finalize()),
+        })
+    })
+}
+
+/// Hash `out` from `from` onwards, following the writer's progress.
+fn hash_written(
+    out: BorrowedFd<'_>,
+    progress: &Progress,
+    mut hasher: Sha256,
+    from: u64,
+) -> Result<Sha256> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut hashed = from;
+    loop {
+        let (written, phase) = progress.wait_beyond(hashed);
+        match phase {
+            Phase::Failed => return Ok(hasher),
+            Phase::Done if hashed >= written => return Ok(hasher),
+            _ => {}
+        }
+        let want = (written - hashed).min(CHUNK as u64) as usize;
+        let n = loop {
+            match rustix::io::pread(out, &mut buf[..want], hashed) {
+                Err(rustix::io::Errno::INTR) => continue,
+                other => break other.map_err(|e| Error::io("pread", "file", e))?,
+            }
+        };
+        if n == 0 {
+            return Err(Error::io(
+                "pread",
+                "file",
+                io::Error::other("the file shrank while it was written"),
+            ));
+        }
+        hasher.update(&buf[..n]);
+        hashed += n as u64;
+    }
+}
+
+fn write_all(out: BorrowedFd<'_>, mut bytes: &[u8]) -> Result<()> {
+    while !bytes.is_empty() {
+        match rustix::io::write(out, bytes) {
+            Ok(0) => {
+                return Err(Error::io(
+                    "write",
+                    "file",
+                    io::Error::from(io::ErrorKind::WriteZero),
+                ));
+            }
+            Ok(n) => bytes = &bytes[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(Error::io("write", "file", e)),
+        }
+    }
+    Ok(())
+}
+
+fn check_cap(total: u64, cap: Option<u64>) -> Result<()> {
+    match cap {
+        Some(limit) if total > limit => Err(Error::TooLarge { limit }),
+        _ => Ok(()),
+    }
+}
+
+/// Read until `buf` is full or the input ends; returns the bytes read.
+fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("read", "input", e)),
+        }
+    }
+    Ok(filled)
+}
+
+/// Hash everything `reader` yields (for files that are only read, such as upload sources).
+pub(crate) fn sha256_of(reader: &mut dyn Read) -> Result<Copied> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = fill(reader, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+    Ok(Copied {
+        bytes: total,
+        sha256: hex(&hasher.finalize()),
+    })
+}
+
+/// Lowercase hexadecimal.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    s
+}
+
+/// SHA-256 of `data`, in lowercase hex.
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
+    hex(&Sha256::digest(data))
+}

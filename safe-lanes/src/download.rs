@@ -1,0 +1,462 @@
+//! The download lane: untrusted files land in `<root>/.downloads` and nowhere else.
+//!
+//! [`DownloadLane::save`] takes a name *hint* (never a path) and a reader, and:
+//!
+//! 1. reduces the hint to a [`SafeName`] with [`sanitize`];
+//! 2. streams the content into a file that has no name yet (`O_TMPFILE` in the lane, or a
+//!    hidden `.partial-*` name where the filesystem lacks it), hashing it on the way and
+//!    refusing (`too_large`) past the size cap;
+//! 3. in durable mode (the default), `fsync`s the file;
+//! 4. publishes it under the name, or `name (1).ext`, `name (2).ext`, … with `linkat` (or
+//!    `renameat2(RENAME_NOREPLACE)`), which never replaces anything: an existing file, a planted
+//!    symbolic link, a directory or a FIFO at the name is a collision, never written through;
+//! 5. in durable mode, `fsync`s the lane so the new name survives a crash;
+//! 6. appends one line to the audit log.
+//!
+//! A failing reader or a size-cap breach leaves nothing: the unnamed file vanishes with its
+//! descriptor, a hidden one is removed by a guard (and crash leftovers older than an hour are
+//! swept before a lane first stages through a hidden name).
+//!
+//! # Finding a free name
+//!
+//! Each lane remembers, per name, the next suffix to try, so the n-th save of one name costs
+//! one `linkat`, not n. A lane that starts on a directory already holding many copies (a new
+//! process) finds the first free suffix by galloping (`lstat` of 1, 2, 4, 8, …) and then
+//! bisecting: O(log n) probes once, O(1) after. Concurrent savers (threads or processes) that
+//! pick the same suffix are sorted out by `linkat` itself: one wins, the others move on.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, SystemTime};
+
+use rustix::fs::FileType;
+use rustix::io::Errno;
+use serde::Serialize;
+
+use crate::audit::AuditLog;
+use crate::beneath::Anchor;
+use crate::copy::copy_hashed;
+use crate::error::{Error, Result};
+use crate::name::{SafeName, sanitize};
+use crate::root::StateRoot;
+
+/// Mode of every saved file.
+const FILE_MODE: u32 = 0o600;
+/// Prefix of hidden temporary names (only where `O_TMPFILE` is unavailable).
+const PARTIAL_PREFIX: &str = ".partial-";
+/// A hidden temporary file older than this is a crash leftover and is swept.
+const STALE_AFTER: Duration = Duration::from_secs(3600);
+/// How many published collisions one save tolerates before giving up (only reachable when
+/// another process fills the same names as fast as we probe them).
+const MAX_COLLISIONS: u32 = 10_000;
+/// Names remembered per lane before the memory is reset.
+const MAX_REMEMBERED: usize = 4096;
+
+/// Whether a save waits for the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `fsync` the file before publishing it and the lane after: a returned save survives a
+    /// crash or power loss.
+    #[default]
+    Durable,
+    /// Leave flushing to the kernel: faster. While the system runs, the name still appears only
+    /// once the content is complete; but after a crash or power loss the file may be missing,
+    /// or present and empty, because the name may reach the disk before the data.
+    Buffered,
+}
+
+/// How the unwritten file is held before it gets its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Staging {
+    /// `O_TMPFILE`: no name at all until `linkat`.
+    Unnamed,
+    /// A hidden `.partial-<random>` name, renamed with `RENAME_NOREPLACE`.
+    Hidden,
+}
+
+/// A file saved in the lane.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Saved {
+    /// The absolute path of the saved file.
+    pub path: PathBuf,
+    /// Its name in the lane.
+    pub name: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The lowercase hex SHA-256 of its content.
+    pub sha256: String,
+}
+
+/// A file found in the lane by [`DownloadLane::list`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// The absolute path.
+    pub path: PathBuf,
+    /// The name in the lane.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Last modification, RFC 3339.
+    pub modified: String,
+    #[serde(skip)]
+    mtime: SystemTime,
+}
+
+/// The download lane of a state root.
+#[derive(Debug)]
+pub struct DownloadLane {
+    dir: Anchor,
+    path: PathBuf,
+    audit: Arc<AuditLog>,
+    durability: Durability,
+    max_bytes: Option<u64>,
+    staging: Staging,
+    actor: String,
+    next_suffix: Mutex<HashMap<String, Next>>,
+    /// Hidden staging files left by a crash are swept once, before the first hidden staging.
+    swept: Once,
+}
+
+/// What a lane remembers about one name.
+#[derive(Clone, Copy, Debug)]
+enum Next {
+    /// The next suffix has not been seen taken: try it directly.
+    Try(u32),
+    /// A suffix from here on was found taken by someone else: probe before trying.
+    Probe(u32),
+}
+
+impl DownloadLane {
+    /// The download lane of `root`: durable, no size cap, actor "agent".
+    ///
+    /// # Errors
+    ///
+    /// `io` when the lane descriptor cannot be duplicated.
+    pub fn open(root: &StateRoot) -> Result<Self> {
+        let lane = Self {
+            dir: root.downloads().try_clone()?,
+            path: root.downloads_path(),
+            audit: root.audit(),
+            durability: Durability::Durable,
+            max_bytes: None,
+            staging: Staging::Unnamed,
+            actor: "agent".to_owned(),
+            next_suffix: Mutex::new(HashMap::new()),
+            swept: Once::new(),
+        };
+        Ok(lane)
+    }
+
+    /// Choose durable (default) or buffered saves.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Refuse content larger than `max_bytes` (`too_large`, nothing kept).
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// The actor recorded in the audit log for saves ("agent" by default).
+    pub fn with_actor(mut self, actor: impl Into<String>) -> Self {
+        self.actor = actor.into();
+        self
+    }
+
+    /// Stage through hidden `.partial-*` names instead of `O_TMPFILE` (what the lane falls
+    /// back to on filesystems without `O_TMPFILE`; public so that path is tested too).
+    #[doc(hidden)]
+    pub fn with_hidden_staging(mut self) -> Self {
+        self.staging = Staging::Hidden;
+        self
+    }
+
+    /// The lane directory.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Save everything `reader` yields under a name derived from `hint`.
+    ///
+    /// # Errors
+    ///
+    /// `too_large` past the size cap; `io` when reading the input or writing the lane fails.
+    /// In every error case nothing is left in the lane.
+    ///
+    /// # Security
+    ///
+    /// The hint is untrusted: it only ever becomes one sanitized name inside the lane. The
+    /// save never replaces or writes through anything that exists.
+    pub fn save(&self, hint: impl AsRef<[u8]>, mut reader: impl Read) -> Result<Saved> {
+        let name = sanitize(hint);
+        let staged = self.stage()?;
+        let copied = copy_hashed(
+            &mut reader,
+            staged.fd.as_fd(),
+            self.max_bytes,
+            || match self.durability {
+                Durability::Durable => {
+                    rustix::fs::fsync(&staged.fd).map_err(|e| Error::io("fsync", name.as_str(), e))
+                }
+                Durability::Buffered => Ok(()),
+            },
+        )?;
+        let published = self.publish(&name, &staged)?;
+        if self.durability == Durability::Durable {
+            self.dir.sync()?;
+        }
+        let saved = Saved {
+            path: self.path.join(&published),
+            name: published,
+            bytes: copied.bytes,
+            sha256: copied.sha256,
+        };
+        self.audit.append("download.save", &self.actor, &saved)?;
+        Ok(saved)
+    }
+
+    /// The files in the lane, sorted by name. Anything that is not a regular file is skipped,
+    /// and so are hidden staging files.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the lane cannot be read.
+    pub fn list(&self) -> Result<Vec<Entry>> {
+        let mut out: Vec<Entry> = self
+            .dir
+            .entries()?
+            .into_iter()
+            .filter(|(name, st)| {
+                FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                    && !name
+                        .as_encoded_bytes()
+                        .starts_with(PARTIAL_PREFIX.as_bytes())
+            })
+            .map(|(name, st)| {
+                let mtime = SystemTime::UNIX_EPOCH
+                    + Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec as u32);
+                let name = name.to_string_lossy().into_owned();
+                Entry {
+                    path: self.path.join(&name),
+                    bytes: st.st_size as u64,
+                    modified: humantime::format_rfc3339_seconds(mtime).to_string(),
+                    mtime,
+                    name,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Remove every file last modified more than `older_than` ago (the human's cleanup) and
+    /// return what was removed.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the lane cannot be read or a file cannot be removed.
+    pub fn prune(&self, older_than: Duration) -> Result<Vec<Entry>> {
+        let cutoff = SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let mut removed = Vec::new();
+        for entry in self.list()? {
+            if entry.mtime < cutoff {
+                self.dir.remove_file(OsStr::new(&entry.name))?;
+                removed.push(entry);
+            }
+        }
+        if !removed.is_empty() {
+            self.audit.append(
+                "download.prune",
+                &crate::audit::os_user(),
+                serde_json::json!({ "removed": removed.iter().map(|e| &e.name).collect::<Vec<_>>() }),
+            )?;
+        }
+        Ok(removed)
+    }
+
+    /// A writable file with no final name yet.
+    fn stage(&self) -> Result<Staged<'_>> {
+        if self.staging == Staging::Unnamed {
+            match self.dir.create_unnamed(FILE_MODE) {
+                Ok(fd) => {
+                    return Ok(Staged {
+                        fd,
+                        hidden: None,
+                        lane: &self.dir,
+                    });
+                }
+                Err(e)
+                    if matches!(
+                        e.raw_os_error().map(Errno::from_raw_os_error),
+                        Some(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL)
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.swept.call_once(|| self.sweep_partials());
+        loop {
+            let hidden = format!("{PARTIAL_PREFIX}{}", random_hex());
+            match self.dir.create_new(OsStr::new(&hidden), FILE_MODE) {
+                Ok(fd) => {
+                    return Ok(Staged {
+                        fd,
+                        hidden: Some(hidden),
+                        lane: &self.dir,
+                    });
+                }
+                Err(e) if e.raw_os_error() == Some(Errno::EXIST.raw_os_error()) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Give `staged` the first free name among `name`, `name (1)`, …; return it.
+    fn publish(&self, name: &SafeName, staged: &Staged<'_>) -> Result<String> {
+        for _ in 0..MAX_COLLISIONS {
+            let n = self.reserve(name);
+            let candidate = name.numbered(n);
+            let attempt = match &staged.hidden {
+                None => self.dir.link_new(staged.fd.as_fd(), OsStr::new(&candidate)),
+                Some(hidden) => self
+                    .dir
+                    .rename_new(OsStr::new(hidden), OsStr::new(&candidate)),
+            };
+            match attempt {
+                Ok(()) => return Ok(candidate),
+                Err(e) if e.raw_os_error() == Some(Errno::EXIST.raw_os_error()) => {
+                    self.taken(name, n);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::io(
+            "linkat",
+            name.as_str(),
+            std::io::Error::other("no free numbered name after 10000 collisions"),
+        ))
+    }
+
+    /// The suffix to try next for `name`, handed out once (concurrent savers get distinct ones).
+    fn reserve(&self, name: &SafeName) -> u32 {
+        let mut memory = self.next_suffix.lock().unwrap_or_else(|p| p.into_inner());
+        if memory.len() >= MAX_REMEMBERED && !memory.contains_key(name.as_str()) {
+            memory.clear();
+        }
+        let n = match memory.get(name.as_str()).copied() {
+            Some(Next::Try(n)) => n,
+            Some(Next::Probe(n)) => self.first_free(name, n),
+            // A name not seen yet is most likely free: try it, probe only after a collision.
+            None => 0,
+        };
+        memory.insert(name.as_str().to_owned(), Next::Try(n.saturating_add(1)));
+        n
+    }
+
+    /// Remember that suffix `n` of `name` turned out to be taken.
+    fn taken(&self, name: &SafeName, n: u32) {
+        let mut memory = self.next_suffix.lock().unwrap_or_else(|p| p.into_inner());
+        let next = n.saturating_add(1);
+        let entry = memory
+            .entry(name.as_str().to_owned())
+            .or_insert(Next::Probe(next));
+        if let Next::Try(m) = *entry
+            && m <= next
+        {
+            *entry = Next::Probe(next);
+        }
+    }
+
+    /// The first suffix at or after `from` that looks free: gallop, then bisect (O(log n)).
+    fn first_free(&self, name: &SafeName, from: u32) -> u32 {
+        let taken = |n: u32| {
+            !matches!(
+                self.dir.stat_entry(OsStr::new(&name.numbered(n))),
+                Err(Error::NotFound { .. })
+            )
+        };
+        if !taken(from) {
+            return from;
+        }
+        let (mut lo, mut step) = (from, 1u32);
+        let mut hi = loop {
+            let probe = lo.saturating_add(step);
+            if probe == lo || !taken(probe) {
+                break probe;
+            }
+            lo = probe;
+            step = step.saturating_mul(2);
+        };
+        // Invariant: `lo` is taken, `hi` looks free.
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if taken(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
+    }
+
+    /// Remove hidden staging files left by a crash more than [`STALE_AFTER`] ago. (Reading the
+    /// whole lane is O(n), which is why only lanes that stage through hidden names do it.)
+    fn sweep_partials(&self) {
+        let Ok(entries) = self.dir.entries() else {
+            return;
+        };
+        let cutoff = SystemTime::now()
+            .checked_sub(STALE_AFTER)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        for (name, st) in entries {
+            let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(st.st_mtime.max(0) as u64);
+            if name
+                .as_encoded_bytes()
+                .starts_with(PARTIAL_PREFIX.as_bytes())
+                && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                && mtime < cutoff
+            {
+                let _ = self.dir.remove_file(&name);
+            }
+        }
+    }
+}
+
+/// A file being written; a hidden name is removed when this is dropped.
+struct Staged<'lane> {
+    fd: OwnedFd,
+    hidden: Option<String>,
+    lane: &'lane Anchor,
+}
+
+impl Drop for Staged<'_> {
+    fn drop(&mut self) {
+        if let Some(hidden) = &self.hidden {
+            // After a successful publish the hidden name is gone already (ENOENT).
+            let _ = self.lane.remove_file(OsStr::new(hidden));
+        }
+    }
+}
+
+/// 16 random bytes in hex, for names nobody can guess.
+pub(crate) fn random_hex() -> String {
+    let mut bytes = [0u8; 16];
+    // getrandom only fails before the entropy pool is initialised; the time-and-pid fallback
+    // still gives a unique (if guessable) name, and names are created with O_EXCL anyway.
+    if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        bytes[..16].copy_from_slice(&now.to_le_bytes());
+        bytes[0] ^= std::process::id() as u8;
+    }
+    crate::copy::hex(&bytes)
+}

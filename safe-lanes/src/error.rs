@@ -1,0 +1,474 @@
+//! The one error type of the library, and its stable codes.
+//!
+//! Every refusal and failure is an [`Error`]. Its [`Code`] is a stable, snake_case string
+//! shared by the CLI (`{"error":{"code":…}}`, exit status 3 for refusals) and the MCP server
+//! (`"<code>: <message>"`). Codes are a public contract: they are only ever added, never
+//! renamed or removed.
+//!
+//! Messages name what was refused and why. Anything that came from outside (a path, a file
+//! name, an alias) is rendered through [`Shown`], which escapes control, format and
+//! separator characters, so a message can never carry a terminal escape sequence or a
+//! right-to-left override into a log or a model's context.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+use serde::Serialize;
+
+/// The stable, machine-readable code of an [`Error`].
+///
+/// The string form ([`Code::as_str`], and the `serde` form) is part of the public contract of
+/// the CLI and the MCP server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Code {
+    /// A `..` component would climb out of the folder it is relative to.
+    Traversal,
+    /// An absolute path was given where a relative one is required.
+    AbsolutePath,
+    /// A relative path was given where an absolute one is required.
+    RelativePath,
+    /// The input contains a NUL byte.
+    NulByte,
+    /// The path does not lie inside any allowed folder.
+    OutsideAllowlist,
+    /// The path lies inside the state root, which is never a valid source or grant.
+    StateRoot,
+    /// A symbolic link leads outside the folder, or a link was met where none is allowed.
+    SymlinkEscape,
+    /// The path names something other than a regular file.
+    NotRegularFile,
+    /// The file has more than one hard link.
+    Hardlinked,
+    /// Nothing exists at the path.
+    NotFound,
+    /// No grant has this alias.
+    UnknownAlias,
+    /// A write was asked for under a read-only grant.
+    ReadOnly,
+    /// The grant was revoked.
+    Revoked,
+    /// The grant was approved on another host.
+    UnavailableOnHost,
+    /// The alias does not follow the alias rules.
+    InvalidAlias,
+    /// The alias, or its environment key, is already used by another grant.
+    AliasTaken,
+    /// The grant would overlap another one in a way the OS sandbox cannot enforce.
+    OverlappingGrant,
+    /// The content is larger than the configured cap.
+    TooLarge,
+    /// The state root or a lane is owned by another user or writable by others.
+    InsecureRoot,
+    /// The OS sandbox is missing or could only be partly enforced.
+    SandboxUnavailable,
+    /// A patch does not apply exactly.
+    PatchRejected,
+    /// The manifest is not valid JSON or breaks a grant rule; it was left untouched.
+    InvalidManifest,
+    /// An operating-system call failed for a reason that is not a refusal.
+    Io,
+}
+
+impl Code {
+    /// Every code, in declaration order.
+    pub const ALL: &'static [Code] = &[
+        Code::Traversal,
+        Code::AbsolutePath,
+        Code::RelativePath,
+        Code::NulByte,
+        Code::OutsideAllowlist,
+        Code::StateRoot,
+        Code::SymlinkEscape,
+        Code::NotRegularFile,
+        Code::Hardlinked,
+        Code::NotFound,
+        Code::UnknownAlias,
+        Code::ReadOnly,
+        Code::Revoked,
+        Code::UnavailableOnHost,
+        Code::InvalidAlias,
+        Code::AliasTaken,
+        Code::OverlappingGrant,
+        Code::TooLarge,
+        Code::InsecureRoot,
+        Code::SandboxUnavailable,
+        Code::PatchRejected,
+        Code::InvalidManifest,
+        Code::Io,
+    ];
+
+    /// The stable snake_case name of the code.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Code::Traversal => "traversal",
+            Code::AbsolutePath => "absolute_path",
+            Code::RelativePath => "relative_path",
+            Code::NulByte => "nul_byte",
+            Code::OutsideAllowlist => "outside_allowlist",
+            Code::StateRoot => "state_root",
+            Code::SymlinkEscape => "symlink_escape",
+            Code::NotRegularFile => "not_regular_file",
+            Code::Hardlinked => "hardlinked",
+            Code::NotFound => "not_found",
+            Code::UnknownAlias => "unknown_alias",
+            Code::ReadOnly => "read_only",
+            Code::Revoked => "revoked",
+            Code::UnavailableOnHost => "unavailable_on_host",
+            Code::InvalidAlias => "invalid_alias",
+            Code::AliasTaken => "alias_taken",
+            Code::OverlappingGrant => "overlapping_grant",
+            Code::TooLarge => "too_large",
+            Code::InsecureRoot => "insecure_root",
+            Code::SandboxUnavailable => "sandbox_unavailable",
+            Code::PatchRejected => "patch_rejected",
+            Code::InvalidManifest => "invalid_manifest",
+            Code::Io => "io",
+        }
+    }
+
+    /// Whether the code means "the input was refused" rather than "the operation failed".
+    ///
+    /// Everything but [`Code::Io`] is a refusal: the CLI exits with status 3 for refusals and 1
+    /// for operational failures.
+    pub const fn is_refusal(self) -> bool {
+        !matches!(self, Code::Io)
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Text that came from outside, made safe to print.
+///
+/// Control characters (C0, C1, DEL), Unicode format characters (bidi overrides, zero-width
+/// characters, BOM), line and paragraph separators are written as `\u{…}` escapes; invalid
+/// UTF-8 bytes as `\x..`. Long input is shortened to its first and last characters with `…`
+/// in between, so one hostile argument cannot flood a log line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Shown(String);
+
+impl Shown {
+    /// The number of characters kept from the start and from the end of long input.
+    const KEEP: usize = 120;
+
+    /// Render raw bytes (invalid UTF-8 is escaped byte by byte).
+    pub fn bytes(raw: &[u8]) -> Self {
+        let mut out = String::new();
+        for chunk in raw.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                push_escaped(&mut out, c);
+            }
+            for b in chunk.invalid() {
+                out.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+        Shown(shorten(out))
+    }
+
+    /// Render a string.
+    pub fn text(raw: &str) -> Self {
+        Self::bytes(raw.as_bytes())
+    }
+
+    /// Render a path.
+    pub fn path(path: &Path) -> Self {
+        use std::os::unix::ffi::OsStrExt;
+        Self::bytes(path.as_os_str().as_bytes())
+    }
+
+    /// The escaped text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
+    let hidden = matches!(
+        c.general_category(),
+        G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator | G::Surrogate
+    );
+    if hidden || c == '\\' {
+        out.extend(c.escape_default());
+    } else {
+        out.push(c);
+    }
+}
+
+fn shorten(s: String) -> String {
+    let count = s.chars().count();
+    if count <= 2 * Shown::KEEP + 1 {
+        return s;
+    }
+    let head: String = s.chars().take(Shown::KEEP).collect();
+    let tail: String = s.chars().skip(count - Shown::KEEP).collect();
+    format!("{head}…{tail}")
+}
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`", self.0)
+    }
+}
+
+impl From<&str> for Shown {
+    fn from(s: &str) -> Self {
+        Shown::text(s)
+    }
+}
+
+impl From<&Path> for Shown {
+    fn from(p: &Path) -> Self {
+        Shown::path(p)
+    }
+}
+
+impl From<&std::path::PathBuf> for Shown {
+    fn from(p: &std::path::PathBuf) -> Self {
+        Shown::path(p)
+    }
+}
+
+impl From<&String> for Shown {
+    fn from(s: &String) -> Self {
+        Shown::text(s)
+    }
+}
+
+/// The result type of this library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, each with a stable [`Code`].
+///
+/// Every variant but [`Error::Io`] is a refusal of the input: nothing was changed on disk.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A `..` component would leave the folder.
+    #[error("{path}: `..` would climb out of the folder it is relative to")]
+    Traversal {
+        /// The refused path.
+        path: Shown,
+    },
+    /// An absolute path where a relative one is required.
+    #[error("{path}: an absolute path was given where a path relative to the folder is required")]
+    AbsolutePath {
+        /// The refused path.
+        path: Shown,
+    },
+    /// A relative path where an absolute one is required.
+    #[error("{path}: a relative path was given where an absolute path is required")]
+    RelativePath {
+        /// The refused path.
+        path: Shown,
+    },
+    /// A NUL byte in the input.
+    #[error("{input}: contains a NUL byte")]
+    NulByte {
+        /// The refused input.
+        input: Shown,
+    },
+    /// Outside every allowed folder.
+    #[error("{path}: not inside any allowed upload root")]
+    OutsideAllowlist {
+        /// The refused path (its real location when it was resolved).
+        path: Shown,
+    },
+    /// Inside the state root.
+    #[error("{path}: inside the safe-lanes state root, which only the library itself may touch")]
+    StateRoot {
+        /// The refused path.
+        path: Shown,
+    },
+    /// A symbolic link leads outside, or a link was met where none is allowed.
+    #[error("{path}: {why}")]
+    SymlinkEscape {
+        /// The refused path.
+        path: Shown,
+        /// Which link rule was broken.
+        why: &'static str,
+    },
+    /// Not a regular file.
+    #[error("{path}: is {kind}, not a regular file")]
+    NotRegularFile {
+        /// The refused path.
+        path: Shown,
+        /// What it is instead ("a directory", "a FIFO", …).
+        kind: &'static str,
+    },
+    /// More than one hard link.
+    #[error("{path}: has {links} hard links; only a file with exactly one link is accepted")]
+    Hardlinked {
+        /// The refused path.
+        path: Shown,
+        /// Its link count.
+        links: u64,
+    },
+    /// Nothing at the path.
+    #[error("{path}: {why}")]
+    NotFound {
+        /// The path that was looked up.
+        path: Shown,
+        /// Why it could not be found.
+        why: &'static str,
+    },
+    /// No grant has this alias.
+    #[error("{alias}: no folder grant has this alias")]
+    UnknownAlias {
+        /// The alias asked for.
+        alias: Shown,
+    },
+    /// A write under a read-only grant.
+    #[error("{alias}: the folder is granted read-only")]
+    ReadOnly {
+        /// The alias of the grant.
+        alias: Shown,
+    },
+    /// The grant was revoked.
+    #[error("{alias}: the grant was revoked")]
+    Revoked {
+        /// The alias of the grant.
+        alias: Shown,
+    },
+    /// The grant belongs to another host.
+    #[error("{alias}: the grant was approved on host {host}, not on this one")]
+    UnavailableOnHost {
+        /// The alias of the grant.
+        alias: Shown,
+        /// The host the grant was approved on.
+        host: Shown,
+    },
+    /// The alias breaks the alias rules.
+    #[error("{alias}: {why}")]
+    InvalidAlias {
+        /// The refused alias.
+        alias: Shown,
+        /// Which rule it breaks.
+        why: &'static str,
+    },
+    /// The alias or its environment key is taken.
+    #[error("{alias}: already used by grant `{other}` (environment key {env})")]
+    AliasTaken {
+        /// The refused alias.
+        alias: Shown,
+        /// The alias that already holds the name or key.
+        other: Shown,
+        /// The environment key both map to.
+        env: String,
+    },
+    /// An overlap the sandbox could not enforce.
+    #[error("{path}: {why} `{other}`")]
+    OverlappingGrant {
+        /// The refused folder.
+        path: Shown,
+        /// Why the overlap is refused.
+        why: &'static str,
+        /// The alias of the grant it overlaps.
+        other: Shown,
+    },
+    /// More bytes than the cap.
+    #[error("content exceeds the size cap of {limit} bytes; nothing was kept")]
+    TooLarge {
+        /// The cap, in bytes.
+        limit: u64,
+    },
+    /// The state root or a lane is not private to the current user.
+    #[error("{path}: {why}")]
+    InsecureRoot {
+        /// The root or lane.
+        path: Shown,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No full OS sandbox on this host.
+    #[error("the OS sandbox is unavailable: {why}; nothing was run")]
+    SandboxUnavailable {
+        /// What is missing.
+        why: String,
+    },
+    /// A patch that does not apply exactly.
+    #[error("patch rejected: {why}")]
+    PatchRejected {
+        /// Which hunk failed and why.
+        why: String,
+    },
+    /// The manifest is unreadable or breaks a rule.
+    #[error("{path}: invalid manifest: {why}; it was left untouched")]
+    InvalidManifest {
+        /// The manifest file.
+        path: Shown,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// An operating-system call failed.
+    #[error("{call} {arg}: {source}")]
+    Io {
+        /// The system call or operation.
+        call: &'static str,
+        /// Its main argument.
+        arg: Shown,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// The stable code of this error.
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Traversal { .. } => Code::Traversal,
+            Error::AbsolutePath { .. } => Code::AbsolutePath,
+            Error::RelativePath { .. } => Code::RelativePath,
+            Error::NulByte { .. } => Code::NulByte,
+            Error::OutsideAllowlist { .. } => Code::OutsideAllowlist,
+            Error::StateRoot { .. } => Code::StateRoot,
+            Error::SymlinkEscape { .. } => Code::SymlinkEscape,
+            Error::NotRegularFile { .. } => Code::NotRegularFile,
+            Error::Hardlinked { .. } => Code::Hardlinked,
+            Error::NotFound { .. } => Code::NotFound,
+            Error::UnknownAlias { .. } => Code::UnknownAlias,
+            Error::ReadOnly { .. } => Code::ReadOnly,
+            Error::Revoked { .. } => Code::Revoked,
+            Error::UnavailableOnHost { .. } => Code::UnavailableOnHost,
+            Error::InvalidAlias { .. } => Code::InvalidAlias,
+            Error::AliasTaken { .. } => Code::AliasTaken,
+            Error::OverlappingGrant { .. } => Code::OverlappingGrant,
+            Error::TooLarge { .. } => Code::TooLarge,
+            Error::InsecureRoot { .. } => Code::InsecureRoot,
+            Error::SandboxUnavailable { .. } => Code::SandboxUnavailable,
+            Error::PatchRejected { .. } => Code::PatchRejected,
+            Error::InvalidManifest { .. } => Code::InvalidManifest,
+            Error::Io { .. } => Code::Io,
+        }
+    }
+
+    /// An operating-system failure of `call` on `arg`.
+    pub fn io(call: &'static str, arg: impl Into<Shown>, source: impl Into<io::Error>) -> Self {
+        Error::Io {
+            call,
+            arg: arg.into(),
+            source: source.into(),
+        }
+    }
+
+    /// The underlying OS error number, for [`Error::Io`].
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            Error::Io { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The manifest file (`workflow.json`): reading it, validating it, and rewriting it atomically
+//! under a lock.
+//!
+//! Only three keys belong to safe-lanes — `folder_access`, `folder_access_requests` and
+//! `folder_access_changelog`; every other key is kept as it was, in its place. Reading never
+//! writes. Every change runs under an exclusive `flock` of a lock file beside the manifest,
+//! re-reads the manifest under that lock, and replaces it with `rename(2)` of a complete,
+//! `fsync`ed temporary file: the CLI and a running server never lose each other's changes, and
+//! a reader never sees half a file. An invalid manifest is refused (`invalid_manifest`) and
+//! left untouched.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{FlockOperation, Mode, OFlags};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::model::{Change, Grant, Request};
+use crate::beneath::{Anchor, Symlinks};
+use crate::download::random_hex;
+use crate::error::{Error, Result, Shown};
+
+/// The manifest key holding approved grants.
+pub const GRANTS_KEY: &str = "folder_access";
+/// The manifest key holding pending requests.
+pub const REQUESTS_KEY: &str = "folder_access_requests";
+/// The manifest key holding the changelog.
+pub const CHANGELOG_KEY: &str = "folder_access_changelog";
+
+/// The largest manifest read, in bytes.
+const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
+/// A manifest file, addressed through a descriptor of its directory.
+#[derive(Debug)]
+pub struct Manifest {
+    path: PathBuf,
+    dir: Anchor,
+    name: OsString,
+}
+
+/// The identity of one version of the manifest: it changes with every write (each write is a
+/// new inode renamed into place).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp(Option<(u64, u64, i64, i64, i64)>);
+
+/// A parsed, validated manifest.
+#[derive(Clone, Debug, Default)]
+pub struct Document {
+    /// Every top-level key, in file order (the three safe-lanes keys included as read).
+    map: Map<String, Value>,
+    /// `folder_access`.
+    pub grants: Vec<Grant>,
+    /// `folder_access_requests`.
+    pub requests: Vec<Request>,
+    /// `folder_access_changelog`.
+    pub changelog: Vec<Change>,
+}
+
+impl Manifest {
+    /// Address the manifest at `path` (the human's choice: its directory is opened by path,
+    /// following links; the file itself must not be a symbolic link).
+    ///
+    /// # Errors
+    ///
+    /// `not_found` when the directory is missing, `invalid_manifest` when `path` names no
+    /// file.
+    pub fn open(path: &Path) -> Result<Self> {
+        let path = std::path::absolute(path).map_err(|e| Error::io("absolute", path, e))?;
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(Error::InvalidManifest {
+                path: Shown::path(&path),
+                why: "not a file path".to_owned(),
+            });
+        };
+        let dir = Anchor::open_unchecked(parent)?;
+        let parent = crate::beneath::location_of(dir.as_fd()).unwrap_or_else(|_| parent.into());
+        Ok(Self {
+            path: parent.join(name),
+            dir,
+            name: name.to_owned(),
+        })
+    }
+
+    /// The manifest's path (its directory canonical).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The current version's identity, without reading it.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the directory cannot be read.
+    pub fn stamp(&self) -> Result<Stamp> {
+        match self.dir.stat_entry(&self.name) {
+            Ok(st) => Ok(stamp_of(&st)),
+            Err(Error::NotFound { .. }) => Ok(Stamp(None)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Read and validate the manifest (a missing file is an empty manifest).
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest` when it is not valid JSON, not an object, too large, a symbolic
+    /// link, or breaks a grant rule; `io` when it cannot be read.
+    pub fn load(&self) -> Result<(Stamp, Document)> {
+        let fd = match self.dir.open_read(Path::new(&self.name), Symlinks::Deny) {
+            Ok(fd) => fd,
+            Err(Error::NotFound { .. }) => return Ok((Stamp(None), Document::default())),
+            Err(Error::SymlinkEscape { .. }) => {
+                return Err(self.invalid("it is a symbolic link; a manifest must be a file".into()));
+            }
+            Err(e) => return Err(e),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", &self.path, e))?;
+        if st.st_size as u64 > MAX_MANIFEST_BYTES {
+            return Err(self.invalid(format!("larger than {MAX_MANIFEST_BYTES} bytes")));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        let doc = Document::parse(&bytes).map_err(|why| self.invalid(why))?;
+        Ok((stamp_of(&st), doc))
+    }
+
+    /// Apply `change` to the current manifest under the lock and write the result atomically.
+    /// Nothing is written when `change` fails or the result is invalid.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `change` returns; `invalid_manifest` when the current file is invalid; `io`.
+    pub fn update<T>(&self, change: impl FnOnce(&mut Document) -> Result<T>) -> Result<T> {
+        let _lock = self.lock()?;
+        let (_, mut doc) = self.load()?;
+        let out = change(&mut doc)?;
+        doc.validate().map_err(|why| self.invalid(why))?;
+        self.write(&doc)?;
+        Ok(out)
+    }
+
+    /// An exclusive lock on `.<name>.lock` beside the manifest, released when dropped.
+    fn lock(&self) -> Result<OwnedFd> {
+        let mut lock_name = OsString::from(".");
+        lock_name.push(&self.name);
+        lock_name.push(".lock");
+        let fd = self.dir.open(
+            Path::new(&lock_name),
+            OFlags::RDWR | OFlags::CREATE,
+            Mode::from_raw_mode(0o600),
+            Symlinks::Deny,
+        )?;
+        rustix::fs::flock(&fd, FlockOperation::LockExclusive)
+            .map_err(|e| Error::io("flock", &self.path, e))?;
+        Ok(fd)
+    }
+
+    /// Write `doc` to a temporary file, `fsync` it, rename it over the manifest, `fsync` the
+    /// directory.
+    fn write(&self, doc: &Document) -> Result<()> {
+        let mut bytes = doc.to_json();
+        bytes.push(b'\n');
+        let mut tmp_name = OsString::from(".");
+        tmp_name.push(&self.name);
+        tmp_name.push(format!(".{}.tmp", random_hex()));
+        let fd = self.dir.create_new(&tmp_name, 0o600)?;
+        let written = (|| {
+            // Keep the mode the human gave the manifest.
+            if let Ok(st) = self.dir.stat_entry(&self.name) {
+                rustix::fs::fchmod(&fd, Mode::from_raw_mode(st.st_mode & 0o777))
+                    .map_err(|e| Error::io("fchmod", &self.path, e))?;
+            }
+            let mut rest = &bytes[..];
+            while !rest.is_empty() {
+                let n =
+                    rustix::io::write(&fd, rest).map_err(|e| Error::io("write", &self.path, e))?;
+                rest = &rest[n..];
+            }
+            rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", &self.path, e))?;
+            self.dir.rename_replace(&tmp_name, &self.name)?;
+            self.dir.sync()
+        })();
+        if written.is_err() {
+            let _ = self.dir.remove_file(&tmp_name);
+        }
+        written
+    }
+
+    fn invalid(&self, why: String) -> Error {
+        Error::InvalidManifest {
+            path: Shown::path(&self.path),
+            why,
+        }
+    }
+}
+
+fn stamp_of(st: &rustix::fs::Stat) -> Stamp {
+    Stamp(Some((
+        st.st_dev,
+        st.st_ino,
+        st.st_mtime,
+        st.st_mtime_nsec as i64,
+        st.st_size,
+    )))
+}
+
+impl Document {
+    /// Parse and validate manifest JSON.
+    ///
+    /// # Errors
+    ///
+    /// Why it is invalid, in words.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<Self, String> {
+        let value: Value = serde_json::from_slice(bytes)
+            .map_err(|e| format!("not valid JSON ({})", Shown::text(&e.to_string())))?;
+        let Value::Object(map) = value else {
+            return Err("the top level is not a JSON object".to_owned());
+        };
+        let doc = Document {
+            grants: field(&map, GRANTS_KEY)?,
+            requests: field(&map, REQUESTS_KEY)?,
+            changelog: field(&map, CHANGELOG_KEY)?,
+            map,
+        };
+        doc.validate()?;
+        Ok(doc)
+    }
+
+    /// The manifest as JSON: every other key as it was, the three safe-lanes keys updated in
+    /// place (a key that was absent is added only when it has entries).
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut map = self.map.clone();
+        put(&mut map, GRANTS_KEY, &self.grants);
+        put(&mut map, REQUESTS_KEY, &self.requests);
+        put(&mut map, CHANGELOG_KEY, &self.changelog);
+        serde_json::to_vec_pretty(&Value::Object(map)).unwrap_or_default()
+    }
+
+    /// The whole document as a JSON value (for round-trip checks).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_slice(&self.to_json()).unwrap_or(Value::Null)
+    }
+
+    /// The rules every stored manifest obeys: unique ids, unique aliases and environment keys,
+    /// absolute paths other than `/`, and at most one pending request per alias.
+    ///
+    /// # Errors
+    ///
+    /// Which rule is broken, in words.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let mut ids = HashSet::new();
+        let mut keys = HashSet::new();
+        for g in &self.grants {
+            if !ids.insert(g.id.as_str()) {
+                return Err(format!("grant id `{}` appears twice", Shown::text(&g.id)));
+            }
+            if !keys.insert(g.alias.env_key()) {
+                return Err(format!(
+                    "alias `{}` appears twice (or shares its environment key {})",
+                    g.alias,
+                    g.alias.env_key()
+                ));
+            }
+            if !g.path.is_absolute() {
+                return Err(format!("grant `{}` has a relative path", g.alias));
+            }
+            if g.path == Path::new("/") {
+                return Err(format!("grant `{}` grants `/`", g.alias));
+            }
+        }
+        let mut pending = HashSet::new();
+        for r in &self.requests {
+            if !ids.insert(r.id.as_str()) {
+                return Err(format!("request id `{}` appears twice", Shown::text(&r.id)));
+            }
+            if !pending.insert(r.alias.as_str()) {
+                return Err(format!("two pending requests for alias `{}`", r.alias));
+            }
+            if r.path.as_ref().is_some_and(|p| !p.is_absolute()) {
+                return Err(format!("request `{}` proposes a relative path", r.id));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Deserialize `map[key]` as a list (absent or `null` is empty).
+fn field<T: DeserializeOwned>(
+    map: &Map<String, Value>,
+    key: &str,
+) -> std::result::Result<Vec<T>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| format!("`{key}`: {}", Shown::text(&e.to_string()))),
+    }
+}
+
+/// Set `map[key]` to `items`, in place; an absent key is added only for a non-empty list.
+fn put<T: Serialize>(map: &mut Map<String, Value>, key: &str, items: &[T]) {
+    if items.is_empty() && !map.contains_key(key) {
+        return;
+    }
+    let value = serde_json::to_value(items).unwrap_or(Value::Array(Vec::new()));
+    match map.get_mut(key) {
+        Some(slot) => *slot = value,
+        None => {
+            map.insert(key.to_owned(), value);
+        }
+    }
+}

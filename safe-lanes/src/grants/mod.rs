@@ -1,0 +1,593 @@
+//! Folder grants: the human attaches folders, read-only or read-write; an agent addresses them
+//! by alias and can only *request* more.
+//!
+//! - [`Grants`] is the trusted side (the CLI): add, change access, revoke, approve or deny
+//!   requests. Every change is validated, written atomically to the manifest under a lock,
+//!   recorded in the manifest's changelog with actor and reason, and appended to the audit log.
+//! - [`Grants::request`] is the one thing an agent may do: file a pending request. It is inert
+//!   until a human approves it, and approval runs the full validation on the path the human
+//!   confirms.
+//! - [`Session`] is what the agent's operations run against: the grants of the current manifest,
+//!   re-checked before every operation, optionally narrowed for a child session.
+//!
+//! # Rules for a grant
+//!
+//! - alias `[a-z0-9][a-z0-9_-]{0,47}`, unique, and unique by its environment key
+//!   `WORKFLOW_FOLDER_<ALIAS>` (`rts-source` and `rts_source` collide: `alias_taken`);
+//! - path absolute, an existing directory, stored canonical; not `/`, not the state root, not
+//!   inside it, not an ancestor of it (`state_root`), and not containing the manifest (an agent
+//!   with write access could rewrite its own grants);
+//! - a read-only grant nested inside a read-write grant is refused (`overlapping_grant`): the
+//!   OS sandbox adds rights along a path and could not keep the inner folder read-only; so is
+//!   the same folder granted twice;
+//! - the host it was approved on is recorded; on another host the grant is unavailable
+//!   (`unavailable_on_host`), never silently active.
+
+mod manifest;
+mod model;
+mod session;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use manifest::{CHANGELOG_KEY, Document, GRANTS_KEY, Manifest, REQUESTS_KEY, Stamp};
+pub use model::{
+    Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN, MAX_REASON_CHARS, Request,
+    Want,
+};
+pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
+
+use crate::audit::AuditLog;
+use crate::beneath::{self, Anchor};
+use crate::download::random_hex;
+use crate::error::{Error, Result, Shown};
+use crate::root::StateRoot;
+use model::clean_reason;
+
+/// The grants of one manifest, managed from the trusted side.
+#[derive(Debug)]
+pub struct Grants {
+    manifest: Manifest,
+    state_root: PathBuf,
+    audit: Arc<AuditLog>,
+    host: String,
+}
+
+/// A grant as listed: the stored fields, its environment key, and whether it is usable here.
+#[derive(Clone, Debug, Serialize)]
+pub struct GrantView {
+    /// The grant.
+    #[serde(flatten)]
+    pub grant: Grant,
+    /// Its environment key in confined commands.
+    pub env: String,
+    /// Whether it is usable on this host now.
+    pub available: bool,
+    /// Why not, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// Everything `grant list` shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Listing {
+    /// The approved grants.
+    pub grants: Vec<GrantView>,
+    /// The pending requests.
+    pub requests: Vec<Request>,
+}
+
+impl Grants {
+    /// The grants of `manifest` (default `<root>/workflow.json`) for the state root `root`.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest` when the manifest is invalid or lies inside a granted folder (an
+    /// agent could then rewrite its own grants); `not_found` when its directory is missing.
+    pub fn open(root: &StateRoot, manifest: Option<&Path>) -> Result<Self> {
+        let path = manifest.map_or_else(|| root.default_manifest(), Path::to_path_buf);
+        let manifest = Manifest::open(&path)?;
+        let this = Self {
+            manifest,
+            state_root: root.path().to_path_buf(),
+            audit: root.audit(),
+            host: this_host(),
+        };
+        let (_, doc) = this.manifest.load()?;
+        if let Some(g) = doc
+            .grants
+            .iter()
+            .find(|g| this.manifest.path().starts_with(&g.path))
+        {
+            return Err(Error::InvalidManifest {
+                path: Shown::path(this.manifest.path()),
+                why: format!(
+                    "it lies inside the granted folder `{}`, where an agent could rewrite it",
+                    g.alias
+                ),
+            });
+        }
+        Ok(this)
+    }
+
+    /// The manifest file.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// This host's name, as recorded in new grants.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The grants with their availability here, and the pending requests.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest`, `io`.
+    pub fn list(&self) -> Result<Listing> {
+        let (_, doc) = self.manifest.load()?;
+        let grants = doc
+            .grants
+            .into_iter()
+            .map(|grant| {
+                let unavailable = self.unavailable(&grant);
+                GrantView {
+                    env: grant.alias.env_key(),
+                    available: unavailable.is_none(),
+                    unavailable,
+                    grant,
+                }
+            })
+            .collect();
+        Ok(Listing {
+            grants,
+            requests: doc.requests,
+        })
+    }
+
+    /// The changelog, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest`, `io`.
+    pub fn changelog(&self) -> Result<Vec<Change>> {
+        Ok(self.manifest.load()?.1.changelog)
+    }
+
+    /// Add a grant (the human's action).
+    ///
+    /// # Errors
+    ///
+    /// `invalid_alias`, `alias_taken`, `relative_path`, `nul_byte`, `not_found`, `state_root`,
+    /// `overlapping_grant`, `invalid_manifest`, `io`.
+    pub fn add(
+        &self,
+        alias: &str,
+        path: &Path,
+        access: Access,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Grant> {
+        let alias = Alias::new(alias)?;
+        let path = self.canonical_folder(path)?;
+        let grant = self.manifest.update(|doc| {
+            let grant = self.new_grant(doc, alias, path, access)?;
+            doc.changelog
+                .push(self.change(Action::Add, actor, reason, &grant.alias, |c| {
+                    c.grant_id = Some(grant.id.clone());
+                    c.path = Some(grant.path.clone());
+                    c.access = Some(access);
+                }));
+            doc.grants.push(grant.clone());
+            Ok(grant)
+        })?;
+        self.audited(Action::Add, actor, reason, &grant)?;
+        Ok(grant)
+    }
+
+    /// Change a grant's access (the human's action).
+    ///
+    /// # Errors
+    ///
+    /// `unknown_alias`, `overlapping_grant`, `invalid_manifest`, `io`.
+    pub fn set_access(
+        &self,
+        alias: &str,
+        access: Access,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Grant> {
+        let alias = Alias::new(alias)?;
+        let grant = self.manifest.update(|doc| {
+            let from = find(doc, &alias)?.access;
+            set_access_in(doc, &alias, access)?;
+            let grant = find(doc, &alias)?.clone();
+            doc.changelog
+                .push(self.change(Action::SetAccess, actor, reason, &alias, |c| {
+                    c.grant_id = Some(grant.id.clone());
+                    c.from = Some(from);
+                    c.access = Some(access);
+                }));
+            Ok(grant)
+        })?;
+        self.audited(Action::SetAccess, actor, reason, &grant)?;
+        Ok(grant)
+    }
+
+    /// Revoke a grant: it leaves `folder_access`; the changelog keeps its history.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_alias`, `invalid_manifest`, `io`.
+    pub fn revoke(&self, alias: &str, reason: &str, actor: &str) -> Result<Grant> {
+        let alias = Alias::new(alias)?;
+        let grant = self.manifest.update(|doc| {
+            let grant = find(doc, &alias)?.clone();
+            doc.grants.retain(|g| g.alias != alias);
+            doc.changelog
+                .push(self.change(Action::Revoke, actor, reason, &alias, |c| {
+                    c.grant_id = Some(grant.id.clone());
+                    c.path = Some(grant.path.clone());
+                    c.from = Some(grant.access);
+                }));
+            Ok(grant)
+        })?;
+        self.audited(Action::Revoke, actor, reason, &grant)?;
+        Ok(grant)
+    }
+
+    /// File a request for a new or wider grant (what an agent may do). It grants nothing. A
+    /// second request for the same alias updates the pending one.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_alias`; `relative_path` or `nul_byte` for a proposed path; `invalid_manifest`,
+    /// `io`.
+    ///
+    /// # Security
+    ///
+    /// Every argument is untrusted. A proposed path is only recorded; it is validated when, and
+    /// if, the human approves it.
+    pub fn request(
+        &self,
+        alias: &str,
+        access: Access,
+        reason: &str,
+        path: Option<&Path>,
+        actor: &str,
+    ) -> Result<Request> {
+        let alias = Alias::new(alias)?;
+        if let Some(p) = path {
+            let bytes = p.as_os_str().as_encoded_bytes();
+            if bytes.contains(&0) {
+                return Err(Error::NulByte {
+                    input: Shown::path(p),
+                });
+            }
+            if !p.is_absolute() {
+                return Err(Error::RelativePath {
+                    path: Shown::path(p),
+                });
+            }
+        }
+        let reason = clean_reason(reason);
+        let request = self.manifest.update(|doc| {
+            let now = now();
+            let request = match doc.requests.iter_mut().find(|r| r.alias == alias) {
+                Some(pending) => {
+                    pending.access = access;
+                    pending.reason = reason.clone();
+                    pending.path = path.map(Path::to_path_buf);
+                    pending.requested_at = now;
+                    pending.clone()
+                }
+                None => {
+                    let request = Request {
+                        id: format!("req_{}", &random_hex()[..16]),
+                        alias: alias.clone(),
+                        access,
+                        reason: reason.clone(),
+                        path: path.map(Path::to_path_buf),
+                        requested_at: now,
+                    };
+                    doc.requests.push(request.clone());
+                    request
+                }
+            };
+            doc.changelog
+                .push(self.change(Action::Request, actor, &reason, &alias, |c| {
+                    c.request_id = Some(request.id.clone());
+                    c.path = request.path.clone();
+                    c.access = Some(access);
+                }));
+            Ok(request)
+        })?;
+        self.audit.append(
+            Action::Request.event(),
+            actor,
+            serde_json::json!({ "request": &request }),
+        )?;
+        Ok(request)
+    }
+
+    /// Approve a pending request (the human's action): with the proposed path, or `path` when
+    /// the human gives one. A request for an alias already granted changes its access.
+    ///
+    /// # Errors
+    ///
+    /// `not_found` (no such request, or no path), and every error of [`Grants::add`] or
+    /// [`Grants::set_access`].
+    pub fn approve(
+        &self,
+        request_id: &str,
+        path: Option<&Path>,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Grant> {
+        // Validate a human-given path before taking the lock.
+        let given = path.map(|p| self.canonical_folder(p)).transpose()?;
+        let (grant, request) = self.manifest.update(|doc| {
+            let request = take_request(doc, request_id)?;
+            let grant = if find(doc, &request.alias).is_ok() {
+                set_access_in(doc, &request.alias, request.access)?;
+                find(doc, &request.alias)?.clone()
+            } else {
+                let path = match (given, &request.path) {
+                    (Some(p), _) => p,
+                    (None, Some(proposed)) => self.canonical_folder(proposed)?,
+                    (None, None) => {
+                        return Err(Error::NotFound {
+                            path: Shown::text(&request.id),
+                            why: "the request names no folder: approve it with a path",
+                        });
+                    }
+                };
+                let grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
+                doc.grants.push(grant.clone());
+                grant
+            };
+            doc.changelog.push(
+                self.change(Action::Approve, actor, reason, &grant.alias, |c| {
+                    c.grant_id = Some(grant.id.clone());
+                    c.request_id = Some(request.id.clone());
+                    c.path = Some(grant.path.clone());
+                    c.access = Some(grant.access);
+                }),
+            );
+            Ok((grant, request))
+        })?;
+        self.audit.append(
+            Action::Approve.event(),
+            actor,
+            serde_json::json!({ "reason": clean_reason(reason), "request": request, "grant": &grant }),
+        )?;
+        Ok(grant)
+    }
+
+    /// Deny a pending request (the human's action); the changelog records why.
+    ///
+    /// # Errors
+    ///
+    /// `not_found` when there is no such request; `invalid_manifest`, `io`.
+    pub fn deny(&self, request_id: &str, reason: &str, actor: &str) -> Result<Request> {
+        let request = self.manifest.update(|doc| {
+            let request = take_request(doc, request_id)?;
+            doc.changelog.push(
+                self.change(Action::Deny, actor, reason, &request.alias, |c| {
+                    c.request_id = Some(request.id.clone());
+                    c.access = Some(request.access);
+                }),
+            );
+            Ok(request)
+        })?;
+        self.audit.append(
+            Action::Deny.event(),
+            actor,
+            serde_json::json!({ "reason": clean_reason(reason), "request": &request }),
+        )?;
+        Ok(request)
+    }
+
+    /// A live session over these grants: every operation sees the manifest as it is then.
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session::new(Arc::clone(self))
+    }
+
+    /// Why a grant is not usable here, if it is not.
+    fn unavailable(&self, grant: &Grant) -> Option<String> {
+        if grant.host != self.host {
+            return Some(format!(
+                "approved on host `{}`, this is `{}`",
+                Shown::text(&grant.host),
+                self.host
+            ));
+        }
+        match open_grant_dir(&grant.path) {
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    /// Validate a folder for a grant and return its canonical path.
+    fn canonical_folder(&self, path: &Path) -> Result<PathBuf> {
+        let bytes = path.as_os_str().as_encoded_bytes();
+        if bytes.contains(&0) {
+            return Err(Error::NulByte {
+                input: Shown::path(path),
+            });
+        }
+        if !path.is_absolute() {
+            return Err(Error::RelativePath {
+                path: Shown::path(path),
+            });
+        }
+        // The path comes from the human (or a request the human approves): opening it by path,
+        // following links, is how it is canonicalized; the kernel says where it landed.
+        let dir = Anchor::open_unchecked(path)?;
+        let canonical = beneath::location_of(dir.as_fd())?;
+        if canonical == Path::new("/") {
+            return Err(Error::StateRoot {
+                path: Shown::path(path),
+            });
+        }
+        if canonical.starts_with(&self.state_root) || self.state_root.starts_with(&canonical) {
+            return Err(Error::StateRoot {
+                path: Shown::path(&canonical),
+            });
+        }
+        if self.manifest.path().starts_with(&canonical) {
+            return Err(Error::StateRoot {
+                path: Shown::path(&canonical),
+            });
+        }
+        Ok(canonical)
+    }
+
+    /// A new grant, checked against the grants already in `doc`.
+    fn new_grant(
+        &self,
+        doc: &Document,
+        alias: Alias,
+        path: PathBuf,
+        access: Access,
+    ) -> Result<Grant> {
+        if let Some(other) = doc
+            .grants
+            .iter()
+            .find(|g| g.alias.env_key() == alias.env_key())
+        {
+            return Err(Error::AliasTaken {
+                alias: Shown::text(alias.as_str()),
+                other: Shown::text(other.alias.as_str()),
+                env: alias.env_key(),
+            });
+        }
+        let grant = Grant {
+            id: format!("folder_{}", &random_hex()[..16]),
+            alias,
+            path,
+            access,
+            created_at: now(),
+            host: self.host.clone(),
+        };
+        check_overlaps(doc.grants.iter().chain(std::iter::once(&grant)))?;
+        Ok(grant)
+    }
+
+    fn change(
+        &self,
+        action: Action,
+        actor: &str,
+        reason: &str,
+        alias: &Alias,
+        fill: impl FnOnce(&mut Change),
+    ) -> Change {
+        let mut change = Change {
+            at: now(),
+            action,
+            actor: clean_reason(actor),
+            reason: clean_reason(reason),
+            alias: alias.clone(),
+            grant_id: None,
+            request_id: None,
+            path: None,
+            from: None,
+            access: None,
+        };
+        fill(&mut change);
+        change
+    }
+
+    fn audited(&self, action: Action, actor: &str, reason: &str, grant: &Grant) -> Result<()> {
+        self.audit.append(
+            action.event(),
+            actor,
+            serde_json::json!({ "reason": clean_reason(reason), "grant": grant }),
+        )
+    }
+}
+
+/// The grant with `alias`.
+fn find<'d>(doc: &'d Document, alias: &Alias) -> Result<&'d Grant> {
+    doc.grants
+        .iter()
+        .find(|g| &g.alias == alias)
+        .ok_or_else(|| Error::UnknownAlias {
+            alias: Shown::text(alias.as_str()),
+        })
+}
+
+fn set_access_in(doc: &mut Document, alias: &Alias, access: Access) -> Result<()> {
+    let grant = doc
+        .grants
+        .iter_mut()
+        .find(|g| &g.alias == alias)
+        .ok_or_else(|| Error::UnknownAlias {
+            alias: Shown::text(alias.as_str()),
+        })?;
+    grant.access = access;
+    check_overlaps(doc.grants.iter())
+}
+
+fn take_request(doc: &mut Document, id: &str) -> Result<Request> {
+    let at = doc
+        .requests
+        .iter()
+        .position(|r| r.id == id)
+        .ok_or_else(|| Error::NotFound {
+            path: Shown::text(id),
+            why: "no pending request has this id",
+        })?;
+    Ok(doc.requests.remove(at))
+}
+
+/// Refuse the same folder granted twice, and a read-only grant inside a read-write one.
+fn check_overlaps<'g>(grants: impl Iterator<Item = &'g Grant> + Clone) -> Result<()> {
+    for a in grants.clone() {
+        for b in grants.clone() {
+            if a.id == b.id {
+                continue;
+            }
+            if a.path == b.path {
+                return Err(Error::OverlappingGrant {
+                    path: Shown::path(&a.path),
+                    why: "this folder is already granted as",
+                    other: Shown::text(b.alias.as_str()),
+                });
+            }
+            if a.access == Access::ReadOnly
+                && b.access == Access::ReadWrite
+                && a.path.starts_with(&b.path)
+            {
+                return Err(Error::OverlappingGrant {
+                    path: Shown::path(&a.path),
+                    why: "a read-only grant cannot lie inside the read-write grant",
+                    other: Shown::text(b.alias.as_str()),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Open a granted folder by its stored canonical path, refusing any symbolic link on the way
+/// (the path was canonical when approved; a link appearing since is not followed).
+pub(crate) fn open_grant_dir(path: &Path) -> Result<Anchor> {
+    Anchor::open_canonical(path)
+}
+
+/// The current time, RFC 3339 to the second.
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// This host's name (`uname -n`).
+fn this_host() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}

@@ -1,0 +1,297 @@
+//! The grant model: aliases, access modes, grants, pending requests and changelog entries.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result, Shown};
+
+/// The longest alias, in bytes.
+pub const MAX_ALIAS_LEN: usize = 48;
+/// The prefix of every grant's environment key.
+pub const ENV_PREFIX: &str = "WORKFLOW_FOLDER_";
+/// The longest reason kept, in characters (longer reasons are cut).
+pub const MAX_REASON_CHARS: usize = 1000;
+
+/// A grant alias: `[a-z0-9][a-z0-9_-]{0,47}`.
+///
+/// Holding an `Alias` means the text follows these rules; its environment key
+/// (`WORKFLOW_FOLDER_<ALIAS uppercased, - → _>`) is therefore a valid variable name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Alias(String);
+
+impl Alias {
+    /// Check `text` against the alias rules.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_alias`, saying which rule was broken.
+    pub fn new(text: &str) -> Result<Self> {
+        let why = if text.is_empty() {
+            Some("an alias cannot be empty")
+        } else if text.len() > MAX_ALIAS_LEN {
+            Some("an alias has at most 48 characters")
+        } else if !text.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()) {
+            Some("an alias starts with a lowercase letter or a digit")
+        } else if !text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        {
+            Some("an alias holds only lowercase letters, digits, `_` and `-`")
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(Error::InvalidAlias {
+                alias: Shown::text(text),
+                why,
+            }),
+            None => Ok(Self(text.to_owned())),
+        }
+    }
+
+    /// The alias text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The environment variable naming the granted folder in confined commands:
+    /// `WORKFLOW_FOLDER_` + the alias uppercased with `-` as `_`. Two aliases with the same key
+    /// (`rts-source`, `rts_source`) cannot both be granted.
+    pub fn env_key(&self) -> String {
+        let mut key = String::from(ENV_PREFIX);
+        key.extend(self.0.chars().map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_uppercase()
+            }
+        }));
+        key
+    }
+}
+
+impl TryFrom<String> for Alias {
+    type Error = Error;
+    fn try_from(text: String) -> Result<Self> {
+        Alias::new(&text)
+    }
+}
+
+impl From<Alias> for String {
+    fn from(alias: Alias) -> String {
+        alias.0
+    }
+}
+
+impl fmt::Display for Alias {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How much a grant allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Read, list and execute.
+    ReadOnly,
+    /// Everything, including create, write, rename and delete.
+    ReadWrite,
+}
+
+impl Access {
+    /// The stable name (`read_only`, `read_write`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::ReadOnly => "read_only",
+            Access::ReadWrite => "read_write",
+        }
+    }
+
+    /// Parse `read_only` or `read_write`.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest` for anything else.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "read_only" => Ok(Access::ReadOnly),
+            "read_write" => Ok(Access::ReadWrite),
+            other => Err(Error::InvalidManifest {
+                path: Shown::text("access"),
+                why: format!("`{}` is not read_only or read_write", Shown::text(other)),
+            }),
+        }
+    }
+
+    /// Whether this access allows `want`.
+    pub fn allows(self, want: Want) -> bool {
+        match want {
+            Want::Read => true,
+            Want::Write => self == Access::ReadWrite,
+        }
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an operation needs from a grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// Reading.
+    Read,
+    /// Writing (create, modify, rename, delete).
+    Write,
+}
+
+/// An approved folder grant, as stored in the manifest's `folder_access`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// Stable random identifier (`folder_…`).
+    pub id: String,
+    /// The unique alias agents use.
+    pub alias: Alias,
+    /// The canonical absolute path of the folder on `host`.
+    pub path: PathBuf,
+    /// What the grant allows.
+    pub access: Access,
+    /// When it was approved (RFC 3339).
+    #[serde(default)]
+    pub created_at: String,
+    /// The host it was approved on; elsewhere it is unavailable.
+    #[serde(default)]
+    pub host: String,
+}
+
+/// A pending request for a new or wider grant, as stored in `folder_access_requests`. It grants
+/// nothing until the human approves it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// Stable random identifier (`req_…`).
+    pub id: String,
+    /// The alias asked for.
+    pub alias: Alias,
+    /// The access asked for.
+    pub access: Access,
+    /// Why, in the requester's words.
+    pub reason: String,
+    /// The exact folder proposed, when the requester named one; the human may approve another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// When it was (last) requested (RFC 3339).
+    pub requested_at: String,
+}
+
+/// What a changelog entry records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// A grant was added.
+    Add,
+    /// A grant's access was changed.
+    SetAccess,
+    /// A grant was revoked.
+    Revoke,
+    /// A request was filed or updated.
+    Request,
+    /// A request was approved.
+    Approve,
+    /// A request was denied.
+    Deny,
+}
+
+impl Action {
+    /// The audit event name (`grant.add`, …).
+    pub fn event(self) -> &'static str {
+        match self {
+            Action::Add => "grant.add",
+            Action::SetAccess => "grant.set_access",
+            Action::Revoke => "grant.revoke",
+            Action::Request => "grant.request",
+            Action::Approve => "grant.approve",
+            Action::Deny => "grant.deny",
+        }
+    }
+}
+
+/// One entry of the manifest's `folder_access_changelog`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// When (RFC 3339).
+    pub at: String,
+    /// What happened.
+    pub action: Action,
+    /// Who did it (the OS user for the CLI, `agent` for requests from the MCP server).
+    pub actor: String,
+    /// Why, if given.
+    #[serde(default)]
+    pub reason: String,
+    /// The alias concerned.
+    pub alias: Alias,
+    /// The grant concerned, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_id: Option<String>,
+    /// The request concerned, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The folder concerned, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// The access before the change, if it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Access>,
+    /// The access after the change (or asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
+}
+
+/// A reason made safe to store: escaped, and cut to [`MAX_REASON_CHARS`].
+pub(crate) fn clean_reason(reason: &str) -> String {
+    let shown = Shown::text(reason.trim()).to_string();
+    shown.chars().take(MAX_REASON_CHARS).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alias_rules() {
+        for ok in ["a", "rts-source", "rts_source", "0day", &"x".repeat(48)] {
+            assert!(Alias::new(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "_a",
+            "A",
+            "rts source",
+            "a/b",
+            "..",
+            "é",
+            &"x".repeat(49),
+            "a\0",
+        ] {
+            assert_eq!(
+                Alias::new(bad).unwrap_err().code(),
+                crate::Code::InvalidAlias,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn env_keys_collide_across_dash_and_underscore() {
+        let a = Alias::new("rts-source").unwrap();
+        let b = Alias::new("rts_source").unwrap();
+        assert_eq!(a.env_key(), "WORKFLOW_FOLDER_RTS_SOURCE");
+        assert_eq!(a.env_key(), b.env_key());
+    }
+}

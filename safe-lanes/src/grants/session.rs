@@ -1,0 +1,302 @@
+//! Sessions: what an agent's operations run against.
+//!
+//! A [`Session`] does not hold grants of its own. Before every operation it compares the
+//! manifest's [`Stamp`] with the one its [`Snapshot`] was built from and rebuilds the snapshot
+//! when the manifest changed, so a revoke or a narrowing by the human applies to the very next
+//! operation of every live session, and a new approval to the next one too. A child session
+//! ([`Session::child`]) applies its own [`Narrowing`] on top of its parent's: it can only ever
+//! see fewer folders, or the same ones with less access.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rustix::fs::{Mode, OFlags};
+use serde::Serialize;
+
+use super::manifest::{Document, Stamp};
+use super::model::{Access, Action, Alias, Want};
+use super::{Grants, open_grant_dir};
+use crate::beneath::{Anchor, Symlinks};
+use crate::error::{Error, Result, Shown};
+
+/// A restriction a session applies to the grants it sees.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Narrowing {
+    only: Option<BTreeSet<Alias>>,
+    at_most: BTreeMap<Alias, Access>,
+}
+
+impl Narrowing {
+    /// No restriction.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Only these aliases (intersected with any earlier "only").
+    pub fn only(mut self, aliases: impl IntoIterator<Item = Alias>) -> Self {
+        let set: BTreeSet<Alias> = aliases.into_iter().collect();
+        self.only = Some(match self.only {
+            Some(prev) => prev.intersection(&set).cloned().collect(),
+            None => set,
+        });
+        self
+    }
+
+    /// At most `access` for `alias`.
+    pub fn at_most(mut self, alias: Alias, access: Access) -> Self {
+        let slot = self.at_most.entry(alias).or_insert(access);
+        *slot = (*slot).min(access);
+        self
+    }
+
+    /// Both restrictions at once.
+    fn then(&self, inner: &Narrowing) -> Narrowing {
+        let mut out = self.clone();
+        if let Some(only) = &inner.only {
+            out = out.only(only.iter().cloned());
+        }
+        for (alias, access) in &inner.at_most {
+            out = out.at_most(alias.clone(), *access);
+        }
+        out
+    }
+
+    /// The access left for a grant, or `None` when it is not visible at all.
+    fn apply(&self, alias: &Alias, access: Access) -> Option<Access> {
+        if self.only.as_ref().is_some_and(|only| !only.contains(alias)) {
+            return None;
+        }
+        Some(
+            self.at_most
+                .get(alias)
+                .map_or(access, |cap| access.min(*cap)),
+        )
+    }
+}
+
+/// A grant as a session sees it.
+#[derive(Debug, Serialize)]
+pub struct Effective {
+    /// The grant's id.
+    pub id: String,
+    /// Its alias.
+    pub alias: Alias,
+    /// Its canonical folder.
+    pub path: PathBuf,
+    /// The access this session has (after narrowing).
+    pub access: Access,
+    /// Its environment key.
+    pub env: String,
+    /// Why it cannot be used here, if it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    #[serde(skip)]
+    folder: std::result::Result<Anchor, Unusable>,
+}
+
+#[derive(Debug)]
+enum Unusable {
+    OtherHost(String),
+    Missing(String),
+}
+
+impl Effective {
+    /// The folder's descriptor, opened when the snapshot was built.
+    ///
+    /// # Errors
+    ///
+    /// `unavailable_on_host` for a grant of another host, `not_found` for a folder that could
+    /// not be opened.
+    pub fn folder(&self) -> Result<&Anchor> {
+        match &self.folder {
+            Ok(anchor) => Ok(anchor),
+            Err(Unusable::OtherHost(host)) => Err(Error::UnavailableOnHost {
+                alias: Shown::text(self.alias.as_str()),
+                host: Shown::text(host),
+            }),
+            Err(Unusable::Missing(_)) => Err(Error::NotFound {
+                path: Shown::path(&self.path),
+                why: "the granted folder cannot be opened on this host",
+            }),
+        }
+    }
+
+    /// Whether the grant is usable here.
+    pub fn is_available(&self) -> bool {
+        self.folder.is_ok()
+    }
+}
+
+/// The grants of one manifest version, as one session sees them.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The manifest version it was built from.
+    pub stamp: Stamp,
+    /// The visible grants.
+    pub grants: Vec<Effective>,
+    revoked: BTreeSet<Alias>,
+}
+
+impl Snapshot {
+    /// The grant `alias` with at least `want`, or the reason it cannot be used.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_alias`, `revoked`, `unavailable_on_host`, `not_found`, `read_only`.
+    pub fn folder(&self, alias: &Alias, want: Want) -> Result<&Effective> {
+        let Some(grant) = self.grants.iter().find(|g| &g.alias == alias) else {
+            return Err(if self.revoked.contains(alias) {
+                Error::Revoked {
+                    alias: Shown::text(alias.as_str()),
+                }
+            } else {
+                Error::UnknownAlias {
+                    alias: Shown::text(alias.as_str()),
+                }
+            });
+        };
+        grant.folder()?;
+        if !grant.access.allows(want) {
+            return Err(Error::ReadOnly {
+                alias: Shown::text(alias.as_str()),
+            });
+        }
+        Ok(grant)
+    }
+
+    /// The usable grants.
+    pub fn available(&self) -> impl Iterator<Item = &Effective> {
+        self.grants.iter().filter(|g| g.is_available())
+    }
+}
+
+/// A path resolved beneath a grant.
+#[derive(Debug)]
+pub struct Resolved {
+    /// An `O_PATH` descriptor of what the path names (it can neither read nor write by itself).
+    pub fd: OwnedFd,
+    /// The grant's folder joined with the path, for display.
+    pub path: PathBuf,
+    /// The access the session has to it.
+    pub access: Access,
+}
+
+/// A live view of the grants, re-checked before every operation.
+#[derive(Debug)]
+pub struct Session {
+    grants: Arc<Grants>,
+    narrowing: Narrowing,
+    current: Mutex<Option<Arc<Snapshot>>>,
+}
+
+impl Session {
+    pub(super) fn new(grants: Arc<Grants>) -> Self {
+        Self {
+            grants,
+            narrowing: Narrowing::none(),
+            current: Mutex::new(None),
+        }
+    }
+
+    /// A child session: this session's grants with `narrowing` on top. It follows the manifest
+    /// like its parent and can never see more than its parent.
+    pub fn child(&self, narrowing: Narrowing) -> Session {
+        Session {
+            grants: Arc::clone(&self.grants),
+            narrowing: self.narrowing.then(&narrowing),
+            current: Mutex::new(None),
+        }
+    }
+
+    /// The grants as of now: rebuilt when the manifest changed since the last call.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest`, `io`.
+    pub fn snapshot(&self) -> Result<Arc<Snapshot>> {
+        let stamp = self.grants.manifest().stamp()?;
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(snap) = current.as_ref().filter(|s| s.stamp == stamp) {
+            return Ok(Arc::clone(snap));
+        }
+        let (stamp, doc) = self.grants.manifest().load()?;
+        let snap = Arc::new(self.build(stamp, &doc));
+        *current = Some(Arc::clone(&snap));
+        Ok(snap)
+    }
+
+    /// Resolve `relative` beneath the grant `alias` for `want`, against the current manifest.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_alias`, `unknown_alias`, `revoked`, `unavailable_on_host`, `read_only`,
+    /// `nul_byte`, `absolute_path`, `traversal`, `symlink_escape`, `not_found`, `io`.
+    ///
+    /// # Security
+    ///
+    /// `alias` and `relative` are untrusted. The result is beneath the granted folder (links
+    /// inside it are followed only while they stay inside), and a write is only resolved under
+    /// a read-write grant that is still in the manifest.
+    pub fn resolve(&self, alias: &str, relative: &Path, want: Want) -> Result<Resolved> {
+        let alias = Alias::new(alias)?;
+        let snap = self.snapshot()?;
+        let grant = snap.folder(&alias, want)?;
+        let fd = grant
+            .folder()?
+            .open(relative, OFlags::PATH, Mode::empty(), Symlinks::Beneath)?;
+        Ok(Resolved {
+            fd,
+            path: path_clean::clean(grant.path.join(relative)),
+            access: grant.access,
+        })
+    }
+
+    fn build(&self, stamp: Stamp, doc: &Document) -> Snapshot {
+        let host = self.grants.host();
+        let grants = doc
+            .grants
+            .iter()
+            .filter_map(|g| {
+                let access = self.narrowing.apply(&g.alias, g.access)?;
+                let folder = if g.host != host {
+                    Err(Unusable::OtherHost(g.host.clone()))
+                } else {
+                    open_grant_dir(&g.path).map_err(|e| Unusable::Missing(e.to_string()))
+                };
+                let unavailable = match &folder {
+                    Ok(_) => None,
+                    Err(Unusable::OtherHost(h)) => Some(format!("approved on host `{h}`")),
+                    Err(Unusable::Missing(why)) => Some(why.clone()),
+                };
+                Some(Effective {
+                    id: g.id.clone(),
+                    alias: g.alias.clone(),
+                    path: g.path.clone(),
+                    access,
+                    env: g.alias.env_key(),
+                    unavailable,
+                    folder,
+                })
+            })
+            .collect();
+        let mut revoked = BTreeSet::new();
+        for change in &doc.changelog {
+            match change.action {
+                Action::Revoke => {
+                    revoked.insert(change.alias.clone());
+                }
+                Action::Add | Action::Approve => {
+                    revoked.remove(&change.alias);
+                }
+                _ => {}
+            }
+        }
+        Snapshot {
+            stamp,
+            grants,
+            revoked,
+        }
+    }
+}

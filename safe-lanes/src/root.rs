@@ -1,0 +1,324 @@
+//! The state root: where the lanes, the manifest and the audit log live.
+//!
+//! ```text
+//! <root>/               0700, owned by the current user
+//! <root>/.downloads/    0700  received files, each 0600
+//! <root>/.uploads/      0700  transient files staged for an uploader
+//! <root>/.upload-roots  written by the human only
+//! <root>/workflow.json  default grants manifest
+//! <root>/audit.jsonl    append-only, hash-chained decision log
+//! ```
+//!
+//! The root is found by [`RootLocation::resolve`] and opened by [`StateRoot::open`], which
+//! creates what is missing with mode 0700 and refuses (`insecure_root`) a root or lane that
+//! another user owns or that others may write to: such a directory could be swapped or
+//! filled by someone else, and nothing built on it would be safe.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{FileType, Mode, Stat};
+
+use crate::audit::AuditLog;
+use crate::beneath::{self, Anchor, Symlinks};
+use crate::error::{Error, Result, Shown};
+
+/// The download lane's directory name under the root.
+pub const DOWNLOADS_DIR: &str = ".downloads";
+/// The upload deposit's directory name under the root.
+pub const UPLOADS_DIR: &str = ".uploads";
+/// The human-written upload allowlist file under the root.
+pub const UPLOAD_ROOTS_FILE: &str = ".upload-roots";
+/// The default grants manifest under the root.
+pub const MANIFEST_FILE: &str = "workflow.json";
+/// The audit log under the root.
+pub const AUDIT_FILE: &str = "audit.jsonl";
+
+/// The mode of the root and of each lane.
+const DIR_MODE: u32 = 0o700;
+
+/// Where the state root location came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootOrigin {
+    /// The `--root` flag (or an explicit path from an embedding program).
+    Flag,
+    /// The `SAFE_LANES_ROOT` environment variable.
+    SafeLanesRoot,
+    /// The `GWSA_ROOT` environment variable (compatibility).
+    GwsaRoot,
+    /// `$XDG_STATE_HOME/safe-lanes`.
+    XdgStateHome,
+    /// `~/.local/state/safe-lanes`.
+    Home,
+}
+
+/// A state root path and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootLocation {
+    /// The absolute path of the root.
+    pub path: PathBuf,
+    /// Which setting chose it.
+    pub origin: RootOrigin,
+}
+
+impl RootLocation {
+    /// Resolve the root from `flag`, else `SAFE_LANES_ROOT`, else `GWSA_ROOT`, else
+    /// `$XDG_STATE_HOME/safe-lanes`, else `~/.local/state/safe-lanes`.
+    ///
+    /// Empty variables are ignored; a relative `XDG_STATE_HOME` is ignored (as the XDG
+    /// specification requires); a relative flag or root variable is made absolute against the
+    /// current directory.
+    ///
+    /// # Errors
+    ///
+    /// `not_found` when no setting applies and `HOME` is unset.
+    pub fn resolve(flag: Option<&Path>) -> Result<Self> {
+        Self::resolve_with(flag, |key| std::env::var_os(key))
+    }
+
+    /// [`RootLocation::resolve`] with an explicit environment lookup.
+    ///
+    /// # Errors
+    ///
+    /// As [`RootLocation::resolve`].
+    pub fn resolve_with(
+        flag: Option<&Path>,
+        env: impl Fn(&str) -> Option<OsString>,
+    ) -> Result<Self> {
+        let var = |key: &str| env(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let (path, origin) = if let Some(flag) = flag {
+            (flag.to_path_buf(), RootOrigin::Flag)
+        } else if let Some(p) = var("SAFE_LANES_ROOT") {
+            (p, RootOrigin::SafeLanesRoot)
+        } else if let Some(p) = var("GWSA_ROOT") {
+            (p, RootOrigin::GwsaRoot)
+        } else if let Some(p) = var("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
+            (p.join("safe-lanes"), RootOrigin::XdgStateHome)
+        } else if let Some(home) = var("HOME") {
+            (home.join(".local/state/safe-lanes"), RootOrigin::Home)
+        } else {
+            return Err(Error::NotFound {
+                path: Shown::text("state root"),
+                why: "no --root, SAFE_LANES_ROOT, GWSA_ROOT, XDG_STATE_HOME or HOME is set",
+            });
+        };
+        let path = std::path::absolute(&path).map_err(|e| Error::io("absolute", &path, e))?;
+        Ok(Self { path, origin })
+    }
+}
+
+/// The open, verified state root with its two lanes.
+///
+/// Holding a `StateRoot` means: the root and both lanes exist, are directories owned by the
+/// current user, are not writable by group or others, and are held open by descriptor, so
+/// later operations cannot be redirected by renaming or replacing them.
+#[derive(Debug)]
+pub struct StateRoot {
+    path: PathBuf,
+    anchor: Anchor,
+    downloads: Anchor,
+    uploads: Anchor,
+    audit: Arc<AuditLog>,
+}
+
+impl StateRoot {
+    /// Open the root at `path`, creating it and its parents (the root itself with mode 0700)
+    /// and the two lanes (0700) when missing.
+    ///
+    /// # Errors
+    ///
+    /// `insecure_root` when the root or a lane is owned by another user, is writable by group
+    /// or others, or a lane is not a real directory (a symbolic link, a file); `io` when it
+    /// cannot be created or opened.
+    pub fn open(path: &Path) -> Result<Self> {
+        if !path.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(path)
+                .map_err(|e| Error::io("mkdir", path, e))?;
+        }
+        let anchor = Anchor::open_unchecked(path).map_err(|e| match e.code() {
+            crate::Code::Io => e,
+            _ => insecure(path, format!("not a usable directory ({e})")),
+        })?;
+        check_private(path, &anchor.stat()?)?;
+        let path = beneath::location_of(anchor.as_fd()).unwrap_or_else(|_| path.to_path_buf());
+        let downloads = open_lane(&anchor, &path, DOWNLOADS_DIR)?;
+        let uploads = open_lane(&anchor, &path, UPLOADS_DIR)?;
+        let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
+        Ok(Self {
+            path,
+            anchor,
+            downloads,
+            uploads,
+            audit,
+        })
+    }
+
+    /// Resolve the location (see [`RootLocation::resolve`]) and open it.
+    ///
+    /// # Errors
+    ///
+    /// As [`RootLocation::resolve`] and [`StateRoot::open`].
+    pub fn open_default(flag: Option<&Path>) -> Result<Self> {
+        Self::open(&RootLocation::resolve(flag)?.path)
+    }
+
+    /// Set the root and both lanes to exactly mode 0700 (the human's `init`).
+    ///
+    /// # Errors
+    ///
+    /// `io` when `fchmod` fails.
+    pub fn tighten(&self) -> Result<()> {
+        for (anchor, name) in [
+            (&self.anchor, "state root"),
+            (&self.downloads, DOWNLOADS_DIR),
+            (&self.uploads, UPLOADS_DIR),
+        ] {
+            rustix::fs::fchmod(anchor, Mode::from_raw_mode(DIR_MODE))
+                .map_err(|e| Error::io("fchmod", name, e))?;
+        }
+        Ok(())
+    }
+
+    /// The canonical path of the root.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The root directory descriptor.
+    pub fn anchor(&self) -> &Anchor {
+        &self.anchor
+    }
+
+    /// The `.downloads` lane descriptor.
+    pub fn downloads(&self) -> &Anchor {
+        &self.downloads
+    }
+
+    /// The `.uploads` deposit descriptor.
+    pub fn uploads(&self) -> &Anchor {
+        &self.uploads
+    }
+
+    /// The audit log (`<root>/audit.jsonl`), shared by everything opened from this root.
+    pub fn audit(&self) -> Arc<AuditLog> {
+        Arc::clone(&self.audit)
+    }
+
+    /// `<root>/.downloads`.
+    pub fn downloads_path(&self) -> PathBuf {
+        self.path.join(DOWNLOADS_DIR)
+    }
+
+    /// `<root>/.uploads`.
+    pub fn uploads_path(&self) -> PathBuf {
+        self.path.join(UPLOADS_DIR)
+    }
+
+    /// `<root>/workflow.json`, the default manifest.
+    pub fn default_manifest(&self) -> PathBuf {
+        self.path.join(MANIFEST_FILE)
+    }
+
+    /// The mode bits and owner of the root and each lane, for `doctor`.
+    ///
+    /// # Errors
+    ///
+    /// `io` when `fstat` fails.
+    pub fn report(&self) -> Result<Vec<DirReport>> {
+        [
+            (".", &self.anchor),
+            (DOWNLOADS_DIR, &self.downloads),
+            (UPLOADS_DIR, &self.uploads),
+        ]
+        .into_iter()
+        .map(|(name, anchor)| {
+            let st = anchor.stat()?;
+            Ok(DirReport {
+                path: if name == "." {
+                    self.path.clone()
+                } else {
+                    self.path.join(name)
+                },
+                mode: st.st_mode & 0o7777,
+                uid: st.st_uid,
+                private: st.st_mode & 0o077 == 0,
+            })
+        })
+        .collect()
+    }
+}
+
+/// One directory's ownership and mode, as `doctor` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DirReport {
+    /// The directory.
+    pub path: PathBuf,
+    /// Its permission bits (shown in octal, `"0700"`, in JSON).
+    #[serde(serialize_with = "octal")]
+    pub mode: u32,
+    /// Its owner.
+    pub uid: u32,
+    /// Whether group and others have no access at all (mode 0700 or stricter).
+    pub private: bool,
+}
+
+fn octal<S: serde::Serializer>(mode: &u32, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{mode:04o}"))
+}
+
+fn open_lane(root: &Anchor, root_path: &Path, name: &str) -> Result<Anchor> {
+    let lane_path = root_path.join(name);
+    match root.create_dir(OsStr::new(name), DIR_MODE) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) => {}
+        Err(e) => return Err(e),
+    }
+    let lane = root
+        .open_dir(Path::new(name), Symlinks::Deny)
+        .map_err(|e| match e.code() {
+            crate::Code::Io => e,
+            _ => insecure(&lane_path, format!("not a real directory ({e})")),
+        })?;
+    check_private(&lane_path, &lane.stat()?)?;
+    Ok(lane)
+}
+
+/// Refuse a directory another user owns or others may write to.
+fn check_private(path: &Path, st: &Stat) -> Result<()> {
+    let me = rustix::process::geteuid().as_raw();
+    if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+        return Err(insecure(path, "not a directory".to_owned()));
+    }
+    if st.st_uid != me {
+        return Err(insecure(
+            path,
+            format!(
+                "owned by uid {}, not by the current user (uid {me})",
+                st.st_uid
+            ),
+        ));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(insecure(
+            path,
+            format!(
+                "mode {:04o} lets group or others write; run `chmod 700` on it",
+                st.st_mode & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn insecure(path: &Path, why: String) -> Error {
+    Error::InsecureRoot {
+        path: Shown::path(path),
+        why,
+    }
+}

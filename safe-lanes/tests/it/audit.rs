@@ -1,0 +1,119 @@
+//! The audit log: every line chains to the one before; `verify` names the first broken line.
+
+use safe_lanes::AuditLog;
+use serde_json::json;
+
+use crate::util::Fixture;
+
+fn log_with(lines: usize) -> (Fixture, std::path::PathBuf) {
+    let fx = Fixture::new();
+    let audit = fx.root.audit();
+    for i in 0..lines {
+        audit
+            .append("test.event", "tester", json!({ "i": i }))
+            .unwrap();
+    }
+    let path = audit.path().to_path_buf();
+    (fx, path)
+}
+
+fn rewrite(path: &std::path::Path, edit: impl FnOnce(&mut Vec<String>)) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    edit(&mut lines);
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+fn broken_line(fx: &Fixture) -> Option<(u64, String)> {
+    fx.root
+        .audit()
+        .verify()
+        .unwrap()
+        .broken
+        .map(|b| (b.line, b.why))
+}
+
+#[test]
+fn an_untouched_chain_verifies() {
+    let (fx, _) = log_with(5);
+    let v = fx.root.audit().verify().unwrap();
+    assert_eq!(v.lines, 5);
+    assert!(v.is_intact());
+}
+
+#[test]
+fn a_changed_line_is_reported() {
+    let (fx, path) = log_with(5);
+    rewrite(&path, |lines| {
+        lines[1] = lines[1].replace("\"i\":1", "\"i\":7")
+    });
+    let (line, why) = broken_line(&fx).expect("broken");
+    assert_eq!(line, 2);
+    assert!(why.contains("changed"), "{why}");
+}
+
+#[test]
+fn a_changed_and_resealed_line_breaks_the_next_one() {
+    let (fx, path) = log_with(5);
+    rewrite(&path, |lines| {
+        // Change line 2 and recompute its own hash, as a careful forger would.
+        let body = lines[1].replace("\"i\":1", "\"i\":7");
+        let cut = body.rfind(",\"hash\":").unwrap();
+        let unsealed = format!("{}}}", &body[..cut]);
+        let hash = {
+            use sha2::Digest;
+            let d = sha2::Sha256::digest(unsealed.as_bytes());
+            d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        };
+        lines[1] = format!("{},\"hash\":\"{hash}\"}}", &body[..cut]);
+    });
+    let (line, _) = broken_line(&fx).expect("broken");
+    assert_eq!(line, 3);
+}
+
+#[test]
+fn a_removed_line_is_reported() {
+    let (fx, path) = log_with(5);
+    rewrite(&path, |lines| {
+        lines.remove(2);
+    });
+    assert_eq!(broken_line(&fx).expect("broken").0, 3);
+}
+
+#[test]
+fn reordered_lines_are_reported() {
+    let (fx, path) = log_with(5);
+    rewrite(&path, |lines| lines.swap(1, 2));
+    assert_eq!(broken_line(&fx).expect("broken").0, 2);
+}
+
+#[test]
+fn a_truncated_tail_line_is_reported() {
+    let (fx, path) = log_with(3);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..text.len() - 10]).unwrap();
+    assert_eq!(broken_line(&fx).expect("broken").0, 3);
+}
+
+#[test]
+fn writers_in_parallel_keep_one_chain() {
+    let fx = Fixture::new();
+    let root_path = fx.root.path().to_path_buf();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let root_path = root_path.clone();
+            s.spawn(move || {
+                // A separate log handle per thread, as separate processes would have.
+                let anchor = safe_lanes::beneath::Anchor::open_unchecked(&root_path).unwrap();
+                let log = AuditLog::open(&anchor, &root_path, "audit.jsonl").unwrap();
+                for i in 0..50 {
+                    log.append("parallel", "t", json!({ "t": t, "i": i }))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let v = fx.root.audit().verify().unwrap();
+    assert_eq!(v.lines, 400);
+    assert!(v.is_intact(), "{:?}", v.broken);
+}

@@ -1,0 +1,176 @@
+//! The upload deposit: what the uploader sees, and that the deposit is empty afterwards in
+//! every outcome.
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, SystemTime};
+
+use safe_lanes::{Code, Limits, UploadDeposit, UploadSource, Uploader};
+
+use crate::util::{Fixture, names};
+
+/// An uploader that records its working directory, the mode of the file it was given, and the
+/// file's content, into `report` (the staged path arrives as `$1`, never inside the script).
+fn recording_uploader(report: &std::path::Path) -> Uploader {
+    let script = format!(
+        "pwd > '{r}'; stat -c %a \"$1\" >> '{r}'; cat \"$1\" >> '{r}'; printf 'uploaded %s' \"$1\"",
+        r = report.display()
+    );
+    Uploader::new("/bin/sh", ["-c", script.as_str(), "sh", "{file}"])
+}
+
+#[test]
+fn the_uploader_runs_in_the_deposit_on_a_private_copy_and_it_is_erased() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let report = fx.path("report.txt");
+    let staged = deposit
+        .stage("../../notes.md", &b"# Notes\nhello"[..])
+        .unwrap();
+    assert_eq!(staged.relative().file_name().unwrap(), "notes.md");
+    assert!(staged.path().starts_with(deposit.path()));
+    let sent = deposit.send(staged, &recording_uploader(&report)).unwrap();
+    assert!(sent.outcome.success(), "{:?}", sent.outcome);
+    let seen = std::fs::read_to_string(&report).unwrap();
+    let mut lines = seen.lines();
+    assert_eq!(lines.next(), Some(fx.root.uploads_path().to_str().unwrap()));
+    assert_eq!(lines.next(), Some("600"));
+    assert_eq!(lines.collect::<Vec<_>>().join("\n"), "# Notes\nhello");
+    assert_eq!(
+        sent.outcome.stdout,
+        format!("uploaded {}", sent.staged.display())
+    );
+    assert!(sent.staged.is_relative());
+    assert!(
+        names(&fx.root.uploads_path()).is_empty(),
+        "the deposit is empty afterwards"
+    );
+}
+
+#[test]
+fn a_failing_uploader_still_leaves_the_deposit_empty() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
+    let failing = Uploader::new("/bin/sh", ["-c", "echo nope >&2; exit 3", "sh", "{file}"]);
+    let sent = deposit.send(staged, &failing).unwrap();
+    assert_eq!(sent.outcome.exit_code, Some(3));
+    assert_eq!(sent.outcome.stderr, "nope\n");
+    assert!(!sent.outcome.success());
+    assert!(names(&fx.root.uploads_path()).is_empty());
+}
+
+#[test]
+fn an_uploader_killed_by_the_timeout_leaves_the_deposit_empty() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
+    let slow = Uploader::new("/bin/sh", ["-c", "sleep 30 & sleep 30", "sh", "{file}"]).with_limits(
+        Limits {
+            timeout: Duration::from_millis(300),
+            max_output: 1024,
+        },
+    );
+    let started = std::time::Instant::now();
+    let sent = deposit.send(staged, &slow).unwrap();
+    assert!(sent.outcome.timed_out);
+    assert_eq!(sent.outcome.signal, Some(9));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the whole group was killed"
+    );
+    assert!(names(&fx.root.uploads_path()).is_empty());
+}
+
+#[test]
+fn a_panic_in_the_caller_leaves_the_deposit_empty() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
+        assert!(staged.path().exists());
+        panic!("the caller fails between staging and uploading");
+    }));
+    assert!(result.is_err());
+    assert!(names(&fx.root.uploads_path()).is_empty());
+}
+
+#[test]
+fn a_missing_uploader_is_an_io_error_and_leaves_nothing() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
+    let err = deposit
+        .send(staged, &Uploader::new("/nonexistent/uploader", ["{file}"]))
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Io);
+    assert!(names(&fx.root.uploads_path()).is_empty());
+}
+
+#[test]
+fn staging_past_the_cap_is_refused_and_leaves_nothing() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap().with_max_bytes(4);
+    let err = deposit.stage("a.txt", &b"12345"[..]).unwrap_err();
+    assert_eq!(err.code(), Code::TooLarge);
+    assert!(names(&fx.root.uploads_path()).is_empty());
+}
+
+#[test]
+fn a_resolved_source_is_staged_as_an_exact_copy() {
+    let fx = Fixture::new();
+    let lane = safe_lanes::DownloadLane::open(&fx.root).unwrap();
+    let saved = lane.save("attachment.pdf", &b"%PDF-1.7 ..."[..]).unwrap();
+    let source = UploadSource::load_with(&fx.root, |_| None).unwrap();
+    let opened = source.open(&saved.path).unwrap();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let staged = deposit.stage_source(&opened).unwrap();
+    assert_eq!(staged.relative().file_name().unwrap(), "attachment.pdf");
+    assert_eq!(staged.sha256(), saved.sha256);
+    assert_eq!(std::fs::read(staged.path()).unwrap(), b"%PDF-1.7 ...");
+    drop(staged);
+    assert!(names(&fx.root.uploads_path()).is_empty());
+}
+
+#[test]
+fn the_file_placeholder_is_appended_when_absent_and_replaced_inside_words() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let staged = deposit.stage("a b.txt", &b"x"[..]).unwrap();
+    let echo = Uploader::parse("/bin/echo --upload={file} 'two words'").unwrap();
+    let out = deposit.run(&staged, &echo).unwrap();
+    let rel = staged.relative();
+    assert_eq!(
+        out.stdout,
+        format!("--upload={} two words\n", rel.display())
+    );
+    let plain = Uploader::parse("/bin/echo").unwrap();
+    assert_eq!(
+        deposit.run(&staged, &plain).unwrap().stdout,
+        format!("{}\n", rel.display())
+    );
+    assert_eq!(Uploader::parse("  ").unwrap_err().code(), Code::NotFound);
+    assert_eq!(
+        Uploader::parse("echo 'unbalanced").unwrap_err().code(),
+        Code::NotFound
+    );
+}
+
+#[test]
+fn stale_staged_entries_are_swept_when_a_deposit_opens() {
+    let fx = Fixture::new();
+    let uploads = fx.root.uploads_path();
+    let old_dir = uploads.join("0123456789abcdef0123456789abcdef");
+    std::fs::create_dir(&old_dir).unwrap();
+    std::fs::write(old_dir.join("leftover.txt"), "from a crash").unwrap();
+    std::fs::write(uploads.join("old-file"), "old").unwrap();
+    std::fs::write(uploads.join("recent-file"), "recent").unwrap();
+    let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
+    for p in [&old_dir, &uploads.join("old-file")] {
+        std::fs::File::open(p)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+    }
+    let _deposit = UploadDeposit::open(&fx.root).unwrap();
+    assert_eq!(names(&uploads), ["recent-file"]);
+}

@@ -1,0 +1,324 @@
+//! The download lane: where files land, how names collide, and that failures leave nothing.
+
+use std::collections::BTreeSet;
+use std::io::{self, Read};
+use std::os::unix::fs::symlink;
+use std::time::{Duration, SystemTime};
+
+use safe_lanes::{Code, DownloadLane, Durability};
+use sha2::Digest;
+
+use crate::util::{Fixture, mkfifo, mode, names};
+
+fn sha256(data: &[u8]) -> String {
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Both staging strategies: `O_TMPFILE`, and hidden names (the fallback).
+fn lanes(fx: &Fixture) -> [DownloadLane; 2] {
+    [
+        DownloadLane::open(&fx.root).unwrap(),
+        DownloadLane::open(&fx.root).unwrap().with_hidden_staging(),
+    ]
+}
+
+#[test]
+fn a_save_lands_in_the_lane_private_and_intact() {
+    let fx = Fixture::new();
+    for (i, lane) in lanes(&fx).into_iter().enumerate() {
+        let content = format!("content {i}");
+        let saved = lane
+            .save(format!("../../../etc/cron.d/job{i}.sh"), content.as_bytes())
+            .unwrap();
+        assert_eq!(saved.name, format!("job{i}.sh"));
+        assert_eq!(saved.path, fx.root.downloads_path().join(&saved.name));
+        assert_eq!(saved.bytes, content.len() as u64);
+        assert_eq!(saved.sha256, sha256(content.as_bytes()));
+        assert_eq!(std::fs::read_to_string(&saved.path).unwrap(), content);
+        assert_eq!(mode(&saved.path), 0o600);
+    }
+    assert_eq!(mode(&fx.root.downloads_path()), 0o700);
+    assert_eq!(names(&fx.root.downloads_path()), ["job0.sh", "job1.sh"]);
+}
+
+#[test]
+fn the_same_hint_three_times_gives_three_files() {
+    for durability in [Durability::Durable, Durability::Buffered] {
+        let fx = Fixture::new();
+        for lane in lanes(&fx) {
+            let lane = lane.with_durability(durability);
+            for i in 0..3 {
+                lane.save("report.final.pdf", format!("v{i}").as_bytes())
+                    .unwrap();
+            }
+        }
+        assert_eq!(
+            names(&fx.root.downloads_path()),
+            [
+                "report.final (1).pdf",
+                "report.final (2).pdf",
+                "report.final (3).pdf",
+                "report.final (4).pdf",
+                "report.final (5).pdf",
+                "report.final.pdf"
+            ]
+        );
+    }
+}
+
+#[test]
+fn sixty_four_threads_saving_one_hint_give_sixty_four_intact_files() {
+    let fx = Fixture::new();
+    let [unnamed, hidden] = lanes(&fx);
+    let saved: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..64)
+            .map(|t| {
+                let lane = if t % 2 == 0 { &unnamed } else { &hidden };
+                s.spawn(move || {
+                    let content = format!("thread {t} ").repeat(1000 + t);
+                    (
+                        content.clone(),
+                        lane.save("same.bin", content.as_bytes()).unwrap(),
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let paths: BTreeSet<_> = saved.iter().map(|(_, s)| s.path.clone()).collect();
+    assert_eq!(paths.len(), 64, "distinct files");
+    for (content, s) in &saved {
+        assert_eq!(std::fs::read_to_string(&s.path).unwrap(), *content);
+        assert_eq!(s.sha256, sha256(content.as_bytes()));
+    }
+    assert_eq!(names(&fx.root.downloads_path()).len(), 64, "no leftovers");
+}
+
+#[test]
+fn two_lanes_in_parallel_like_two_processes_never_overwrite() {
+    let fx = Fixture::new();
+    let saved: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let root = &fx.root;
+                s.spawn(move || {
+                    // Each thread has its own lane, so its own suffix memory.
+                    let lane = DownloadLane::open(root).unwrap();
+                    (0..25)
+                        .map(|i| {
+                            let body = format!("{t}-{i}");
+                            (body.clone(), lane.save("x.txt", body.as_bytes()).unwrap())
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert_eq!(names(&fx.root.downloads_path()).len(), 100);
+    for (body, s) in saved {
+        assert_eq!(std::fs::read_to_string(&s.path).unwrap(), body);
+    }
+}
+
+#[test]
+fn planted_links_directories_and_fifos_are_collisions_never_written_through() {
+    let fx = Fixture::new();
+    let lane_dir = fx.root.downloads_path();
+    let victim = fx.path("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    symlink(&victim, lane_dir.join("report.pdf")).unwrap();
+    symlink("does-not-exist", lane_dir.join("report (1).pdf")).unwrap();
+    std::fs::create_dir(lane_dir.join("report (2).pdf")).unwrap();
+    mkfifo(&lane_dir.join("report (3).pdf"));
+    for lane in lanes(&fx) {
+        lane.save("report.pdf", &b"attack"[..]).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(!fx.path("state/.downloads/does-not-exist").exists());
+    assert_eq!(
+        std::fs::read_to_string(lane_dir.join("report (4).pdf")).unwrap(),
+        "attack"
+    );
+    assert_eq!(
+        std::fs::read_to_string(lane_dir.join("report (5).pdf")).unwrap(),
+        "attack"
+    );
+    let link = std::fs::symlink_metadata(lane_dir.join("report.pdf")).unwrap();
+    assert!(
+        link.file_type().is_symlink(),
+        "the planted link is left alone"
+    );
+}
+
+/// Yields some bytes, then fails.
+struct Failing(usize);
+
+impl Read for Failing {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.0 == 0 {
+            return Err(io::Error::other("connection reset"));
+        }
+        let n = buf.len().min(self.0);
+        buf[..n].fill(b'x');
+        self.0 -= n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_failing_reader_leaves_nothing_behind() {
+    let fx = Fixture::new();
+    for lane in lanes(&fx) {
+        for size in [0, 10, 5 << 20] {
+            let err = lane.save("partial.bin", Failing(size)).unwrap_err();
+            assert_eq!(err.code(), Code::Io);
+        }
+    }
+    assert!(
+        names(&fx.root.downloads_path()).is_empty(),
+        "no file, no temp"
+    );
+}
+
+#[test]
+fn the_size_cap_refuses_and_leaves_nothing_behind() {
+    let fx = Fixture::new();
+    for lane in lanes(&fx) {
+        let lane = lane.with_max_bytes(1000);
+        let err = lane.save("big.bin", &[7u8; 1001][..]).unwrap_err();
+        assert_eq!(err.code(), Code::TooLarge);
+        assert!(names(&fx.root.downloads_path()).is_empty());
+        let err = lane
+            .save("huge.bin", io::repeat(1).take(64 << 20))
+            .unwrap_err();
+        assert_eq!(err.code(), Code::TooLarge);
+        assert!(names(&fx.root.downloads_path()).is_empty());
+    }
+    let lane = DownloadLane::open(&fx.root).unwrap().with_max_bytes(1000);
+    assert_eq!(
+        lane.save("exact.bin", &[7u8; 1000][..]).unwrap().bytes,
+        1000
+    );
+}
+
+#[test]
+fn a_large_stream_is_hashed_correctly() {
+    let fx = Fixture::new();
+    let data: Vec<u8> = (0..(20u32 << 20)).map(|i| (i % 251) as u8).collect();
+    for lane in lanes(&fx) {
+        let saved = lane.save("large.bin", &data[..]).unwrap();
+        assert_eq!(saved.bytes, data.len() as u64);
+        assert_eq!(saved.sha256, sha256(&data));
+        assert_eq!(std::fs::read(&saved.path).unwrap(), data);
+    }
+}
+
+#[test]
+fn a_new_lane_finds_a_free_number_among_many_existing_copies() {
+    let fx = Fixture::new();
+    let dir = fx.root.downloads_path();
+    std::fs::write(dir.join("n.txt"), "0").unwrap();
+    for i in 1..1000 {
+        std::fs::write(dir.join(format!("n ({i}).txt")), i.to_string()).unwrap();
+    }
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    assert_eq!(
+        lane.save("n.txt", &b"new"[..]).unwrap().name,
+        "n (1000).txt"
+    );
+    assert_eq!(
+        lane.save("n.txt", &b"new"[..]).unwrap().name,
+        "n (1001).txt"
+    );
+    // With holes, any free number will do, but nothing existing is touched.
+    std::fs::remove_file(dir.join("n (500).txt")).unwrap();
+    std::fs::remove_file(dir.join("n (1001).txt")).unwrap();
+    let fresh = DownloadLane::open(&fx.root).unwrap();
+    let name = fresh.save("n.txt", &b"newer"[..]).unwrap().name;
+    assert!(name == "n (500).txt" || name == "n (1001).txt", "{name}");
+    for i in (1..1000).filter(|&i| i != 500) {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(format!("n ({i}).txt"))).unwrap(),
+            i.to_string()
+        );
+    }
+}
+
+#[test]
+fn list_shows_regular_files_only_and_prune_removes_old_ones() {
+    let fx = Fixture::new();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    let old = lane.save("old.txt", &b"old"[..]).unwrap();
+    lane.save("new.txt", &b"new"[..]).unwrap();
+    std::fs::create_dir(fx.root.downloads_path().join("a-dir")).unwrap();
+    symlink("/etc/passwd", fx.root.downloads_path().join("a-link")).unwrap();
+    let listed: Vec<_> = lane.list().unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(listed, ["new.txt", "old.txt"]);
+
+    let week_ago = SystemTime::now() - Duration::from_secs(7 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&old.path)
+        .unwrap()
+        .set_modified(week_ago)
+        .unwrap();
+    let removed: Vec<_> = lane
+        .prune(Duration::from_secs(86_400))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(removed, ["old.txt"]);
+    assert!(!old.path.exists());
+    assert!(fx.root.downloads_path().join("new.txt").exists());
+    assert!(std::fs::read_link(fx.root.downloads_path().join("a-link")).is_ok());
+}
+
+#[test]
+fn every_save_is_audited() {
+    let fx = Fixture::new();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    for _ in 0..3 {
+        lane.save("a.txt", &b"a"[..]).unwrap();
+    }
+    let text = std::fs::read_to_string(fx.root.path().join("audit.jsonl")).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3);
+    assert!(events.iter().all(|e| e["event"] == "download.save"));
+    assert_eq!(events[2]["name"], "a (2).txt");
+    assert!(fx.root.audit().verify().unwrap().is_intact());
+}
+
+#[test]
+fn stale_hidden_staging_files_are_swept_before_hidden_staging() {
+    let fx = Fixture::new();
+    let dir = fx.root.downloads_path();
+    let stale = dir.join(".partial-0123456789abcdef");
+    let fresh = dir.join(".partial-fedcba9876543210");
+    std::fs::write(&stale, "crash leftover").unwrap();
+    std::fs::write(&fresh, "a save in progress").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(2 * 3600))
+        .unwrap();
+    let lane = DownloadLane::open(&fx.root).unwrap().with_hidden_staging();
+    assert!(
+        lane.list().unwrap().is_empty(),
+        "staging files are never listed"
+    );
+    lane.save("a.txt", &b"a"[..]).unwrap();
+    assert!(!stale.exists());
+    assert!(fresh.exists(), "a recent one may belong to a running save");
+}

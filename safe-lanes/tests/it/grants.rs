@@ -1,0 +1,693 @@
+//! Folder grants: validation rules, manifest round-trips, concurrent writers, the request →
+//! approve/deny flow, live revocation, and resolution inside a grant.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use safe_lanes::grants::{Action, Narrowing};
+use safe_lanes::{Access, Alias, Code, Grants, StateRoot, Want};
+use serde_json::{Value, json};
+
+struct World {
+    tmp: tempfile::TempDir,
+    root: StateRoot,
+    grants: Arc<Grants>,
+}
+
+impl World {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = StateRoot::open(&tmp.path().join("state")).unwrap();
+        for d in ["proj/src", "proj/docs", "proj2", "other", "sibling"] {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+        }
+        std::fs::write(tmp.path().join("proj/src/main.rs"), "fn main() {}").unwrap();
+        std::fs::write(tmp.path().join("sibling/secret"), "secret").unwrap();
+        let grants = Arc::new(Grants::open(&root, None).unwrap());
+        Self { tmp, root, grants }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    fn manifest(&self) -> PathBuf {
+        self.root.default_manifest()
+    }
+
+    fn add(
+        &self,
+        alias: &str,
+        rel: &str,
+        access: Access,
+    ) -> safe_lanes::Result<safe_lanes::grants::Grant> {
+        self.grants
+            .add(alias, &self.p(rel), access, "test", "alice")
+    }
+}
+
+fn code<T: std::fmt::Debug>(r: safe_lanes::Result<T>) -> Code {
+    r.unwrap_err().code()
+}
+
+#[test]
+fn a_grant_is_stored_canonical_with_id_host_and_time() {
+    let w = World::new();
+    symlink(w.p("proj"), w.p("proj-link")).unwrap();
+    let g = w
+        .grants
+        .add(
+            "rts-source",
+            &w.p("proj-link/src/../docs/.."),
+            Access::ReadWrite,
+            "work",
+            "alice",
+        )
+        .unwrap();
+    assert_eq!(g.path, w.p("proj"));
+    assert!(g.id.starts_with("folder_") && g.id.len() > 10, "{}", g.id);
+    assert_eq!(g.host, w.grants.host());
+    assert!(humantime::parse_rfc3339(&g.created_at).is_ok());
+    let listing = w.grants.list().unwrap();
+    assert_eq!(listing.grants.len(), 1);
+    assert_eq!(listing.grants[0].env, "WORKFLOW_FOLDER_RTS_SOURCE");
+    assert!(listing.grants[0].available);
+    let stored: Value = serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap();
+    assert_eq!(stored["folder_access"][0]["alias"], "rts-source");
+    assert_eq!(stored["folder_access"][0]["access"], "read_write");
+}
+
+#[test]
+fn alias_rules_and_uniqueness() {
+    let w = World::new();
+    for bad in [
+        "",
+        "Caps",
+        "-lead",
+        "has space",
+        "a/b",
+        "é",
+        &"x".repeat(49),
+    ] {
+        assert_eq!(
+            code(w.add(bad, "proj", Access::ReadOnly)),
+            Code::InvalidAlias,
+            "{bad:?}"
+        );
+    }
+    w.add("rts-source", "proj", Access::ReadOnly).unwrap();
+    assert_eq!(
+        code(w.add("rts-source", "proj2", Access::ReadOnly)),
+        Code::AliasTaken
+    );
+    assert_eq!(
+        code(w.add("rts_source", "proj2", Access::ReadOnly)),
+        Code::AliasTaken,
+        "same env key"
+    );
+    w.add("rts-source2", "proj2", Access::ReadOnly).unwrap();
+}
+
+#[test]
+fn path_rules() {
+    let w = World::new();
+    let cases: Vec<(PathBuf, Code)> = vec![
+        (PathBuf::from("relative/dir"), Code::RelativePath),
+        (w.p("missing"), Code::NotFound),
+        (w.p("proj/src/main.rs"), Code::NotFound),
+        (PathBuf::from("/"), Code::StateRoot),
+        (w.p("state"), Code::StateRoot),
+        (w.p("state/.downloads"), Code::StateRoot),
+        (w.tmp.path().to_path_buf(), Code::StateRoot),
+    ];
+    for (path, want) in cases {
+        let got = w.grants.add("x", &path, Access::ReadOnly, "", "alice");
+        assert_eq!(code(got), want, "{}", path.display());
+    }
+    let nul = Path::new(std::ffi::OsStr::new("/tmp/a\0b"));
+    assert_eq!(
+        code(w.grants.add("x", nul, Access::ReadOnly, "", "alice")),
+        Code::NulByte
+    );
+    assert!(
+        w.grants.list().unwrap().grants.is_empty(),
+        "nothing was recorded"
+    );
+}
+
+#[test]
+fn a_grant_that_would_contain_the_manifest_is_refused() {
+    let w = World::new();
+    let manifest = w.p("proj/workflow.json");
+    let grants = Grants::open(&w.root, Some(&manifest)).unwrap();
+    let err = grants
+        .add("proj", &w.p("proj"), Access::ReadWrite, "", "alice")
+        .unwrap_err();
+    assert_eq!(err.code(), Code::StateRoot);
+    // A manifest moved inside an existing grant is refused when opened.
+    w.add("proj", "proj", Access::ReadOnly).unwrap();
+    std::fs::copy(w.manifest(), &manifest).unwrap();
+    assert_eq!(
+        code(Grants::open(&w.root, Some(&manifest))),
+        Code::InvalidManifest
+    );
+}
+
+#[test]
+fn overlapping_grants() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    assert_eq!(
+        code(w.add("src", "proj/src", Access::ReadOnly)),
+        Code::OverlappingGrant
+    );
+    assert_eq!(
+        code(w.add("again", "proj", Access::ReadOnly)),
+        Code::OverlappingGrant
+    );
+    // Read-write inside read-write, or inside read-only, can be enforced.
+    w.add("src", "proj/src", Access::ReadWrite).unwrap();
+    // …but narrowing the inner one to read-only inside the outer read-write cannot.
+    assert_eq!(
+        code(w.grants.set_access("src", Access::ReadOnly, "", "alice")),
+        Code::OverlappingGrant
+    );
+    w.grants
+        .set_access("proj", Access::ReadOnly, "narrow", "alice")
+        .unwrap();
+    w.grants
+        .set_access("src", Access::ReadOnly, "", "alice")
+        .unwrap();
+    // Widening the outer one again would now hold a read-only grant inside a read-write one.
+    assert_eq!(
+        code(w.grants.set_access("proj", Access::ReadWrite, "", "alice")),
+        Code::OverlappingGrant
+    );
+}
+
+#[test]
+fn unknown_keys_are_kept_and_a_read_never_writes() {
+    let w = World::new();
+    let original = "{\n  \"name\": \"My workflow\",\n  \"steps\": [1, 2.5, {\"x\": null}],\n  \"zeta\": true\n}\n";
+    std::fs::write(w.manifest(), original).unwrap();
+    let before = std::fs::metadata(w.manifest()).unwrap().modified().unwrap();
+    // Reads of a file without folder_access change nothing.
+    w.grants.list().unwrap();
+    w.grants.session().snapshot().unwrap();
+    Grants::open(&w.root, None).unwrap();
+    assert_eq!(std::fs::read_to_string(w.manifest()).unwrap(), original);
+    assert_eq!(
+        std::fs::metadata(w.manifest()).unwrap().modified().unwrap(),
+        before
+    );
+    // A write keeps every other key, in its place.
+    w.add("proj", "proj", Access::ReadOnly).unwrap();
+    let text = std::fs::read_to_string(w.manifest()).unwrap();
+    let after: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(after["name"], "My workflow");
+    assert_eq!(after["steps"], json!([1, 2.5, {"x": null}]));
+    assert_eq!(after["zeta"], true);
+    let keys: Vec<&str> = after
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "name",
+            "steps",
+            "zeta",
+            "folder_access",
+            "folder_access_changelog"
+        ]
+    );
+    // Round trip: removing the grant gives back the other keys exactly.
+    w.grants.revoke("proj", "done", "alice").unwrap();
+    let again: Value = serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap();
+    let mut expected: Value = serde_json::from_str(original).unwrap();
+    expected["folder_access"] = json!([]);
+    expected["folder_access_changelog"] = again["folder_access_changelog"].clone();
+    assert_eq!(again, expected);
+}
+
+#[test]
+fn an_invalid_manifest_is_refused_and_left_untouched() {
+    let w = World::new();
+    let grant = |alias: &str, path: &str| json!({"id": format!("folder_{alias}"), "alias": alias, "path": path, "access": "read_only"});
+    let p = w.p("proj").display().to_string();
+    let q = w.p("proj2").display().to_string();
+    let cases: Vec<(&str, String)> = vec![
+        ("not json", "{ nope".to_owned()),
+        ("not an object", "[1, 2]".to_owned()),
+        (
+            "bad alias",
+            json!({"folder_access": [grant("Bad Alias", &p)]}).to_string(),
+        ),
+        (
+            "root path",
+            json!({"folder_access": [grant("root", "/")]}).to_string(),
+        ),
+        (
+            "relative path",
+            json!({"folder_access": [grant("rel", "rel/dir")]}).to_string(),
+        ),
+        (
+            "duplicate",
+            json!({"folder_access": [grant("a", &p), grant("a", &q)]}).to_string(),
+        ),
+        (
+            "env collision",
+            json!({"folder_access": [grant("a-b", &p), grant("a_b", &q)]}).to_string(),
+        ),
+        (
+            "bad access",
+            json!({"folder_access": [{"id": "x", "alias": "a", "path": p, "access": "all"}]})
+                .to_string(),
+        ),
+        (
+            "folder_access not a list",
+            json!({"folder_access": {"a": 1}}).to_string(),
+        ),
+    ];
+    for (what, text) in cases {
+        std::fs::write(w.manifest(), &text).unwrap();
+        assert_eq!(code(w.grants.list()), Code::InvalidManifest, "{what}");
+        assert_eq!(
+            code(w.add("new", "other", Access::ReadOnly)),
+            Code::InvalidManifest,
+            "{what}"
+        );
+        assert_eq!(
+            code(w.grants.session().snapshot()),
+            Code::InvalidManifest,
+            "{what}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.manifest()).unwrap(),
+            text,
+            "{what}: untouched"
+        );
+    }
+}
+
+#[test]
+fn concurrent_writers_never_lose_a_change() {
+    let w = World::new();
+    for i in 0..40 {
+        std::fs::create_dir(w.p(&format!("d{i}"))).unwrap();
+    }
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let w = &w;
+            s.spawn(move || {
+                // A separate handle per writer, as separate processes would have.
+                let grants = Grants::open(&w.root, None).unwrap();
+                for i in (t..40).step_by(2) {
+                    grants
+                        .add(
+                            &format!("d{i}"),
+                            &w.p(&format!("d{i}")),
+                            Access::ReadOnly,
+                            "",
+                            "t",
+                        )
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let listing = w.grants.list().unwrap();
+    assert_eq!(listing.grants.len(), 40);
+    assert_eq!(w.grants.changelog().unwrap().len(), 40);
+}
+
+#[test]
+fn a_request_is_inert_until_approved() {
+    let w = World::new();
+    let session = w.grants.session();
+    let r = w
+        .grants
+        .request(
+            "docs",
+            Access::ReadOnly,
+            "read the docs",
+            Some(&w.p("proj/docs")),
+            "agent",
+        )
+        .unwrap();
+    assert!(r.id.starts_with("req_"));
+    assert_eq!(
+        code(session.resolve("docs", Path::new("."), Want::Read)),
+        Code::UnknownAlias
+    );
+    assert!(w.grants.list().unwrap().grants.is_empty());
+    assert_eq!(w.grants.list().unwrap().requests.len(), 1);
+    // A second request for the alias updates the pending one.
+    let r2 = w
+        .grants
+        .request("docs", Access::ReadWrite, "edit the docs", None, "agent")
+        .unwrap();
+    assert_eq!(r2.id, r.id);
+    let pending = w.grants.list().unwrap().requests;
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].access, Access::ReadWrite);
+    assert_eq!(pending[0].reason, "edit the docs");
+    assert_eq!(pending[0].path, None);
+    // Without a proposed path, approval needs the human's path.
+    assert_eq!(
+        code(w.grants.approve(&r.id, None, "", "alice")),
+        Code::NotFound
+    );
+    let g = w
+        .grants
+        .approve(&r.id, Some(&w.p("proj/docs")), "ok", "alice")
+        .unwrap();
+    assert_eq!((g.alias.as_str(), g.access), ("docs", Access::ReadWrite));
+    assert!(w.grants.list().unwrap().requests.is_empty());
+    assert!(
+        session.resolve("docs", Path::new("."), Want::Write).is_ok(),
+        "live session sees it"
+    );
+}
+
+#[test]
+fn approval_runs_the_full_validation_and_denial_records_why() {
+    let w = World::new();
+    let bad = w
+        .grants
+        .request(
+            "everything",
+            Access::ReadWrite,
+            "pls",
+            Some(Path::new("/")),
+            "agent",
+        )
+        .unwrap();
+    assert_eq!(
+        code(w.grants.approve(&bad.id, None, "", "alice")),
+        Code::StateRoot
+    );
+    assert_eq!(
+        w.grants.list().unwrap().requests.len(),
+        1,
+        "still pending after a failed approval"
+    );
+    w.grants.deny(&bad.id, "no way", "alice").unwrap();
+    assert!(w.grants.list().unwrap().requests.is_empty());
+    assert_eq!(
+        code(w.grants.deny(&bad.id, "again", "alice")),
+        Code::NotFound
+    );
+    let log = w.grants.changelog().unwrap();
+    let deny = log.iter().find(|c| c.action == Action::Deny).unwrap();
+    assert_eq!(
+        (deny.actor.as_str(), deny.reason.as_str()),
+        ("alice", "no way")
+    );
+    // Agent-side input is checked too.
+    assert_eq!(
+        code(w.grants.request("Bad", Access::ReadOnly, "", None, "agent")),
+        Code::InvalidAlias
+    );
+    assert_eq!(
+        code(
+            w.grants
+                .request("ok", Access::ReadOnly, "", Some(Path::new("rel")), "agent")
+        ),
+        Code::RelativePath
+    );
+}
+
+#[test]
+fn a_request_to_widen_an_existing_grant_changes_its_access_on_approval() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadOnly).unwrap();
+    let r = w
+        .grants
+        .request("proj", Access::ReadWrite, "need to edit", None, "agent")
+        .unwrap();
+    let session = w.grants.session();
+    assert_eq!(
+        code(session.resolve("proj", Path::new("src"), Want::Write)),
+        Code::ReadOnly
+    );
+    w.grants.approve(&r.id, None, "fine", "alice").unwrap();
+    assert!(
+        session
+            .resolve("proj", Path::new("src"), Want::Write)
+            .is_ok()
+    );
+}
+
+#[test]
+fn every_change_is_in_the_changelog_and_the_audit_chain() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadOnly).unwrap();
+    w.grants
+        .set_access("proj", Access::ReadWrite, "widen", "bob")
+        .unwrap();
+    let r = w
+        .grants
+        .request(
+            "other",
+            Access::ReadOnly,
+            "look",
+            Some(&w.p("other")),
+            "agent",
+        )
+        .unwrap();
+    w.grants.approve(&r.id, None, "yes", "alice").unwrap();
+    let r = w
+        .grants
+        .request(
+            "sib",
+            Access::ReadOnly,
+            "peek",
+            Some(&w.p("sibling")),
+            "agent",
+        )
+        .unwrap();
+    w.grants.deny(&r.id, "no", "alice").unwrap();
+    w.grants.revoke("proj", "finished", "bob").unwrap();
+    let actions: Vec<(Action, String, String)> = w
+        .grants
+        .changelog()
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.action, c.actor, c.reason))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            (Action::Add, "alice".into(), "test".into()),
+            (Action::SetAccess, "bob".into(), "widen".into()),
+            (Action::Request, "agent".into(), "look".into()),
+            (Action::Approve, "alice".into(), "yes".into()),
+            (Action::Request, "agent".into(), "peek".into()),
+            (Action::Deny, "alice".into(), "no".into()),
+            (Action::Revoke, "bob".into(), "finished".into()),
+        ]
+    );
+    let names: Vec<String> = w
+        .grants
+        .list()
+        .unwrap()
+        .grants
+        .iter()
+        .map(|g| g.grant.alias.to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["other"],
+        "revoke removes the grant from folder_access"
+    );
+    let audit = std::fs::read_to_string(w.root.path().join("audit.jsonl")).unwrap();
+    let events: Vec<String> = audit
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "grant.add",
+            "grant.set_access",
+            "grant.request",
+            "grant.approve",
+            "grant.request",
+            "grant.deny",
+            "grant.revoke"
+        ]
+    );
+    assert!(w.root.audit().verify().unwrap().is_intact());
+}
+
+#[test]
+fn a_live_session_sees_a_revoke_on_its_next_operation() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    let session = w.grants.session();
+    let child = session.child(Narrowing::none());
+    assert!(
+        session
+            .resolve("proj", Path::new("src/main.rs"), Want::Write)
+            .is_ok()
+    );
+    assert!(
+        child
+            .resolve("proj", Path::new("src/main.rs"), Want::Read)
+            .is_ok()
+    );
+    // The human revokes through another handle (as the CLI would, in another process).
+    Grants::open(&w.root, None)
+        .unwrap()
+        .revoke("proj", "stop", "alice")
+        .unwrap();
+    assert_eq!(
+        code(session.resolve("proj", Path::new("src/main.rs"), Want::Read)),
+        Code::Revoked
+    );
+    assert_eq!(
+        code(child.resolve("proj", Path::new("src/main.rs"), Want::Read)),
+        Code::Revoked
+    );
+    // A session created afterwards also says revoked, not unknown.
+    assert_eq!(
+        code(
+            w.grants
+                .session()
+                .resolve("proj", Path::new("."), Want::Read)
+        ),
+        Code::Revoked
+    );
+    // Granting the alias again brings it back.
+    w.add("proj", "proj", Access::ReadOnly).unwrap();
+    assert!(session.resolve("proj", Path::new("."), Want::Read).is_ok());
+}
+
+#[test]
+fn narrowing_applies_live_and_children_only_narrow() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    w.add("other", "other", Access::ReadWrite).unwrap();
+    let session = w.grants.session();
+    let proj = Alias::new("proj").unwrap();
+    let child = session.child(
+        Narrowing::none()
+            .only([proj.clone()])
+            .at_most(proj.clone(), Access::ReadOnly),
+    );
+    assert_eq!(
+        code(child.resolve("other", Path::new("."), Want::Read)),
+        Code::UnknownAlias
+    );
+    assert_eq!(
+        code(child.resolve("proj", Path::new("."), Want::Write)),
+        Code::ReadOnly
+    );
+    // A grandchild cannot widen back.
+    let grandchild = child.child(Narrowing::none().at_most(proj, Access::ReadWrite));
+    assert_eq!(
+        code(grandchild.resolve("proj", Path::new("."), Want::Write)),
+        Code::ReadOnly
+    );
+    // The human narrows: the parent session loses write on its next operation.
+    assert!(session.resolve("proj", Path::new("."), Want::Write).is_ok());
+    w.grants
+        .set_access("proj", Access::ReadOnly, "careful", "alice")
+        .unwrap();
+    assert_eq!(
+        code(session.resolve("proj", Path::new("."), Want::Write)),
+        Code::ReadOnly
+    );
+    let snap = session.snapshot().unwrap();
+    let envs: Vec<&str> = snap.available().map(|g| g.env.as_str()).collect();
+    assert_eq!(envs, ["WORKFLOW_FOLDER_PROJ", "WORKFLOW_FOLDER_OTHER"]);
+}
+
+#[test]
+fn a_grant_from_another_host_is_unavailable() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    let text = std::fs::read_to_string(w.manifest()).unwrap();
+    let host = w.grants.host().to_owned();
+    std::fs::write(
+        w.manifest(),
+        text.replace(&format!("\"host\": \"{host}\""), "\"host\": \"elsewhere\""),
+    )
+    .unwrap();
+    let listing = w.grants.list().unwrap();
+    assert!(!listing.grants[0].available);
+    assert!(
+        listing.grants[0]
+            .unavailable
+            .as_deref()
+            .unwrap()
+            .contains("elsewhere")
+    );
+    assert_eq!(
+        code(
+            w.grants
+                .session()
+                .resolve("proj", Path::new("."), Want::Read)
+        ),
+        Code::UnavailableOnHost
+    );
+    assert_eq!(
+        w.grants.session().snapshot().unwrap().available().count(),
+        0
+    );
+}
+
+#[test]
+fn resolution_inside_a_grant_refuses_every_escape() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    w.add("docs-ro", "other", Access::ReadOnly).unwrap();
+    symlink(w.p("sibling"), w.p("proj/link-out")).unwrap();
+    symlink("src", w.p("proj/link-in")).unwrap();
+    symlink("../sibling/secret", w.p("proj/secret-link")).unwrap();
+    let session = w.grants.session();
+    let ok = [
+        "src/main.rs",
+        "src/../src/main.rs",
+        "link-in/main.rs",
+        ".",
+        "src",
+    ];
+    for rel in ok {
+        let r = session
+            .resolve("proj", Path::new(rel), Want::Write)
+            .unwrap();
+        assert!(r.path.starts_with(w.p("proj")), "{rel}");
+    }
+    let refused: &[(&str, &str, Want, Code)] = &[
+        ("proj", "../sibling/secret", Want::Read, Code::Traversal),
+        ("proj", "..", Want::Read, Code::Traversal),
+        ("proj", "src/../../sibling", Want::Read, Code::Traversal),
+        ("proj", "/etc/passwd", Want::Read, Code::AbsolutePath),
+        ("proj", "link-out/secret", Want::Read, Code::SymlinkEscape),
+        ("proj", "secret-link", Want::Read, Code::SymlinkEscape),
+        ("proj", "src/missing", Want::Read, Code::NotFound),
+        ("proj", "src\0/../x", Want::Read, Code::NulByte),
+        ("docs-ro", ".", Want::Write, Code::ReadOnly),
+        ("nope", ".", Want::Read, Code::UnknownAlias),
+        ("Nope!", ".", Want::Read, Code::InvalidAlias),
+        ("proj2", ".", Want::Read, Code::UnknownAlias),
+    ];
+    for &(alias, rel, want, expected) in refused {
+        let path = Path::new(std::ffi::OsStr::new(rel));
+        assert_eq!(
+            code(session.resolve(alias, path, want)),
+            expected,
+            "{alias} {rel:?}"
+        );
+    }
+}

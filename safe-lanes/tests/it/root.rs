@@ -1,0 +1,160 @@
+//! The state root: where it is found, how it is created, and which roots are refused.
+
+use std::ffi::OsString;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+
+use safe_lanes::{Code, RootLocation, RootOrigin, StateRoot};
+
+use crate::util::mode;
+
+fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+    move |key| {
+        vars.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| OsString::from(v))
+    }
+}
+
+#[test]
+fn the_root_is_resolved_in_the_documented_order() {
+    let all = [
+        ("SAFE_LANES_ROOT", "/s"),
+        ("GWSA_ROOT", "/g"),
+        ("XDG_STATE_HOME", "/x"),
+        ("HOME", "/h"),
+    ];
+    type Vars<'a> = &'a [(&'a str, &'a str)];
+    let cases: &[(Option<&str>, Vars<'_>, &str, RootOrigin)] = &[
+        (Some("/flag"), &all, "/flag", RootOrigin::Flag),
+        (None, &all, "/s", RootOrigin::SafeLanesRoot),
+        (None, &all[1..], "/g", RootOrigin::GwsaRoot),
+        (None, &all[2..], "/x/safe-lanes", RootOrigin::XdgStateHome),
+        (
+            None,
+            &all[3..],
+            "/h/.local/state/safe-lanes",
+            RootOrigin::Home,
+        ),
+        // Empty variables and a relative XDG_STATE_HOME are ignored.
+        (
+            None,
+            &[("SAFE_LANES_ROOT", ""), ("GWSA_ROOT", "/g")],
+            "/g",
+            RootOrigin::GwsaRoot,
+        ),
+        (
+            None,
+            &[("XDG_STATE_HOME", "rel"), ("HOME", "/h")],
+            "/h/.local/state/safe-lanes",
+            RootOrigin::Home,
+        ),
+    ];
+    for (flag, vars, path, origin) in cases {
+        let got = RootLocation::resolve_with(flag.map(Path::new), env(vars)).unwrap();
+        assert_eq!(got.path, PathBuf::from(path), "{flag:?} {vars:?}");
+        assert_eq!(got.origin, *origin, "{flag:?} {vars:?}");
+    }
+    let none = RootLocation::resolve_with(None, env(&[])).unwrap_err();
+    assert_eq!(none.code(), Code::NotFound);
+}
+
+#[test]
+fn a_relative_flag_is_made_absolute() {
+    let got = RootLocation::resolve_with(Some(Path::new("rel/root")), env(&[])).unwrap();
+    assert!(got.path.is_absolute());
+    assert!(got.path.ends_with("rel/root"));
+}
+
+#[test]
+fn open_creates_the_root_and_lanes_private() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("deep/er/state");
+    let root = StateRoot::open(&path).unwrap();
+    assert_eq!(root.path(), path.as_path());
+    for p in [path.clone(), path.join(".downloads"), path.join(".uploads")] {
+        assert_eq!(mode(&p), 0o700, "{}", p.display());
+    }
+    assert_eq!(mode(&path.join("audit.jsonl")), 0o600);
+    // Opening again is fine and changes nothing.
+    drop(root);
+    StateRoot::open(&path).unwrap();
+    assert_eq!(mode(&path), 0o700);
+}
+
+fn refused(path: &Path) -> String {
+    let err = StateRoot::open(path).unwrap_err();
+    assert_eq!(err.code(), Code::InsecureRoot, "{err}");
+    err.to_string()
+}
+
+#[test]
+fn a_root_writable_by_others_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for bits in [0o770, 0o707, 0o777, 0o1777] {
+        let path = tmp.path().join(format!("root{bits:o}"));
+        std::fs::create_dir(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(bits)).unwrap();
+        let message = refused(&path);
+        assert!(message.contains("write"), "{message}");
+    }
+}
+
+#[test]
+fn a_readable_but_not_writable_root_is_accepted_and_init_tightens_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("root");
+    std::fs::create_dir(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = StateRoot::open(&path).unwrap();
+    let report = root.report().unwrap();
+    assert!(!report[0].private, "doctor sees 0755 as not private");
+    root.tighten().unwrap();
+    assert_eq!(mode(&path), 0o700);
+    assert!(root.report().unwrap().iter().all(|d| d.private));
+}
+
+#[test]
+fn a_root_owned_by_another_user_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = if rustix::process::geteuid().is_root() {
+        let path = tmp.path().join("foreign");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        path
+    } else {
+        // Without root, a directory owned by someone else is one root already owns.
+        PathBuf::from("/usr")
+    };
+    let message = refused(&path);
+    assert!(message.contains("owned by uid"), "{message}");
+}
+
+#[test]
+fn a_planted_lane_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A lane that is a symbolic link to somewhere else.
+    let a = tmp.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::create_dir(tmp.path().join("elsewhere")).unwrap();
+    symlink(tmp.path().join("elsewhere"), a.join(".downloads")).unwrap();
+    refused(&a);
+    // A lane that is a file.
+    let b = tmp.path().join("b");
+    std::fs::create_dir(&b).unwrap();
+    std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(b.join(".uploads"), "").unwrap();
+    refused(&b);
+    // A lane others can write to.
+    let c = tmp.path().join("c");
+    std::fs::create_dir_all(c.join(".downloads")).unwrap();
+    std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(c.join(".downloads"), std::fs::Permissions::from_mode(0o733)).unwrap();
+    refused(&c);
+    // A root that is a file.
+    let d = tmp.path().join("d");
+    std::fs::write(&d, "").unwrap();
+    refused(&d);
+}

@@ -1,0 +1,54 @@
+//! Helpers shared by the integration tests.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use safe_lanes::StateRoot;
+use tempfile::TempDir;
+
+/// A fresh temporary directory with a state root at `<tmp>/state`.
+pub(crate) struct Fixture {
+    pub(crate) tmp: TempDir,
+    pub(crate) root: StateRoot,
+}
+
+impl Fixture {
+    pub(crate) fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = StateRoot::open(&tmp.path().join("state")).expect("open state root");
+        Self { tmp, root }
+    }
+
+    /// `<tmp>/<rel>`.
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+}
+
+/// Names in a directory, sorted.
+pub(crate) fn names(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Permission bits of `path` (not following a final link).
+pub(crate) fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).expect("lstat").mode() & 0o7777
+}
+
+/// `mkfifo(path, 0600)`.
+pub(crate) fn mkfifo(path: &Path) {
+    let c = CString::new(path.as_os_str().as_bytes()).expect("no NUL");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        c.as_c_str(),
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .expect("mkfifo");
+}
