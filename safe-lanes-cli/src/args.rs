@@ -42,6 +42,33 @@ pub(crate) enum Command {
     /// Folder grants: what the agent may use, by alias.
     #[command(subcommand)]
     Grant(GrantCommand),
+    /// Run a command confined by Landlock to the granted folders.
+    Exec {
+        /// Start in this grant's folder (default: a private scratch directory).
+        #[arg(long, value_name = "ALIAS")]
+        cwd: Option<String>,
+        /// Kill the command (and everything it started) after this many seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+        timeout: u64,
+        /// Allow TCP connections and listening sockets.
+        #[arg(long)]
+        network: bool,
+        /// The command and its arguments.
+        #[arg(last = true, required = true, value_name = "CMD ARGS")]
+        command: Vec<OsString>,
+    },
+    /// Apply a unified diff to one file beneath a read-write grant.
+    Patch {
+        /// The grant's alias.
+        #[arg(long)]
+        alias: String,
+        /// The file, relative to the granted folder.
+        #[arg(long, value_name = "RELATIVE")]
+        file: PathBuf,
+        /// The diff; `-` or nothing reads standard input.
+        #[arg(value_name = "DIFF|-")]
+        diff: Option<PathBuf>,
+    },
     /// The audit log.
     #[command(subcommand)]
     Audit(AuditCommand),

@@ -22,7 +22,6 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use rustix::fs::FileType;
 use serde::Serialize;
 
 use crate::audit::AuditLog;
@@ -243,7 +242,7 @@ impl UploadDeposit {
         command
             .args(uploader.args_for(&relative))
             .current_dir(&self.path);
-        let outcome = run(&mut command, uploader.limits)?;
+        let outcome = run(&mut command, uploader.limits, None)?;
         self.audit.append(
             "upload.run",
             &self.actor,
@@ -287,26 +286,10 @@ impl UploadDeposit {
             if mtime >= cutoff {
                 continue;
             }
-            match FileType::from_raw_mode(st.st_mode) {
-                FileType::Directory => {
-                    let _ = remove_tree_of_files(&self.dir, &name);
-                }
-                _ => {
-                    let _ = self.dir.remove_file(&name);
-                }
-            }
+            let _ = self.dir.remove_all(&name);
             tracing::info!(entry = %Shown::bytes(name.as_encoded_bytes()), "swept a stale staged upload");
         }
     }
-}
-
-/// Remove a directory of the deposit and the files in it (one level: that is all it holds).
-fn remove_tree_of_files(deposit: &Anchor, name: &OsStr) -> Result<()> {
-    let sub = deposit.open_dir(Path::new(name), Symlinks::Deny)?;
-    for (entry, _) in sub.entries()? {
-        sub.remove_file(&entry)?;
-    }
-    deposit.remove_dir(name)
 }
 
 impl Staged<'_> {
@@ -333,7 +316,7 @@ impl Staged<'_> {
 
 impl Drop for Staged<'_> {
     fn drop(&mut self) {
-        if let Err(e) = remove_tree_of_files(&self.deposit.dir, OsStr::new(&self.dir)) {
+        if let Err(e) = self.deposit.dir.remove_all(OsStr::new(&self.dir)) {
             tracing::warn!(error = %e, "could not erase a staged upload");
         }
     }

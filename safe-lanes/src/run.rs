@@ -9,7 +9,7 @@ use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 use serde::Serialize;
@@ -50,18 +50,33 @@ pub struct Outcome {
     pub timed_out: bool,
     /// Whether output beyond the cap was dropped.
     pub truncated: bool,
+    /// Why the process was stopped before it ended on its own (other than the timeout), such
+    /// as a revoked grant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl Outcome {
     /// Whether the process exited with status 0 on its own.
     pub fn success(&self) -> bool {
-        self.exit_code == Some(0) && !self.timed_out
+        self.exit_code == Some(0) && !self.timed_out && self.stopped.is_none()
     }
 }
 
+/// A check run while the process runs: `Some(why)` stops it.
+pub(crate) type Watch<'w> = &'w (dyn Fn() -> Option<String> + Sync);
+
+/// How often `watch` is called.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
 /// Spawn `command` (stdin from `/dev/null`, stdout and stderr captured, in a new process
-/// group), wait at most `limits.timeout`, and kill its process group when it is done.
-pub(crate) fn run(command: &mut Command, limits: Limits) -> Result<Outcome> {
+/// group), wait at most `limits.timeout` — calling `watch` every 100 ms, if given, and stopping
+/// the process when it says so — and kill its process group when it is done.
+pub(crate) fn run(
+    command: &mut Command,
+    limits: Limits,
+    watch: Option<Watch<'_>>,
+) -> Result<Outcome> {
     let program = command.get_program().to_string_lossy().into_owned();
     let mut child = command
         .stdin(Stdio::null())
@@ -73,7 +88,7 @@ pub(crate) fn run(command: &mut Command, limits: Limits) -> Result<Outcome> {
     let group = Pid::from_child(&child);
     let stdout = capture(child.stdout.take(), limits.max_output);
     let stderr = capture(child.stderr.take(), limits.max_output);
-    let (status, timed_out) = wait_for(&mut child, limits.timeout);
+    let (status, ended) = wait_for(&mut child, limits.timeout, watch);
     // Whatever the child left running in its group goes with it.
     let _ = rustix::process::kill_process_group(group, Signal::KILL);
     let status = status.map_err(|e| Error::io("wait", program.as_str(), e))?;
@@ -84,30 +99,64 @@ pub(crate) fn run(command: &mut Command, limits: Limits) -> Result<Outcome> {
         signal: status.signal(),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        timed_out,
+        timed_out: ended == Ended::TimedOut,
         truncated: out_cut || err_cut,
+        stopped: match ended {
+            Ended::Stopped(why) => Some(why),
+            _ => None,
+        },
     })
 }
 
-/// Wait for `child`, killing its group after `timeout`. Returns its status and whether it timed
-/// out.
-fn wait_for(child: &mut Child, timeout: Duration) -> (std::io::Result<ExitStatus>, bool) {
+/// Why the wait ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// The process exited (or was killed) on its own.
+    Exited,
+    /// The timeout killed it.
+    TimedOut,
+    /// `watch` stopped it.
+    Stopped(String),
+}
+
+/// Wait for `child`; kill its group at `timeout`, or when `watch` says so.
+fn wait_for(
+    child: &mut Child,
+    timeout: Duration,
+    watch: Option<Watch<'_>>,
+) -> (std::io::Result<ExitStatus>, Ended) {
     let group = Pid::from_child(child);
     let (done_tx, done_rx) = mpsc::channel::<()>();
-    let id = child.id();
-    // A watchdog kills the group at the deadline unless told the child is done.
-    let watchdog = std::thread::spawn(move || match done_rx.recv_timeout(timeout) {
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            let _ = rustix::process::kill_process_group(group, Signal::KILL);
-            tracing::debug!(pid = id, "timed out; process group killed");
-            true
-        }
-        _ => false,
-    });
-    let status = child.wait();
-    let _ = done_tx.send(());
-    let timed_out = watchdog.join().unwrap_or(false);
-    (status, timed_out)
+    let deadline = Instant::now() + timeout;
+    std::thread::scope(|scope| {
+        // A watchdog kills the group at the deadline or on `watch`, unless the child is done.
+        let watchdog = scope.spawn(move || {
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let wait = if watch.is_some() {
+                    left.min(WATCH_EVERY)
+                } else {
+                    left
+                };
+                match done_rx.recv_timeout(wait) {
+                    Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                        let _ = rustix::process::kill_process_group(group, Signal::KILL);
+                        return Ended::TimedOut;
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if let Some(why) = watch.and_then(|w| w()) {
+                            let _ = rustix::process::kill_process_group(group, Signal::KILL);
+                            return Ended::Stopped(why);
+                        }
+                    }
+                    _ => return Ended::Exited,
+                }
+            }
+        });
+        let status = child.wait();
+        let _ = done_tx.send(());
+        (status, watchdog.join().unwrap_or(Ended::Exited))
+    })
 }
 
 /// How long the pipes may stay open after the process group was killed (by a process that

@@ -1,5 +1,6 @@
 //! One function per command; each is a few lines over one library call.
 
+mod confined;
 mod download;
 mod grant;
 mod root;
@@ -19,6 +20,22 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
         Command::Download(cmd) => download::run(root, cmd),
         Command::Upload(cmd) => upload::run(root, cmd),
         Command::Grant(cmd) => grant::run(root, cli.manifest.as_deref(), cmd),
+        Command::Exec {
+            cwd,
+            timeout,
+            network,
+            command,
+        } => confined::exec(
+            root,
+            cli.manifest.as_deref(),
+            cwd,
+            timeout,
+            network,
+            command,
+        ),
+        Command::Patch { alias, file, diff } => {
+            confined::patch(root, cli.manifest.as_deref(), &alias, &file, diff)
+        }
         Command::Audit(AuditCommand::Verify) => root::audit_verify(root),
     }
 }

@@ -1,6 +1,7 @@
 //! Tests of the real `safe-lanes` binary: exit statuses, JSON shapes, and that nothing is
 //! written outside the state root.
 
+mod confined;
 mod download;
 mod grant;
 mod root;

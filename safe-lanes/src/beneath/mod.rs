@@ -394,6 +394,32 @@ impl Anchor {
             .map_err(|e| Error::io("rmdir", name_shown(name), e))
     }
 
+    /// Removes the entry `name` and, for a directory, everything below it. Nothing is followed:
+    /// a symbolic link is removed itself, and each directory is entered through a descriptor.
+    ///
+    /// # Errors
+    ///
+    /// `io` (including a tree deeper than 256 levels), or a name refusal.
+    pub fn remove_all(&self, name: &OsStr) -> Result<()> {
+        self.remove_all_at(name, 0)
+    }
+
+    fn remove_all_at(&self, name: &OsStr, depth: usize) -> Result<()> {
+        const MAX_DEPTH: usize = 256;
+        let st = self.stat_entry(name)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+            return self.remove_file(name);
+        }
+        if depth >= MAX_DEPTH {
+            return Err(Error::io("rmdir", name_shown(name), Errno::LOOP));
+        }
+        let dir = self.open_dir(Path::new(name), Symlinks::Deny)?;
+        for (entry, _) in dir.entries()? {
+            dir.remove_all_at(&entry, depth + 1)?;
+        }
+        self.remove_dir(name)
+    }
+
     /// Creates the directory `name` in the anchor's directory with `mode`.
     ///
     /// # Errors

@@ -117,6 +117,11 @@ impl Grants {
         &self.manifest
     }
 
+    /// The audit log decisions are appended to.
+    pub(crate) fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
     /// This host's name, as recorded in new grants.
     pub fn host(&self) -> &str {
         &self.host

@@ -253,6 +253,11 @@ impl Session {
         })
     }
 
+    /// Append an agent operation run in this session to the audit log.
+    pub(crate) fn record(&self, event: &str, fields: impl Serialize) -> Result<()> {
+        self.grants.audit().append(event, "agent", fields)
+    }
+
     fn build(&self, stamp: Stamp, doc: &Document) -> Snapshot {
         let host = self.grants.host();
         let grants = doc

@@ -4,10 +4,12 @@
 
 mod audit;
 mod beneath;
+mod confine;
 mod deposit;
 mod download;
 mod grants;
 mod name;
+mod patch;
 mod root;
 mod upload;
 mod util;

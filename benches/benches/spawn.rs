@@ -1,0 +1,53 @@
+//! A confined `/bin/true` (Landlock ruleset, clean environment, private scratch directory,
+//! captured output, audit line) against a plain unconfined spawn with captured output.
+//! The two run interleaved, so both see the same system state.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use safe_lanes::{Access, Confined, Grants, StateRoot};
+
+fn spawn(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = StateRoot::open(&tmp.path().join("state")).expect("state root");
+    let folder = tmp.path().join("project");
+    std::fs::create_dir(&folder).expect("mkdir");
+    let grants = Arc::new(Grants::open(&root, None).expect("grants"));
+    grants
+        .add("project", &folder, Access::ReadWrite, "bench", "bench")
+        .expect("grant");
+    let session = grants.session();
+    let confined = Confined::new("/bin/true", Vec::<String>::new());
+    let confined_op = || {
+        let out = confined.run(&session).expect("confined run");
+        assert_eq!(out.outcome.exit_code, Some(0));
+    };
+    let plain_op = || {
+        let out = Command::new("/bin/true").output().expect("spawn");
+        assert!(out.status.success());
+    };
+    let interleaved = |n: u64, measured: &dyn Fn(), other: &dyn Fn()| {
+        let mut total = Duration::ZERO;
+        for _ in 0..n {
+            other();
+            let start = Instant::now();
+            measured();
+            total += start.elapsed();
+        }
+        total
+    };
+    let mut g = c.benchmark_group("spawn");
+    g.sample_size(30);
+    g.bench_function("unconfined", |b| {
+        b.iter_custom(|n| interleaved(n, &plain_op, &confined_op))
+    });
+    g.bench_function("confined", |b| {
+        b.iter_custom(|n| interleaved(n, &confined_op, &plain_op))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, spawn);
+criterion_main!(benches);

@@ -1,0 +1,142 @@
+//! `exec` and `patch` through the real binary.
+
+use crate::util::Env;
+
+fn world() -> Env {
+    let env = Env::new();
+    let proj = env.tmp.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(proj.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    let docs = env.tmp.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for (alias, dir, access) in [("proj", &proj, "read_write"), ("docs", &docs, "read_only")] {
+        let run = env.run(
+            &[
+                "grant",
+                "add",
+                "--alias",
+                alias,
+                "--path",
+                dir.to_str().unwrap(),
+                "--access",
+                access,
+            ],
+            b"",
+        );
+        assert_eq!(run.status, 0, "{run:?}");
+    }
+    env
+}
+
+#[test]
+fn exec_prints_the_contract_json() {
+    let env = world();
+    let run = env.run(
+        &[
+            "--json",
+            "exec",
+            "--cwd",
+            "proj",
+            "--",
+            "/bin/sh",
+            "-c",
+            "cat a.txt; echo oops >&2",
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    let json = run.json();
+    assert_eq!(json["exit_code"], 0);
+    assert_eq!(json["stdout"], "one\ntwo\nthree\n");
+    assert_eq!(json["stderr"], "oops\n");
+    assert_eq!(json["timed_out"], false);
+    assert_eq!(json["truncated"], false);
+}
+
+#[test]
+fn a_failing_or_timed_out_command_exits_1() {
+    let env = world();
+    let run = env.run(&["--json", "exec", "--", "/bin/sh", "-c", "exit 7"], b"");
+    assert_eq!((run.status, run.json()["exit_code"].as_i64()), (1, Some(7)));
+    let run = env.run(
+        &["--json", "exec", "--timeout", "1", "--", "/bin/sleep", "30"],
+        b"",
+    );
+    assert_eq!(run.status, 1);
+    assert_eq!(run.json()["timed_out"], true);
+}
+
+#[test]
+fn the_parents_secrets_never_reach_the_command() {
+    let env = world();
+    let run = env.run_env(
+        &["--json", "exec", "--", "/usr/bin/env"],
+        b"",
+        &[
+            ("SAFE_LANES_ROOT", "/secret/root"),
+            ("GWSA_ROOT", "/secret/gwsa"),
+            ("API_TOKEN", "hunter2"),
+        ],
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    let out = run.json()["stdout"].as_str().unwrap().to_owned();
+    for secret in [
+        "SAFE_LANES_ROOT",
+        "GWSA_ROOT",
+        "API_TOKEN",
+        "hunter2",
+        "/secret",
+    ] {
+        assert!(!out.contains(secret), "{secret} leaked: {out}");
+    }
+    assert!(out.contains("WORKFLOW_FOLDER_PROJ="));
+    assert!(out.contains("WORKFLOW_FOLDER_DOCS="));
+}
+
+#[test]
+fn exec_refuses_a_write_to_a_read_only_grant() {
+    let env = world();
+    let run = env.run(
+        &[
+            "--json",
+            "exec",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo x > \"$WORKFLOW_FOLDER_DOCS/new\"",
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 1);
+    assert!(!env.tmp.path().join("docs/new").exists());
+    let run = env.run(&["--json", "exec", "--cwd", "nope", "--", "/bin/true"], b"");
+    assert_eq!((run.status, run.code().as_str()), (3, "unknown_alias"));
+}
+
+#[test]
+fn patch_reads_the_diff_from_stdin() {
+    let env = world();
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n";
+    let run = env.run(
+        &["--json", "patch", "--alias", "proj", "--file", "a.txt"],
+        diff.as_bytes(),
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    let json = run.json();
+    assert_eq!(json["change"], "modified");
+    assert_eq!(json["hunks"], 1);
+    assert_eq!(
+        std::fs::read_to_string(env.tmp.path().join("proj/a.txt")).unwrap(),
+        "one\nTWO\nthree\n"
+    );
+    let again = env.run(
+        &["--json", "patch", "--alias", "proj", "--file", "a.txt", "-"],
+        diff.as_bytes(),
+    );
+    assert_eq!((again.status, again.code().as_str()), (3, "patch_rejected"));
+    let ro = env.run(
+        &["--json", "patch", "--alias", "docs", "--file", "x.txt"],
+        diff.as_bytes(),
+    );
+    assert_eq!((ro.status, ro.code().as_str()), (3, "read_only"));
+}

@@ -1,0 +1,451 @@
+//! Confined commands under Landlock, through real programs. This kernel has Landlock: every
+//! test first asserts that the required ruleset is fully enforced here.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use safe_lanes::confine::landlock_support;
+use safe_lanes::{Access, Confined, ConfinedOutcome, Grants, Limits, StateRoot};
+
+struct World {
+    tmp: tempfile::TempDir,
+    root: StateRoot,
+    grants: Arc<Grants>,
+}
+
+impl World {
+    fn new() -> Self {
+        let support = landlock_support();
+        assert!(
+            support.fully_enforced && support.abi.is_some_and(|abi| abi >= 4),
+            "this suite needs Landlock ABI 4+ fully enforced: {support:?}"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let root = StateRoot::open(&tmp.path().join("state")).unwrap();
+        for d in ["ro", "rw", "pending", "revoked", "outside"] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+        }
+        std::fs::write(tmp.path().join("ro/data.txt"), "read me").unwrap();
+        std::fs::write(tmp.path().join("rw/data.txt"), "change me").unwrap();
+        std::fs::write(tmp.path().join("pending/data.txt"), "pending").unwrap();
+        std::fs::write(tmp.path().join("revoked/data.txt"), "revoked").unwrap();
+        std::fs::write(tmp.path().join("outside/secret"), "secret").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("outside"), tmp.path().join("rw/link-out"))
+            .unwrap();
+        let grants = Arc::new(Grants::open(&root, None).unwrap());
+        let add = |alias: &str, access| {
+            grants
+                .add(alias, &tmp.path().join(alias), access, "test", "tester")
+                .unwrap();
+        };
+        add("ro", Access::ReadOnly);
+        add("rw", Access::ReadWrite);
+        add("revoked", Access::ReadWrite);
+        grants.revoke("revoked", "test", "tester").unwrap();
+        grants
+            .request(
+                "pending",
+                Access::ReadWrite,
+                "test",
+                Some(&tmp.path().join("pending")),
+                "agent",
+            )
+            .unwrap();
+        Self { tmp, root, grants }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    /// Run `script` under `/bin/sh` with `args` as `$1…`.
+    fn sh(&self, script: &str, args: &[&Path]) -> ConfinedOutcome {
+        let mut argv: Vec<std::ffi::OsString> = vec!["-c".into(), script.into(), "sh".into()];
+        argv.extend(args.iter().map(|a| a.as_os_str().to_owned()));
+        Confined::new("/bin/sh", argv)
+            .run(&self.grants.session())
+            .unwrap()
+    }
+
+    fn ok(&self, script: &str, args: &[&Path]) -> String {
+        let out = self.sh(script, args);
+        assert_eq!(
+            out.outcome.exit_code,
+            Some(0),
+            "`{script}` {args:?} should succeed: {out:?}"
+        );
+        out.outcome.stdout
+    }
+
+    fn denied(&self, script: &str, args: &[&Path]) {
+        let out = self.sh(script, args);
+        assert_ne!(
+            out.outcome.exit_code,
+            Some(0),
+            "`{script}` {args:?} should fail: {out:?}"
+        );
+        assert!(out.outcome.stopped.is_none() && !out.outcome.timed_out);
+    }
+}
+
+#[test]
+fn a_read_only_grant_is_readable_and_nothing_in_it_can_change() {
+    let w = World::new();
+    let ro = w.p("ro");
+    assert_eq!(w.ok(r#"cat "$1/data.txt""#, &[&ro]), "read me");
+    assert_eq!(
+        w.ok(r#"cat "$WORKFLOW_FOLDER_RO/data.txt""#, &[]),
+        "read me"
+    );
+    assert_eq!(w.ok(r#"ls "$1""#, &[&ro]), "data.txt\n");
+    for script in [
+        r#"echo x > "$1/data.txt""#,
+        r#"echo x >> "$1/data.txt""#,
+        r#"truncate -s 0 "$1/data.txt""#,
+        r#"echo x > "$1/new.txt""#,
+        r#"mkdir "$1/sub""#,
+        r#"rm -f "$1/data.txt""#,
+        r#"mv "$1/data.txt" "$1/renamed.txt""#,
+        r#"echo x > "$HOME/f" && mv "$HOME/f" "$1/moved-in""#,
+        r#"ln -s /etc/passwd "$1/link""#,
+        r#"chmod 777 "$1/data.txt" && echo x > "$1/data.txt""#,
+    ] {
+        w.denied(script, &[&ro]);
+    }
+    assert_eq!(
+        std::fs::read_to_string(w.p("ro/data.txt")).unwrap(),
+        "read me"
+    );
+    let names: Vec<_> = std::fs::read_dir(&ro)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["data.txt"]);
+}
+
+#[test]
+fn a_read_write_grant_allows_every_change() {
+    let w = World::new();
+    let rw = w.p("rw");
+    w.ok(
+        r#"echo one > "$1/data.txt" && echo two >> "$1/data.txt""#,
+        &[&rw],
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.p("rw/data.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    w.ok(r#"truncate -s 0 "$1/data.txt""#, &[&rw]);
+    assert_eq!(std::fs::read_to_string(w.p("rw/data.txt")).unwrap(), "");
+    w.ok(
+        r#"echo x > "$HOME/f" && mv "$HOME/f" "$1/moved-in""#,
+        &[&rw],
+    );
+    w.ok(
+        r#"mkdir "$1/sub" && mv "$1/moved-in" "$1/sub/renamed" && rm "$1/data.txt""#,
+        &[&rw],
+    );
+    assert!(w.p("rw/sub/renamed").exists());
+    assert!(!w.p("rw/data.txt").exists());
+    w.ok(r#"rm -r "$1/sub""#, &[&rw]);
+    assert!(!w.p("rw/sub").exists());
+}
+
+#[test]
+fn everything_else_is_neither_readable_nor_writable() {
+    let w = World::new();
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+    let state = w.root.path().to_path_buf();
+    let manifest = w.root.default_manifest();
+    for dir in [
+        w.p("pending"),
+        w.p("revoked"),
+        w.p("outside"),
+        home,
+        "/tmp".into(),
+        "/root".into(),
+        state,
+    ] {
+        w.denied(r#"ls "$1""#, &[&dir]);
+        w.denied(r#"echo x > "$1/planted""#, &[&dir]);
+        assert!(!dir.join("planted").exists(), "{}", dir.display());
+    }
+    for file in [
+        w.p("pending/data.txt"),
+        w.p("revoked/data.txt"),
+        manifest,
+        w.root.path().join("audit.jsonl"),
+    ] {
+        w.denied(r#"cat "$1""#, &[&file]);
+        w.denied(r#"echo x >> "$1""#, &[&file]);
+    }
+    // A symbolic link inside a read-write grant that leads outside gives no access.
+    w.denied(r#"cat "$1/link-out/secret""#, &[&w.p("rw")]);
+    w.denied(r#"echo x > "$1/link-out/planted""#, &[&w.p("rw")]);
+    assert!(!w.p("outside/planted").exists());
+    // The system set is there to run programs, read-only.
+    w.ok(
+        "cat /etc/hostname >/dev/null && ls /usr/bin >/dev/null",
+        &[],
+    );
+    w.denied("echo x > /etc/planted", &[]);
+    w.denied("echo x > /usr/planted", &[]);
+}
+
+#[test]
+fn the_environment_is_clean_and_names_the_grants() {
+    let w = World::new();
+    let env = w.ok("env", &[]);
+    let keys: std::collections::BTreeSet<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, _)| k)
+        .collect();
+    for key in [
+        "PATH",
+        "LANG",
+        "HOME",
+        "TMPDIR",
+        "WORKFLOW_FOLDER_RO",
+        "WORKFLOW_FOLDER_RW",
+    ] {
+        assert!(keys.contains(key), "{key} in {keys:?}");
+    }
+    assert!(!keys.contains("WORKFLOW_FOLDER_REVOKED") && !keys.contains("WORKFLOW_FOLDER_PENDING"));
+    // The test harness runs with CARGO_* and RUST_* variables: none may leak.
+    assert!(
+        keys.iter()
+            .all(|k| !k.starts_with("CARGO") && !k.starts_with("RUST")),
+        "{keys:?}"
+    );
+    let allowed = [
+        "PATH", "LANG", "HOME", "TMPDIR", "PWD", "OLDPWD", "SHLVL", "_",
+    ];
+    assert!(
+        keys.iter()
+            .all(|k| allowed.contains(k) || k.starts_with("WORKFLOW_FOLDER_")),
+        "{keys:?}"
+    );
+    assert!(env.contains(&format!("WORKFLOW_FOLDER_RO={}", w.p("ro").display())));
+    // HOME is a private scratch directory, writable, and gone afterwards.
+    let home = w.ok(
+        r#"echo x > "$HOME/f" && cat "$HOME/f" >/dev/null && printf %s "$HOME""#,
+        &[],
+    );
+    assert!(
+        !Path::new(&home).exists(),
+        "the scratch directory was removed"
+    );
+}
+
+#[test]
+fn no_new_privileges_and_only_three_descriptors() {
+    let w = World::new();
+    // Leave a descriptor without close-on-exec open in this process: it must not leak.
+    let leaky = rustix::fs::open(
+        "/etc/hostname",
+        rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    let status = w.ok("grep NoNewPrivs /proc/self/status", &[]);
+    assert_eq!(
+        status.split_whitespace().collect::<Vec<_>>(),
+        ["NoNewPrivs:", "1"]
+    );
+    // `ls` holds one descriptor of its own for the listing.
+    let fds: Vec<u32> = w
+        .ok("ls /proc/self/fd", &[])
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(fds.iter().all(|&fd| fd <= 3), "descriptors {fds:?}");
+    assert!(fds.len() <= 4);
+    drop(leaky);
+}
+
+#[test]
+fn tcp_is_denied_unless_network_is_asked_for() {
+    let w = World::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let connect = "use IO::Socket::INET; IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $ARGV[0], Proto => 'tcp') or die \"connect: $!\"; print 'connected'";
+    let session = w.grants.session();
+    let denied = Confined::new("/usr/bin/perl", ["-e", connect, &port])
+        .run(&session)
+        .unwrap();
+    assert_ne!(denied.outcome.exit_code, Some(0), "{denied:?}");
+    assert!(denied.outcome.stderr.contains("connect"), "{denied:?}");
+    let allowed = Confined::new("/usr/bin/perl", ["-e", connect, &port])
+        .network(true)
+        .run(&session)
+        .unwrap();
+    assert_eq!(allowed.outcome.stdout, "connected", "{allowed:?}");
+}
+
+#[test]
+fn the_timeout_kills_the_whole_process_group() {
+    let w = World::new();
+    let rw = w.p("rw");
+    let started = Instant::now();
+    let out = Confined::new(
+        "/bin/sh",
+        [
+            "-c",
+            r#"sleep 60 & echo $! > "$1/bg.pid"; sleep 60"#,
+            "sh",
+            rw.to_str().unwrap(),
+        ],
+    )
+    .limits(Limits {
+        timeout: Duration::from_millis(500),
+        max_output: 1024,
+    })
+    .run(&w.grants.session())
+    .unwrap();
+    assert!(out.outcome.timed_out, "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let pid: i32 = std::fs::read_to_string(w.p("rw/bg.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Dead means gone, or a zombie waiting for whoever adopted it to reap it.
+    let dead = |pid: i32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        dead(pid)
+    });
+    assert!(gone, "the background child {pid} was killed too");
+}
+
+#[test]
+fn output_is_capped() {
+    let w = World::new();
+    let out = Confined::shell("head -c 100000 /dev/zero")
+        .limits(Limits {
+            timeout: Duration::from_secs(30),
+            max_output: 1000,
+        })
+        .run(&w.grants.session())
+        .unwrap();
+    assert_eq!(out.outcome.stdout.len(), 1000);
+    assert!(out.outcome.truncated);
+}
+
+#[test]
+fn the_working_directory_can_be_a_grant() {
+    let w = World::new();
+    let out = Confined::shell("pwd && cat data.txt")
+        .cwd("ro")
+        .run(&w.grants.session())
+        .unwrap();
+    assert_eq!(
+        out.outcome.stdout,
+        format!("{}\nread me", w.p("ro").display())
+    );
+    let err = Confined::shell("pwd")
+        .cwd("revoked")
+        .run(&w.grants.session())
+        .unwrap_err();
+    assert_eq!(err.code(), safe_lanes::Code::Revoked);
+    let err = Confined::shell("pwd")
+        .cwd("pending")
+        .run(&w.grants.session())
+        .unwrap_err();
+    assert_eq!(err.code(), safe_lanes::Code::UnknownAlias);
+}
+
+#[test]
+fn revoking_a_grant_stops_a_running_command_that_writes_into_it() {
+    let w = World::new();
+    let log = w.p("rw/log");
+    let session = w.grants.session();
+    let revoked_at = std::thread::scope(|s| {
+        let runner = s.spawn(|| {
+            Confined::new(
+                "/bin/sh",
+                [
+                    "-c",
+                    r#"while true; do echo x >> "$1"; sleep 0.05; done"#,
+                    "sh",
+                    log.to_str().unwrap(),
+                ],
+            )
+            .limits(Limits {
+                timeout: Duration::from_secs(60),
+                max_output: 1024,
+            })
+            .run(&session)
+            .unwrap()
+        });
+        // Wait until it writes, then revoke through another handle (as the CLI would).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0) < 4 {
+            assert!(Instant::now() < deadline, "the loop never wrote");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Grants::open(&w.root, None)
+            .unwrap()
+            .revoke("rw", "stop now", "alice")
+            .unwrap();
+        let revoked_at = Instant::now();
+        let out = runner.join().unwrap();
+        assert!(
+            out.outcome
+                .stopped
+                .as_deref()
+                .unwrap_or("")
+                .contains("revoked"),
+            "{out:?}"
+        );
+        assert!(!out.outcome.timed_out);
+        revoked_at
+    });
+    assert!(revoked_at.elapsed() < Duration::from_secs(20));
+    let size = std::fs::metadata(&log).unwrap().len();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().len(),
+        size,
+        "nothing writes after the revoke"
+    );
+}
+
+#[test]
+fn narrowing_a_grant_stops_a_running_command() {
+    let w = World::new();
+    let session = w.grants.session();
+    std::thread::scope(|s| {
+        let runner = s.spawn(|| {
+            Confined::shell("sleep 30")
+                .limits(Limits {
+                    timeout: Duration::from_secs(60),
+                    max_output: 1024,
+                })
+                .run(&session)
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        w.grants
+            .set_access("rw", Access::ReadOnly, "narrow", "alice")
+            .unwrap();
+        let out = runner.join().unwrap();
+        assert!(
+            out.outcome
+                .stopped
+                .as_deref()
+                .unwrap_or("")
+                .contains("narrowed"),
+            "{out:?}"
+        );
+    });
+}

@@ -1,0 +1,266 @@
+//! Patching a file beneath a read-write grant: exact application, atomic writes, and every
+//! refusal leaving the target and everything outside unchanged.
+
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use safe_lanes::patch::Change;
+use safe_lanes::{Access, Code, Grants, StateRoot, apply_patch};
+
+use crate::util::mkfifo;
+
+struct World {
+    tmp: tempfile::TempDir,
+    _root: StateRoot,
+    grants: Arc<Grants>,
+}
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+impl World {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = StateRoot::open(&tmp.path().join("state")).unwrap();
+        for d in ["rw/src", "ro", "outside", "pending"] {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+        }
+        std::fs::write(tmp.path().join("rw/src/lib.rs"), lines(100)).unwrap();
+        std::fs::write(tmp.path().join("ro/notes.txt"), lines(3)).unwrap();
+        std::fs::write(tmp.path().join("outside/victim.txt"), lines(3)).unwrap();
+        std::fs::write(tmp.path().join("pending/notes.txt"), lines(3)).unwrap();
+        let grants = Arc::new(Grants::open(&root, None).unwrap());
+        grants
+            .add("rw", &tmp.path().join("rw"), Access::ReadWrite, "", "t")
+            .unwrap();
+        grants
+            .add("ro", &tmp.path().join("ro"), Access::ReadOnly, "", "t")
+            .unwrap();
+        grants
+            .add(
+                "gone",
+                &tmp.path().join("outside"),
+                Access::ReadWrite,
+                "",
+                "t",
+            )
+            .unwrap();
+        grants.revoke("gone", "", "t").unwrap();
+        grants
+            .request(
+                "pending",
+                Access::ReadWrite,
+                "",
+                Some(&tmp.path().join("pending")),
+                "agent",
+            )
+            .unwrap();
+        Self {
+            tmp,
+            _root: root,
+            grants,
+        }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    fn apply(
+        &self,
+        alias: &str,
+        file: &str,
+        diff: &str,
+    ) -> safe_lanes::Result<safe_lanes::Patched> {
+        apply_patch(&self.grants.session(), alias, Path::new(file), diff)
+    }
+
+    /// Every file of the world with its content.
+    fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.tmp.path().to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let e = e.unwrap();
+                let t = e.file_type().unwrap();
+                if t.is_dir() {
+                    if e.file_name() != "state" {
+                        stack.push(e.path());
+                    }
+                } else if t.is_file() {
+                    out.push((e.path(), std::fs::read(e.path()).unwrap()));
+                } else {
+                    out.push((e.path(), Vec::new()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+fn diff(old: &str, new: &str) -> String {
+    diffy::create_patch(old, new).to_string()
+}
+
+#[test]
+fn a_multi_hunk_patch_applies_at_shifted_offsets_and_keeps_the_mode() {
+    let w = World::new();
+    let target = w.p("rw/src/lib.rs");
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+    // The diff is made against the file as it was; since then, five lines were added on top.
+    let original = lines(100);
+    let edited = original
+        .replace("line 10\n", "line ten\n")
+        .replace("line 90\n", "line ninety\nline ninety-one-bis\n");
+    let patch = diff(&original, &edited);
+    let shifted = format!("{}{original}", "header\n".repeat(5));
+    std::fs::write(&target, &shifted).unwrap();
+    let done = w.apply("rw", "src/lib.rs", &patch).unwrap();
+    assert_eq!((done.change, done.hunks), (Change::Modified, 2));
+    assert_eq!(done.path, target);
+    let now = std::fs::read_to_string(&target).unwrap();
+    assert_eq!(now, format!("{}{edited}", "header\n".repeat(5)));
+    assert_eq!(done.bytes, now.len() as u64);
+    assert_eq!(
+        std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(w.p("rw/src"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["lib.rs"], "no temporary file left");
+}
+
+#[test]
+fn a_stale_patch_is_refused_and_changes_nothing() {
+    let w = World::new();
+    let original = lines(100);
+    let patch = diff(&original, &original.replace("line 50\n", "line fifty\n"));
+    w.apply("rw", "src/lib.rs", &patch).unwrap();
+    let before = w.snapshot();
+    // Applied already: the old lines are gone.
+    let err = w.apply("rw", "src/lib.rs", &patch).unwrap_err();
+    assert_eq!(err.code(), Code::PatchRejected);
+    assert!(err.to_string().contains("hunk #1"), "{err}");
+    // The context changed under the patch.
+    let other = diff(
+        &original,
+        &original.replace("line 51\n", "line fifty-one\n"),
+    );
+    std::fs::write(
+        w.p("rw/src/lib.rs"),
+        original.replace("line 52\n", "changed\n"),
+    )
+    .unwrap();
+    let before_context = w.snapshot();
+    assert_eq!(
+        w.apply("rw", "src/lib.rs", &other).unwrap_err().code(),
+        Code::PatchRejected
+    );
+    assert_eq!(w.snapshot(), before_context);
+    assert_ne!(before, before_context);
+}
+
+#[test]
+fn create_and_delete_through_dev_null() {
+    let w = World::new();
+    let create = "--- /dev/null\n+++ b/src/new.rs\n@@ -0,0 +1,2 @@\n+fn a() {}\n+fn b() {}\n";
+    let done = w.apply("rw", "src/new.rs", create).unwrap();
+    assert_eq!((done.change, done.hunks), (Change::Created, 1));
+    assert_eq!(
+        std::fs::read_to_string(w.p("rw/src/new.rs")).unwrap(),
+        "fn a() {}\nfn b() {}\n"
+    );
+    // Creating over an existing file is refused.
+    assert_eq!(
+        w.apply("rw", "src/new.rs", create).unwrap_err().code(),
+        Code::PatchRejected
+    );
+    let delete = "--- a/src/new.rs\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-fn a() {}\n-fn b() {}\n";
+    let done = w.apply("rw", "src/new.rs", delete).unwrap();
+    assert_eq!(done.change, Change::Deleted);
+    assert!(!w.p("rw/src/new.rs").exists());
+    assert_eq!(
+        w.apply("rw", "src/new.rs", delete).unwrap_err().code(),
+        Code::NotFound
+    );
+}
+
+#[test]
+fn every_refusal_leaves_everything_unchanged() {
+    let w = World::new();
+    symlink(w.p("outside"), w.p("rw/link-dir")).unwrap();
+    symlink(w.p("outside/victim.txt"), w.p("rw/link-file")).unwrap();
+    std::fs::hard_link(w.p("outside/victim.txt"), w.p("rw/hardlink.txt")).unwrap();
+    mkfifo(&w.p("rw/fifo"));
+    std::fs::write(w.p("rw/blob.bin"), [0xff, 0xfe, 0x00, 0x01]).unwrap();
+    let three = lines(3);
+    let edit = diff(&three, &three.replace("line 2\n", "pwned\n"));
+    let binary =
+        "diff --git a/x b/x\nindex 0000001..0000002 100644\nBinary files a/x and b/x differ\n";
+    let two_files = format!("{edit}{}", diff("a\n", "b\n"));
+    let before = w.snapshot();
+    let cases: &[(&str, &str, &str, Code)] = &[
+        ("ro", "notes.txt", &edit, Code::ReadOnly),
+        ("nope", "notes.txt", &edit, Code::UnknownAlias),
+        ("Bad!", "notes.txt", &edit, Code::InvalidAlias),
+        ("gone", "victim.txt", &edit, Code::Revoked),
+        ("pending", "notes.txt", &edit, Code::UnknownAlias),
+        ("rw", "../outside/victim.txt", &edit, Code::Traversal),
+        ("rw", "src/../../outside/victim.txt", &edit, Code::Traversal),
+        ("rw", "/etc/passwd", &edit, Code::AbsolutePath),
+        ("rw", "link-dir/victim.txt", &edit, Code::SymlinkEscape),
+        ("rw", "link-file", &edit, Code::SymlinkEscape),
+        ("rw", "hardlink.txt", &edit, Code::Hardlinked),
+        ("rw", "fifo", &edit, Code::NotRegularFile),
+        ("rw", "src", &edit, Code::NotRegularFile),
+        ("rw", "src/", &edit, Code::NotRegularFile),
+        ("rw", "blob.bin", &edit, Code::PatchRejected),
+        ("rw", "hardlink.txt", binary, Code::PatchRejected),
+        ("rw", "src/lib.rs", &two_files, Code::PatchRejected),
+        (
+            "rw",
+            "src/lib.rs",
+            "this is not a diff",
+            Code::PatchRejected,
+        ),
+        ("rw", "src/lib.rs", "", Code::PatchRejected),
+        ("rw", "src/lib\0.rs", &edit, Code::NulByte),
+        ("rw", "missing/x.txt", &edit, Code::NotFound),
+    ];
+    for &(alias, file, patch, code) in cases {
+        let err = w.apply(alias, file, patch).unwrap_err();
+        assert_eq!(err.code(), code, "{alias} {file:?}: {err}");
+        assert_eq!(w.snapshot(), before, "{alias} {file:?} changed something");
+    }
+    // The rejections say why.
+    let why = |patch: &str, file: &str| w.apply("rw", file, patch).unwrap_err().to_string();
+    assert!(
+        why(binary, "src/lib.rs").contains("binary"),
+        "{}",
+        why(binary, "src/lib.rs")
+    );
+    assert!(why(&two_files, "src/lib.rs").contains("exactly one file"));
+    assert!(why(&edit, "blob.bin").contains("UTF-8"));
+}
+
+#[test]
+fn every_patch_is_audited() {
+    let w = World::new();
+    let original = lines(100);
+    w.apply(
+        "rw",
+        "src/lib.rs",
+        &diff(&original, &original.replace("line 1\n", "one\n")),
+    )
+    .unwrap();
+    let log = std::fs::read_to_string(w.p("state/audit.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "patch.apply");
+    assert_eq!(last["actor"], "agent");
+    assert_eq!(last["result"]["hunks"], 1);
+}
