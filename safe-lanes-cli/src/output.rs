@@ -26,6 +26,11 @@ impl Report {
     }
 }
 
+/// A path for JSON output (JSON strings are Unicode; invalid UTF-8 becomes U+FFFD).
+pub(crate) fn path(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
 const EXIT_FAILURE: u8 = 1;
 const EXIT_REFUSED: u8 = 3;
 

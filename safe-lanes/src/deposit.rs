@@ -143,6 +143,7 @@ pub struct Staged<'d> {
 #[derive(Clone, Debug, Serialize)]
 pub struct Sent {
     /// The staged name the uploader was given, relative to the deposit.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub staged: PathBuf,
     /// Bytes staged.
     pub bytes: u64,

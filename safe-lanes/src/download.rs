@@ -82,6 +82,7 @@ enum Staging {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Saved {
     /// The absolute path of the saved file.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// Its name in the lane.
     pub name: String,
@@ -95,6 +96,7 @@ pub struct Saved {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Entry {
     /// The absolute path.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// The name in the lane.
     pub name: String,

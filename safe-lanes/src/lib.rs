@@ -69,6 +69,7 @@ pub mod deposit;
 pub mod download;
 pub mod error;
 pub mod grants;
+mod lossy;
 pub mod name;
 pub mod patch;
 pub mod root;

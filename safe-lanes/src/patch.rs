@@ -54,6 +54,7 @@ pub enum Change {
 #[derive(Clone, Debug, Serialize)]
 pub struct Patched {
     /// The file, inside the granted folder.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// What happened to it.
     pub change: Change,

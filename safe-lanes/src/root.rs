@@ -258,6 +258,7 @@ impl StateRoot {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DirReport {
     /// The directory.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// Its permission bits (shown in octal, `"0700"`, in JSON).
     #[serde(serialize_with = "octal")]

@@ -75,6 +75,7 @@ pub enum Origin {
 #[derive(Debug, Serialize)]
 pub struct AllowedRoot {
     /// The canonical path.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// Where it came from.
     pub origin: Origin,
@@ -117,8 +118,10 @@ pub struct Opened {
 #[derive(Debug, Serialize)]
 pub struct Source {
     /// Its canonical path.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// The allowed root it lies in.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub root: PathBuf,
     /// Its size in bytes.
     pub bytes: u64,

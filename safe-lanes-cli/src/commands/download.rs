@@ -10,7 +10,7 @@ use safe_lanes::{DownloadLane, Durability, StateRoot};
 use serde_json::json;
 
 use crate::args::DownloadCommand;
-use crate::output::Report;
+use crate::output::{Report, path};
 
 pub(crate) fn run(flag: Option<&Path>, cmd: DownloadCommand) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
@@ -68,7 +68,7 @@ fn list(lane: &DownloadLane) -> Result<Report> {
         let _ = write!(text, "{}: empty", lane.path().display());
     }
     Ok(Report::ok(
-        json!({ "path": lane.path(), "files": files }),
+        json!({ "path": path(lane.path()), "files": files }),
         text,
     ))
 }

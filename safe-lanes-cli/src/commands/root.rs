@@ -9,16 +9,16 @@ use safe_lanes::confine::landlock_support;
 use safe_lanes::{RootLocation, StateRoot, UploadSource};
 use serde_json::json;
 
-use crate::output::Report;
+use crate::output::{Report, path};
 
 pub(crate) fn init(flag: Option<&Path>) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
     root.tighten()?;
     let json = json!({
-        "root": root.path(),
-        "downloads": root.downloads_path(),
-        "uploads": root.uploads_path(),
-        "manifest": root.default_manifest(),
+        "root": path(root.path()),
+        "downloads": path(&root.downloads_path()),
+        "uploads": path(&root.uploads_path()),
+        "manifest": path(&root.default_manifest()),
     });
     let text = format!(
         "state root ready: {}\n  downloads: {}\n  uploads:   {}",
@@ -112,7 +112,7 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
         text.push_str("ok");
     }
     let json = json!({
-        "root": { "path": location.path, "origin": location.origin },
+        "root": { "path": path(&location.path), "origin": location.origin },
         "dirs": dirs,
         "kernel": { "openat2": openat2, "landlock": landlock },
         "upload_roots_ignored": ignored,
@@ -141,7 +141,7 @@ pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
     Ok(Report {
         failed: !verification.is_intact(),
         json: json!({
-            "path": audit.path(),
+            "path": path(audit.path()),
             "lines": verification.lines,
             "intact": verification.is_intact(),
             "broken": verification.broken,

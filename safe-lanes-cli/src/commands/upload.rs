@@ -9,7 +9,7 @@ use safe_lanes::{Limits, StateRoot, UploadDeposit, UploadSource, Uploader};
 use serde_json::json;
 
 use crate::args::UploadCommand;
-use crate::output::Report;
+use crate::output::{self, Report};
 
 pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
@@ -82,8 +82,13 @@ pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
             Ok(Report {
                 failed: !outcome.success(),
                 json: json!({
-                    "source": { "path": opened.path, "root": opened.root, "bytes": sent.bytes, "sha256": sent.sha256 },
-                    "staged": sent.staged,
+                    "source": {
+                        "path": output::path(&opened.path),
+                        "root": output::path(&opened.root),
+                        "bytes": sent.bytes,
+                        "sha256": sent.sha256,
+                    },
+                    "staged": output::path(&sent.staged),
                     "exit_code": outcome.exit_code,
                     "signal": outcome.signal,
                     "timed_out": outcome.timed_out,

@@ -165,7 +165,7 @@ impl Manifest {
     /// Write `doc` to a temporary file, `fsync` it, rename it over the manifest, `fsync` the
     /// directory.
     fn write(&self, doc: &Document) -> Result<()> {
-        let mut bytes = doc.to_json();
+        let mut bytes = doc.to_json().map_err(|why| self.invalid(why))?;
         bytes.push(b'\n');
         let mut tmp_name = OsString::from(".");
         tmp_name.push(&self.name);
@@ -235,17 +235,25 @@ impl Document {
 
     /// The manifest as JSON: every other key as it was, the three safe-lanes keys updated in
     /// place (a key that was absent is added only when it has entries).
-    pub fn to_json(&self) -> Vec<u8> {
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot be written (a path that is not UTF-8, which JSON cannot hold).
+    pub fn to_json(&self) -> std::result::Result<Vec<u8>, String> {
         let mut map = self.map.clone();
-        put(&mut map, GRANTS_KEY, &self.grants);
-        put(&mut map, REQUESTS_KEY, &self.requests);
-        put(&mut map, CHANGELOG_KEY, &self.changelog);
-        serde_json::to_vec_pretty(&Value::Object(map)).unwrap_or_default()
+        put(&mut map, GRANTS_KEY, &self.grants)?;
+        put(&mut map, REQUESTS_KEY, &self.requests)?;
+        put(&mut map, CHANGELOG_KEY, &self.changelog)?;
+        serde_json::to_vec_pretty(&Value::Object(map)).map_err(|e| e.to_string())
     }
 
     /// The whole document as a JSON value (for round-trip checks).
-    pub fn to_value(&self) -> Value {
-        serde_json::from_slice(&self.to_json()).unwrap_or(Value::Null)
+    ///
+    /// # Errors
+    ///
+    /// As [`Document::to_json`].
+    pub fn to_value(&self) -> std::result::Result<Value, String> {
+        serde_json::from_slice(&self.to_json()?).map_err(|e| e.to_string())
     }
 
     /// The rules every stored manifest obeys: unique ids, unique aliases and environment keys,
@@ -304,15 +312,20 @@ fn field<T: DeserializeOwned>(
 }
 
 /// Set `map[key]` to `items`, in place; an absent key is added only for a non-empty list.
-fn put<T: Serialize>(map: &mut Map<String, Value>, key: &str, items: &[T]) {
+fn put<T: Serialize>(
+    map: &mut Map<String, Value>,
+    key: &str,
+    items: &[T],
+) -> std::result::Result<(), String> {
     if items.is_empty() && !map.contains_key(key) {
-        return;
+        return Ok(());
     }
-    let value = serde_json::to_value(items).unwrap_or(Value::Array(Vec::new()));
+    let value = serde_json::to_value(items).map_err(|e| format!("`{key}`: {e}"))?;
     match map.get_mut(key) {
         Some(slot) => *slot = value,
         None => {
             map.insert(key.to_owned(), value);
         }
     }
+    Ok(())
 }

@@ -277,6 +277,7 @@ impl Grants {
                     path: Shown::path(p),
                 });
             }
+            storable(p)?;
         }
         let reason = clean_reason(reason);
         let request = self.manifest.update(|doc| {
@@ -448,6 +449,7 @@ impl Grants {
                 path: Shown::path(&canonical),
             });
         }
+        storable(&canonical)?;
         Ok(canonical)
     }
 
@@ -576,6 +578,17 @@ fn check_overlaps<'g>(grants: impl Iterator<Item = &'g Grant> + Clone) -> Result
         }
     }
     Ok(())
+}
+
+/// A path must be UTF-8 to be stored in the (JSON) manifest exactly.
+fn storable(path: &Path) -> Result<()> {
+    match path.to_str() {
+        Some(_) => Ok(()),
+        None => Err(Error::InvalidManifest {
+            path: Shown::path(path),
+            why: "this path is not UTF-8, so a JSON manifest cannot hold it".to_owned(),
+        }),
+    }
 }
 
 /// Open a granted folder by its stored canonical path, refusing any symbolic link on the way

@@ -84,6 +84,7 @@ pub struct Effective {
     /// Its alias.
     pub alias: Alias,
     /// Its canonical folder.
+    #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// The access this session has (after narrowing).
     pub access: Access,

@@ -322,3 +322,22 @@ fn stale_hidden_staging_files_are_swept_before_hidden_staging() {
     assert!(!stale.exists());
     assert!(fresh.exists(), "a recent one may belong to a running save");
 }
+
+#[test]
+fn a_state_root_whose_path_is_not_utf8_still_reports_in_json() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root =
+        safe_lanes::StateRoot::open(&tmp.path().join(std::ffi::OsStr::from_bytes(b"st\xffate")))
+            .unwrap();
+    let lane = DownloadLane::open(&root).unwrap();
+    let saved = lane.save("a.txt", &b"a"[..]).unwrap();
+    let json = serde_json::to_value(&saved).unwrap();
+    assert!(json["path"].as_str().unwrap().contains("st\u{FFFD}ate"));
+    let listed = serde_json::to_value(lane.list().unwrap()).unwrap();
+    assert_eq!(listed[0]["name"], "a.txt");
+    assert!(
+        root.audit().verify().unwrap().is_intact(),
+        "the audit line was written"
+    );
+}

@@ -691,3 +691,20 @@ fn resolution_inside_a_grant_refuses_every_escape() {
         );
     }
 }
+
+#[test]
+fn a_folder_whose_path_is_not_utf8_cannot_be_stored() {
+    use std::os::unix::ffi::OsStrExt;
+    let w = World::new();
+    let odd = w.tmp.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir(&odd).unwrap();
+    assert_eq!(
+        code(w.grants.add("odd", &odd, Access::ReadOnly, "", "alice")),
+        Code::InvalidManifest
+    );
+    let proposal = w
+        .grants
+        .request("odd", Access::ReadOnly, "", Some(&odd), "agent");
+    assert_eq!(code(proposal), Code::InvalidManifest);
+    assert!(w.grants.list().unwrap().grants.is_empty());
+}

@@ -264,3 +264,17 @@ fn every_patch_is_audited() {
     assert_eq!(last["actor"], "agent");
     assert_eq!(last["result"]["hunks"], 1);
 }
+
+/// Regression (found by the `patch` fuzz target): a target name that is not UTF-8 made the
+/// audit record panic while serializing the result.
+#[test]
+fn a_target_name_that_is_not_utf8_is_patched_and_reported() {
+    use std::os::unix::ffi::OsStrExt;
+    let w = World::new();
+    let name = std::ffi::OsStr::from_bytes(b"new\xb6.txt");
+    let create = "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hi\n";
+    let done = apply_patch(&w.grants.session(), "rw", Path::new(name), create).unwrap();
+    assert_eq!(std::fs::read(w.p("rw").join(name)).unwrap(), b"hi\n");
+    let json = serde_json::to_value(&done).unwrap();
+    assert!(json["path"].as_str().unwrap().ends_with("new\u{FFFD}.txt"));
+}
