@@ -1,10 +1,78 @@
 //! `safe-lanes-mcp`: the agent's side of safe-lanes, an MCP server over stdio.
+//!
+//! It holds no policy: each tool maps its arguments to one library call (see [`server`]). Logs
+//! go to stderr; stdout carries the protocol only.
 
 #![forbid(unsafe_code)]
 
-fn main() {
-    #[allow(clippy::print_stdout)]
+mod params;
+mod reply;
+mod server;
+mod transport;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use rmcp::ServiceExt;
+use safe_lanes::{RootLocation, Uploader};
+
+/// The safe-lanes MCP server (stdio).
+#[derive(Debug, Parser)]
+#[command(name = "safe-lanes-mcp", version, about, long_about = None)]
+struct Args {
+    /// The state root (else SAFE_LANES_ROOT, GWSA_ROOT, $XDG_STATE_HOME/safe-lanes,
+    /// ~/.local/state/safe-lanes).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// The grants manifest (default: <root>/workflow.json).
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// The uploader command, `{file}` standing for the staged file, e.g.
+    /// 'gws drive files create --upload {file}'. Without it, the upload tools are not offered.
+    #[arg(long, value_name = "'CMD … {file} …'")]
+    uploader: Option<String>,
+    /// The largest file `download_save` and `upload_content` accept, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 50 << 20)]
+    max_bytes: u64,
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,rmcp=error".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let root = RootLocation::resolve(args.root.as_deref())?;
+    let uploader = args
+        .uploader
+        .as_deref()
+        .map(Uploader::parse)
+        .transpose()
+        .context("--uploader")?;
+    let server = server::Server::new(server::Config {
+        root: root.path.clone(),
+        manifest: args.manifest,
+        uploader,
+        max_download_bytes: args.max_bytes,
+    })
+    .context("cannot open the state root")?;
+    #[allow(clippy::print_stderr)]
     {
-        println!("safe-lanes-mcp {}", env!("CARGO_PKG_VERSION"));
+        eprintln!(
+            "safe-lanes-mcp {}: serving MCP on stdio (state root {})",
+            env!("CARGO_PKG_VERSION"),
+            root.path.display()
+        );
     }
+    let (transport, writer) = transport::stdio().context("cannot start the stdio threads")?;
+    server.serve(transport).await?.waiting().await?;
+    // The service and its sink are gone: the writer drains what is left and ends.
+    let _ = writer.join();
+    Ok(())
 }

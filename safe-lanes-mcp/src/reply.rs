@@ -1,0 +1,70 @@
+//! Turning library results into MCP tool results.
+//!
+//! - Success: the tool's output struct, sent as `structuredContent` (with its `outputSchema`)
+//!   and as JSON text.
+//! - A library error (a refusal or an `io` failure): a tool result with `isError: true`, the
+//!   text `"<code>: <message>"` and `structuredContent: {"error": {"code", "message"}}`.
+//! - A malformed call (both `text` and `base64`, invalid base64): a JSON-RPC "invalid params"
+//!   error.
+
+use rmcp::ErrorData;
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use serde_json::json;
+
+/// Why a tool call did not succeed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Refused or failed: a tool result with `isError: true`.
+    Refused(Box<CallToolResult>),
+    /// Malformed: a JSON-RPC error.
+    Malformed(Box<ErrorData>),
+}
+
+impl IntoCallToolResult for Failure {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        match self {
+            Failure::Refused(result) => Ok((*result).into()),
+            Failure::Malformed(error) => Err(*error),
+        }
+    }
+}
+
+/// A refusal result with a stable code.
+pub(crate) fn refusal(code: &str, message: &str) -> Failure {
+    let mut result =
+        CallToolResult::structured_error(json!({ "error": { "code": code, "message": message } }));
+    result.content = vec![ContentBlock::text(format!("{code}: {message}"))];
+    Failure::Refused(Box::new(result))
+}
+
+impl From<safe_lanes::Error> for Failure {
+    fn from(e: safe_lanes::Error) -> Self {
+        refusal(e.code().as_str(), &e.to_string())
+    }
+}
+
+/// A JSON-RPC "invalid params" error.
+pub(crate) fn malformed(message: &str) -> Failure {
+    Failure::Malformed(Box::new(ErrorData::invalid_params(
+        message.to_owned(),
+        None,
+    )))
+}
+
+/// Run blocking library work off the async runtime. A panic in it becomes an `io` refusal
+/// instead of a request that never gets an answer.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Failure> + Send + 'static,
+) -> Result<T, Failure> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) => {
+            tracing::error!(error = %e, "a tool call panicked");
+            Err(refusal(
+                "io",
+                "internal error: the operation failed unexpectedly",
+            ))
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Grants from the agent's side: listing, requesting, patching and running commands, with the
+//! human approving and revoking through the CLI while the server runs.
+
+use serde_json::json;
+
+use crate::util::World;
+
+#[tokio::test]
+async fn a_request_stays_inert_until_the_human_approves_it() {
+    let w = World::new().await;
+    std::fs::write(w.p("docs/spec.md"), "the spec").unwrap();
+    let asked = w
+        .ok("folder_access_request", json!({"alias": "docs", "access": "read_only", "reason": "read the spec", "path": w.p("docs")}))
+        .await;
+    assert_eq!(asked["status"], "pending");
+    let id = asked["request"]["id"].as_str().unwrap().to_owned();
+    assert!(
+        asked["approve_with"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("grant approve {id}"))
+    );
+    // Inert: no grant, and the sandbox cannot see the folder.
+    let listed = w.ok("folder_grants_list", json!({})).await;
+    assert!(listed["grants"].as_array().unwrap().is_empty());
+    assert_eq!(listed["requests"][0]["id"], id.as_str());
+    assert_eq!(
+        w.refused(
+            "shell_exec",
+            json!({"command": "cat spec.md", "cwd": "docs"})
+        )
+        .await,
+        "unknown_alias"
+    );
+    let peek = w
+        .ok(
+            "shell_exec",
+            json!({"command": format!("cat {}", w.p("docs/spec.md").display())}),
+        )
+        .await;
+    assert_ne!(peek["exit_code"], 0, "{peek}");
+    // The human approves through the CLI; the running server sees it on the next call.
+    w.cli(&["grant", "approve", &id]);
+    let read = w
+        .ok(
+            "shell_exec",
+            json!({"command": "cat spec.md", "cwd": "docs"}),
+        )
+        .await;
+    assert_eq!(read["stdout"], "the spec");
+    let listed = w.ok("folder_grants_list", json!({})).await;
+    assert_eq!(listed["grants"][0]["alias"], "docs");
+    assert_eq!(listed["grants"][0]["env"], "WORKFLOW_FOLDER_DOCS");
+    assert_eq!(listed["grants"][0]["available"], true);
+    assert!(listed["requests"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_grant_revoked_through_the_cli_mid_session_is_refused_next_call() {
+    let w = World::new().await;
+    let proj = w.p("proj").display().to_string();
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "proj",
+        "--path",
+        &proj,
+        "--access",
+        "read_write",
+    ]);
+    std::fs::write(w.p("proj/a.txt"), "one\ntwo\n").unwrap();
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n";
+    let patched = w
+        .ok(
+            "folder_patch",
+            json!({"alias": "proj", "path": "a.txt", "diff": diff}),
+        )
+        .await;
+    assert_eq!(
+        (patched["change"].as_str(), patched["hunks"].as_u64()),
+        (Some("modified"), Some(1))
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/a.txt")).unwrap(),
+        "one\nTWO\n"
+    );
+    let wrote = w
+        .ok(
+            "shell_exec",
+            json!({"command": "echo new > \"$WORKFLOW_FOLDER_PROJ/b.txt\""}),
+        )
+        .await;
+    assert_eq!(wrote["exit_code"], 0);
+    w.cli(&["grant", "revoke", "proj", "--reason", "done"]);
+    let back = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-TWO\n+two\n";
+    assert_eq!(
+        w.refused(
+            "folder_patch",
+            json!({"alias": "proj", "path": "a.txt", "diff": back})
+        )
+        .await,
+        "revoked"
+    );
+    assert_eq!(
+        w.refused("shell_exec", json!({"command": "ls", "cwd": "proj"}))
+            .await,
+        "revoked"
+    );
+    let denied = w
+        .ok(
+            "shell_exec",
+            json!({"command": format!("echo x > {proj}/c.txt")}),
+        )
+        .await;
+    assert_ne!(denied["exit_code"], 0);
+    assert!(!w.p("proj/c.txt").exists());
+}
+
+#[tokio::test]
+async fn patch_and_shell_refusals() {
+    let w = World::new().await;
+    let docs = w.p("docs").display().to_string();
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        &docs,
+        "--access",
+        "read_only",
+    ]);
+    let proj = w.p("proj").display().to_string();
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "proj",
+        "--path",
+        &proj,
+        "--access",
+        "read_write",
+    ]);
+    std::fs::write(w.p("docs/a.txt"), "one\n").unwrap();
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+ONE\n";
+    let cases = [
+        (
+            json!({"alias": "docs", "path": "a.txt", "diff": diff}),
+            "read_only",
+        ),
+        (
+            json!({"alias": "nope", "path": "a.txt", "diff": diff}),
+            "unknown_alias",
+        ),
+        (
+            json!({"alias": "proj", "path": "../outside/x", "diff": diff}),
+            "traversal",
+        ),
+        (
+            json!({"alias": "proj", "path": "/etc/passwd", "diff": diff}),
+            "absolute_path",
+        ),
+        (
+            json!({"alias": "proj", "path": "missing.txt", "diff": diff}),
+            "not_found",
+        ),
+        (
+            json!({"alias": "proj", "path": "x", "diff": "not a diff"}),
+            "patch_rejected",
+        ),
+        (
+            json!({"alias": "BAD", "path": "a.txt", "diff": diff}),
+            "invalid_alias",
+        ),
+    ];
+    for (args, code) in cases {
+        assert_eq!(
+            w.refused("folder_patch", args.clone()).await,
+            code,
+            "{args}"
+        );
+    }
+    let timed = w
+        .ok("shell_exec", json!({"command": "sleep 30", "timeout_s": 1}))
+        .await;
+    assert_eq!(timed["timed_out"], true);
+    let env = w.ok("shell_exec", json!({"command": "env"})).await;
+    assert!(
+        env["stdout"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("WORKFLOW_FOLDER_DOCS={docs}"))
+    );
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests: the rmcp client drives the real `safe-lanes-mcp` binary over stdio, and the
+//! real `safe-lanes` CLI plays the human.
+
+mod downloads;
+mod folders;
+mod malformed;
+mod upload;
+mod util;

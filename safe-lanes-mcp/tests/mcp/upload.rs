@@ -1,0 +1,187 @@
+//! `upload_resolve`, `upload_file`, `upload_content`, and a symlink-swap race.
+
+use std::os::unix::fs::symlink;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::fs::{CWD, RenameFlags};
+use serde_json::json;
+
+use crate::util::{World, sha256_hex};
+
+#[tokio::test]
+async fn resolve_allows_the_lane_and_refuses_everything_else() {
+    let w = World::new().await;
+    let saved = w
+        .ok(
+            "download_save",
+            json!({"filename": "report.pdf", "text": "%PDF"}),
+        )
+        .await;
+    let resolved = w.ok("upload_resolve", json!({"path": saved["path"]})).await;
+    assert_eq!(resolved["path"], saved["path"]);
+    assert_eq!(
+        resolved["root"],
+        w.root().join(".downloads").to_str().unwrap()
+    );
+    assert_eq!(resolved["sha256"], saved["sha256"]);
+    std::fs::write(w.p("outside/id_ed25519"), "KEY").unwrap();
+    std::fs::write(w.root().join("token"), "TOKEN").unwrap();
+    let cases = [
+        (
+            w.p("outside/id_ed25519").display().to_string(),
+            "outside_allowlist",
+        ),
+        (w.root().join("token").display().to_string(), "state_root"),
+        (
+            w.root().join("audit.jsonl").display().to_string(),
+            "state_root",
+        ),
+        ("relative/path".to_owned(), "relative_path"),
+        ("/etc/passwd\0/x".to_owned(), "nul_byte"),
+        (
+            w.root().join(".downloads").display().to_string(),
+            "not_regular_file",
+        ),
+    ];
+    for (path, code) in cases {
+        assert_eq!(
+            w.refused("upload_resolve", json!({ "path": path })).await,
+            code,
+            "{path:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn upload_file_and_content_run_the_uploader_on_a_staged_copy() {
+    let seen = tempfile::tempdir().unwrap();
+    let log = seen.path().join("seen");
+    let uploader = format!(
+        "/bin/sh -c 'pwd > {0}; cat \"$1\" >> {0}; echo done' sh {{file}}",
+        log.display()
+    );
+    let w = World::with_args(&["--uploader", &uploader]).await;
+    let saved = w
+        .ok(
+            "download_save",
+            json!({"filename": "a.txt", "text": "from the lane"}),
+        )
+        .await;
+    let sent = w.ok("upload_file", json!({"path": saved["path"]})).await;
+    assert_eq!(sent["exit_code"], 0);
+    assert_eq!(sent["stdout"], "done\n");
+    assert_eq!(sent["source"]["sha256"], sha256_hex(b"from the lane"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text,
+        format!("{}\nfrom the lane", w.root().join(".uploads").display())
+    );
+    let sent = w
+        .ok(
+            "upload_content",
+            json!({"filename": "notes.md", "text": "# written"}),
+        )
+        .await;
+    assert_eq!(sent["source"]["bytes"], 9);
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .ends_with("# written")
+    );
+    assert!(
+        std::fs::read_dir(w.root().join(".uploads"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "erased"
+    );
+    assert_eq!(
+        w.refused("upload_file", json!({"path": "/etc/passwd"}))
+            .await,
+        "outside_allowlist"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_uploader_is_an_error_result() {
+    let w = World::with_args(&["--uploader", "/bin/sh -c 'echo broken >&2; exit 3'"]).await;
+    let result = w
+        .call("upload_content", json!({"filename": "a", "text": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(crate::util::refusal_code(&result), "io");
+    assert!(
+        result.content[0]
+            .as_text()
+            .unwrap()
+            .text
+            .contains("exited with code 3")
+    );
+    assert!(
+        std::fs::read_dir(w.root().join(".uploads"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_symlink_swap_race_never_resolves_outside() {
+    let w = World::new().await;
+    std::fs::create_dir(w.p("share/swap")).unwrap();
+    std::fs::write(w.p("share/swap/file"), "inside").unwrap();
+    std::fs::write(w.p("outside/file"), "outside").unwrap();
+    symlink(w.p("outside"), w.p("share/swaplink")).unwrap();
+    std::fs::write(
+        w.root().join(".upload-roots"),
+        format!("{}\n", w.p("share").display()),
+    )
+    .unwrap();
+    let outside_hash = sha256_hex(b"outside");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (a, b) = (w.p("share/swap"), w.p("share/swaplink"));
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                rustix::fs::renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE).unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let path = w.p("share/swap/file").display().to_string();
+    let (mut inside, mut outside, mut refused) = (0, 0, 0);
+    for _ in 0..2000 {
+        let result = w
+            .call("upload_resolve", json!({ "path": path }))
+            .await
+            .unwrap();
+        if result.is_error == Some(true) {
+            refused += 1;
+            continue;
+        }
+        let content = result.structured_content.unwrap();
+        if content["sha256"] == outside_hash.as_str()
+            || !content["path"]
+                .as_str()
+                .unwrap()
+                .starts_with(w.p("share").to_str().unwrap())
+        {
+            outside += 1;
+        } else {
+            inside += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert_eq!(outside, 0, "results from outside the allowed root");
+    assert!(swaps > 100, "the swapper ran ({swaps})");
+    assert!(
+        inside > 0 && refused > 0,
+        "both outcomes seen: {inside} inside, {refused} refused"
+    );
+}

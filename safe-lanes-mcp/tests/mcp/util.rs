@@ -1,0 +1,139 @@
+//! A server in a temporary world, a client to drive it, and the CLI for the human's part.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+
+pub(crate) type Client = RunningService<RoleClient, ()>;
+
+/// A temporary state root and folders, with a running server.
+pub(crate) struct World {
+    pub(crate) tmp: tempfile::TempDir,
+    pub(crate) client: Client,
+}
+
+impl World {
+    pub(crate) async fn new() -> Self {
+        Self::with_args(&[]).await
+    }
+
+    /// A server started with extra arguments (`--uploader …`, `--max-bytes …`).
+    pub(crate) async fn with_args(extra: &[&str]) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in ["proj", "docs", "share", "outside"] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+        }
+        let root = tmp.path().join("state");
+        let cmd =
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_safe-lanes-mcp")).configure(|c| {
+                c.arg("--root").arg(&root).args(extra);
+                c.env_remove("SAFE_LANES_UPLOAD_ROOTS")
+                    .env_remove("GWSA_UPLOAD_ROOTS");
+                c.env("RUST_LOG", "error");
+            });
+        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        Self { tmp, client }
+    }
+
+    pub(crate) fn p(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    pub(crate) fn root(&self) -> PathBuf {
+        self.p("state")
+    }
+
+    /// Call a tool with JSON arguments; a JSON-RPC error is returned as `Err`.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        args: Value,
+    ) -> Result<CallToolResult, rmcp::ServiceError> {
+        let args: Map<String, Value> = match args {
+            Value::Object(map) => map,
+            other => panic!("arguments must be an object: {other}"),
+        };
+        self.client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+            .await
+    }
+
+    /// A successful call's structured content.
+    pub(crate) async fn ok(&self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args.clone()).await.unwrap();
+        assert_eq!(result.is_error, Some(false), "{tool} {args}: {result:?}");
+        result.structured_content.expect("structured content")
+    }
+
+    /// A refused call's code, checking the refusal shape on the way.
+    pub(crate) async fn refused(&self, tool: &str, args: Value) -> String {
+        let result = self.call(tool, args.clone()).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{tool} {args}: {result:?}");
+        refusal_code(&result)
+    }
+
+    /// Run the human's CLI on this world's state root.
+    pub(crate) fn cli(&self, args: &[&str]) -> Value {
+        let out = Command::new(cli_binary())
+            .arg("--root")
+            .arg(self.root())
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "safe-lanes {args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// The code of a refusal, after checking its shape: one text `"<code>: <message>"` and
+/// `structuredContent: {"error": {"code", "message"}}`.
+pub(crate) fn refusal_code(result: &CallToolResult) -> String {
+    let error = &result
+        .structured_content
+        .as_ref()
+        .expect("structured error")["error"];
+    let code = error["code"].as_str().expect("code").to_owned();
+    let message = error["message"].as_str().expect("message");
+    assert_eq!(result.content.len(), 1);
+    assert_eq!(
+        result.content[0].as_text().expect("text").text,
+        format!("{code}: {message}")
+    );
+    code
+}
+
+/// The `safe-lanes` CLI built beside this server (built on demand when missing).
+pub(crate) fn cli_binary() -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_safe-lanes-mcp"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let cli = dir.join("safe-lanes");
+    if !cli.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "safe-lanes-cli"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "building the CLI");
+    }
+    cli
+}
+
+/// SHA-256 in hex.
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
