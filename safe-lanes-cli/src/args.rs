@@ -15,7 +15,7 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) root: Option<PathBuf>,
 
-    /// The grants manifest (default: <root>/workflow.json).
+    /// The grants manifest (default: `<root>/workflow.json`).
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) manifest: Option<PathBuf>,
 
@@ -101,7 +101,7 @@ pub(crate) enum GrantCommand {
     Log,
     /// Grant a folder.
     Add {
-        /// The alias agents will use: [a-z0-9][a-z0-9_-]{0,47}.
+        /// The alias agents will use: `[a-z0-9][a-z0-9_-]{0,47}`.
         #[arg(long)]
         alias: String,
         /// The folder (absolute; stored canonical).

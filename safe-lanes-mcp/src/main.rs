@@ -25,7 +25,7 @@ struct Args {
     /// ~/.local/state/safe-lanes).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// The grants manifest (default: <root>/workflow.json).
+    /// The grants manifest (default: `<root>/workflow.json`).
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
     /// The uploader command, `{file}` standing for the staged file, e.g.

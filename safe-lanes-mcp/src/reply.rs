@@ -9,7 +9,7 @@
 
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject};
 use serde_json::json;
 
 /// Why a tool call did not succeed.
@@ -50,6 +50,19 @@ pub(crate) fn malformed(message: &str) -> Failure {
         message.to_owned(),
         None,
     )))
+}
+
+/// Parse a tool's arguments; arguments that do not fit its schema (a wrong type, a missing
+/// field) are a JSON-RPC "invalid params" error, like every other malformed call.
+pub(crate) fn arguments<T: serde::de::DeserializeOwned>(raw: JsonObject) -> Result<T, Failure> {
+    serde_json::from_value(serde_json::Value::Object(raw))
+        .map_err(|e| malformed(&format!("invalid arguments: {e}")))
+}
+
+/// The JSON Schema of a tool's arguments.
+pub(crate) fn input_schema<T: schemars::JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_input::<T>()
+        .unwrap_or_else(|e| panic!("the argument types have valid schemas: {e}"))
 }
 
 /// Run blocking library work off the async runtime. A panic in it becomes an `io` refusal

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use safe_lanes::{
     Confined, DownloadLane, Grants, Limits, Session, StateRoot, UploadDeposit, UploadSource,
@@ -18,7 +18,7 @@ use crate::params::{
     Patched, RequestInfo, Requested, ResolvedSource, SavedFile, ShellCommand, ShellResult,
     SourcePath, Uploaded, UploadedContent,
 };
-use crate::reply::{Failure, blocking, refusal};
+use crate::reply::{Failure, arguments, blocking, input_schema, refusal};
 
 /// The default and largest `timeout_s` of `shell_exec`.
 const SHELL_TIMEOUT: (u64, u64) = (60, 600);
@@ -76,6 +76,7 @@ impl Server {
     }
 
     #[tool(
+        input_schema = input_schema::<Content>(),
         description = "Save content received from a third party (an attachment, a fetched \
         file) to the local download folder. You give a file name hint and the content as `text` \
         or `base64` (exactly one); you cannot choose the folder. The name is sanitized (no \
@@ -85,8 +86,9 @@ impl Server {
     )]
     async fn download_save(
         &self,
-        Parameters(args): Parameters<Content>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<SavedFile>, Failure> {
+        let args: Content = arguments(raw)?;
         let bytes = args.bytes()?;
         let state = Arc::clone(&self.state);
         let saved = blocking(move || Ok(state.lane.save(args.filename, &bytes[..])?)).await?;
@@ -98,11 +100,12 @@ impl Server {
         }))
     }
 
-    #[tool(description = "List the files in the download folder (name, path, size, time).")]
+    #[tool(input_schema = input_schema::<Nothing>(), description = "List the files in the download folder (name, path, size, time).")]
     async fn downloads_list(
         &self,
-        Parameters(_): Parameters<Nothing>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<Downloads>, Failure> {
+        let _: Nothing = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let files = blocking(move || Ok(state.lane.list()?)).await?;
         Ok(Json(Downloads {
@@ -119,6 +122,7 @@ impl Server {
     }
 
     #[tool(
+        input_schema = input_schema::<SourcePath>(),
         description = "Check whether a local file may be uploaded, and get its canonical \
         path, size and SHA-256. Only files inside the upload folders the user allowed (always \
         including the download folder) can be uploaded; everything else is refused \
@@ -128,8 +132,9 @@ impl Server {
     )]
     async fn upload_resolve(
         &self,
-        Parameters(args): Parameters<SourcePath>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<ResolvedSource>, Failure> {
+        let args: SourcePath = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let source =
             blocking(move || Ok(UploadSource::load(&state.root)?.resolve(Path::new(&args.path))?))
@@ -143,14 +148,16 @@ impl Server {
     }
 
     #[tool(
+        input_schema = input_schema::<SourcePath>(),
         description = "Upload a local file with the configured uploader. The file must pass \
         the same checks as `upload_resolve`; a copy is staged for the uploader and erased \
         afterwards."
     )]
     async fn upload_file(
         &self,
-        Parameters(args): Parameters<SourcePath>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<Uploaded>, Failure> {
+        let args: SourcePath = arguments(raw)?;
         let state = Arc::clone(&self.state);
         blocking(move || {
             let uploader = state.uploader()?;
@@ -163,14 +170,16 @@ impl Server {
     }
 
     #[tool(
+        input_schema = input_schema::<Content>(),
         description = "Upload content you wrote (as `text` or `base64`, exactly one) with the \
         configured uploader, under the given file name. The content is staged for the uploader \
         and erased afterwards."
     )]
     async fn upload_content(
         &self,
-        Parameters(args): Parameters<Content>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<Uploaded>, Failure> {
+        let args: Content = arguments(raw)?;
         let bytes = args.bytes()?;
         let state = Arc::clone(&self.state);
         blocking(move || {
@@ -184,14 +193,16 @@ impl Server {
     }
 
     #[tool(
+        input_schema = input_schema::<Nothing>(),
         description = "List the folders the user granted you (alias, path, read_only or \
         read_write, the environment variable that holds the path in `shell_exec`, and whether \
         each is available), and the access requests waiting for the user's decision."
     )]
     async fn folder_grants_list(
         &self,
-        Parameters(_): Parameters<Nothing>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<GrantsList>, Failure> {
+        let _: Nothing = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let listing = blocking(move || Ok(state.grants.list()?)).await?;
         Ok(Json(GrantsList {
@@ -212,6 +223,7 @@ impl Server {
     }
 
     #[tool(
+        input_schema = input_schema::<AccessRequest>(),
         description = "Ask the user for access to a folder, or for more access to a granted \
         one. This grants nothing by itself: the request waits until the user approves it with \
         the command in `approve_with`. Give a `path` only if the user named the exact folder; \
@@ -219,8 +231,9 @@ impl Server {
     )]
     async fn folder_access_request(
         &self,
-        Parameters(args): Parameters<AccessRequest>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<Requested>, Failure> {
+        let args: AccessRequest = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let request = blocking(move || {
             Ok(state.grants.request(
@@ -241,6 +254,7 @@ impl Server {
     }
 
     #[tool(
+        input_schema = input_schema::<FolderPatch>(),
         description = "Edit one file in a read-write granted folder by applying a unified \
         diff (as `diff -u` or `git diff` print it) to it. Every hunk must match the file \
         exactly, or nothing is changed (`patch_rejected`). `--- /dev/null` creates the file and \
@@ -249,8 +263,9 @@ impl Server {
     )]
     async fn folder_patch(
         &self,
-        Parameters(args): Parameters<FolderPatch>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<Patched>, Failure> {
+        let args: FolderPatch = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let done = blocking(move || {
             Ok(apply_patch(
@@ -270,6 +285,7 @@ impl Server {
     }
 
     #[tool(
+        input_schema = input_schema::<ShellCommand>(),
         description = "Run a shell command (`/bin/sh -c`) in a sandbox that can read the \
         read-only granted folders, read and write the read-write ones, and nothing else of the \
         user's files. Each granted folder's path is in the environment variable shown by \
@@ -279,8 +295,9 @@ impl Server {
     )]
     async fn shell_exec(
         &self,
-        Parameters(args): Parameters<ShellCommand>,
+        Parameters(raw): Parameters<JsonObject>,
     ) -> Result<Json<ShellResult>, Failure> {
+        let args: ShellCommand = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let timeout = args
             .timeout_s
@@ -352,7 +369,7 @@ impl State {
         }
         cmd.push_str(&format!(" grant approve {}", request.id));
         if request.path.is_none() {
-            cmd.push_str(" --path <FOLDER>");
+            cmd.push_str(" --path /absolute/path/of/the/folder");
         }
         cmd
     }

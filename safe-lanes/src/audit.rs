@@ -162,18 +162,30 @@ impl AuditLog {
         if size == 0 {
             return Ok((0, GENESIS.to_owned()));
         }
-        let start = size.saturating_sub(TAIL);
-        let mut buf = vec![0u8; (size - start) as usize];
-        let mut filled = 0;
-        while filled < buf.len() {
-            let n = rustix::io::pread(fd, &mut buf[filled..], start + filled as u64)
-                .map_err(|e| Error::io("pread", &self.path, e))?;
-            if n == 0 {
+        // Read backwards, a chunk at a time, until the start of the last line is in the buffer.
+        let mut start = size;
+        let mut buf: Vec<u8> = Vec::new();
+        loop {
+            let from = start.saturating_sub(TAIL);
+            let mut chunk = vec![0u8; (start - from) as usize];
+            let mut filled = 0;
+            while filled < chunk.len() {
+                let n = rustix::io::pread(fd, &mut chunk[filled..], from + filled as u64)
+                    .map_err(|e| Error::io("pread", &self.path, e))?;
+                if n == 0 {
+                    break;
+                }
+                filled += n;
+            }
+            chunk.truncate(filled);
+            chunk.extend_from_slice(&buf);
+            buf = chunk;
+            start = from;
+            let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            if start == 0 || body.contains(&b'\n') {
                 break;
             }
-            filled += n;
         }
-        buf.truncate(filled);
         let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let last = text.rsplit(|&b| b == b'\n').next().unwrap_or_default();
         let parsed: Option<(u64, String)> = serde_json::from_slice::<serde_json::Value>(last)
@@ -182,6 +194,26 @@ impl AuditLog {
         // A torn or foreign last line still chains: the next line's `prev` is its hash, and
         // `verify` reports the line itself.
         Ok(parsed.unwrap_or_else(|| (0, sha256_hex(last))))
+    }
+
+    /// Record a refusal (`<what>.refused`) of an operation on `subject`, then hand the error back.
+    /// A failure to write the record is logged and does not hide the refusal.
+    pub fn refused(
+        &self,
+        what: &str,
+        actor: &str,
+        subject: &str,
+        error: crate::Error,
+    ) -> crate::Error {
+        let fields = serde_json::json!({
+            "subject": crate::Shown::text(subject).as_str(),
+            "code": error.code().as_str(),
+            "message": error.to_string(),
+        });
+        if let Err(e) = self.append(&format!("{what}.refused"), actor, fields) {
+            tracing::warn!(error = %e, "could not record a refusal in the audit log");
+        }
+        error
     }
 
     /// Walk the whole chain and report the first line that breaks it.

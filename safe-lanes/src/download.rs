@@ -195,7 +195,18 @@ impl DownloadLane {
     ///
     /// The hint is untrusted: it only ever becomes one sanitized name inside the lane. The
     /// save never replaces or writes through anything that exists.
-    pub fn save(&self, hint: impl AsRef<[u8]>, mut reader: impl Read) -> Result<Saved> {
+    pub fn save(&self, hint: impl AsRef<[u8]>, reader: impl Read) -> Result<Saved> {
+        let hint = hint.as_ref();
+        self.save_unrecorded(hint, reader)
+            .map_err(|e| match e.code() {
+                crate::Code::Io => e,
+                _ => self
+                    .audit
+                    .refused("download", &self.actor, &String::from_utf8_lossy(hint), e),
+            })
+    }
+
+    fn save_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Saved> {
         let name = sanitize(hint);
         let staged = self.stage()?;
         let copied = copy_hashed(
@@ -219,7 +230,11 @@ impl DownloadLane {
             bytes: copied.bytes,
             sha256: copied.sha256,
         };
-        self.audit.append("download.save", &self.actor, &saved)?;
+        if let Err(e) = self.audit.append("download.save", &self.actor, &saved) {
+            // Nothing unrecorded stays in the lane.
+            let _ = self.dir.remove_file(OsStr::new(&saved.name));
+            return Err(e);
+        }
         Ok(saved)
     }
 

@@ -188,6 +188,16 @@ impl Shown {
     }
 }
 
+/// `raw` with control, format and separator characters escaped, at full length (for text the
+/// library stores, such as a grant request's reason).
+pub(crate) fn escaped(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        push_escaped(&mut out, c);
+    }
+    out
+}
+
 fn push_escaped(out: &mut String, c: char) {
     use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
     let hidden = matches!(
@@ -359,14 +369,12 @@ pub enum Error {
         why: &'static str,
     },
     /// The alias or its environment key is taken.
-    #[error("{alias}: already used by grant `{other}` (environment key {env})")]
+    #[error("{alias}: {why}")]
     AliasTaken {
         /// The refused alias.
         alias: Shown,
-        /// The alias that already holds the name or key.
-        other: Shown,
-        /// The environment key both map to.
-        env: String,
+        /// By what.
+        why: String,
     },
     /// An overlap the sandbox could not enforce.
     #[error("{path}: {why} `{other}`")]

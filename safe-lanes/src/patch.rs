@@ -75,6 +75,13 @@ pub struct Patched {
 ///
 /// `alias`, `file` and `diff` are untrusted.
 pub fn apply_patch(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patched> {
+    apply(session, alias, file, diff).map_err(|e| match e.code() {
+        crate::Code::Io => e,
+        _ => session.refused("patch", &format!("{alias}:{}", file.to_string_lossy()), e),
+    })
+}
+
+fn apply(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patched> {
     let alias = Alias::new(alias)?;
     let snapshot = session.snapshot()?;
     let grant = snapshot.folder(&alias, Want::Write)?;

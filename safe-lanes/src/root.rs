@@ -15,7 +15,6 @@
 //! filled by someone else, and nothing built on it would be safe.
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -135,11 +134,7 @@ impl StateRoot {
     /// cannot be created or opened.
     pub fn open(path: &Path) -> Result<Self> {
         if !path.exists() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(DIR_MODE)
-                .create(path)
-                .map_err(|e| Error::io("mkdir", path, e))?;
+            beneath::create_dir_all_unchecked(path, DIR_MODE)?;
         }
         let anchor = Anchor::open_unchecked(path).map_err(|e| match e.code() {
             crate::Code::Io => e,

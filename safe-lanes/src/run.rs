@@ -127,7 +127,12 @@ fn wait_for(
 ) -> (std::io::Result<ExitStatus>, Ended) {
     let group = Pid::from_child(child);
     let (done_tx, done_rx) = mpsc::channel::<()>();
-    let deadline = Instant::now() + timeout;
+    // A timeout too large to add is as good as none (about 30 years is plenty).
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(timeout)
+        .or_else(|| now.checked_add(Duration::from_secs(1 << 30)))
+        .unwrap_or(now);
     std::thread::scope(|scope| {
         // A watchdog kills the group at the deadline or on `watch`, unless the child is done.
         let watchdog = scope.spawn(move || {

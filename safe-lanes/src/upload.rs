@@ -139,6 +139,8 @@ pub struct UploadSource {
     ignored: Vec<IgnoredEntry>,
     state_root: PathBuf,
     downloads: PathBuf,
+    audit: std::sync::Arc<crate::audit::AuditLog>,
+    actor: String,
 }
 
 impl UploadSource {
@@ -165,6 +167,8 @@ impl UploadSource {
             ignored: Vec::new(),
             state_root,
             downloads: downloads.clone(),
+            audit: root.audit(),
+            actor: "agent".to_owned(),
         };
         this.roots.push(AllowedRoot {
             path: downloads.clone(),
@@ -263,6 +267,12 @@ impl UploadSource {
         self
     }
 
+    /// The actor recorded in the audit log ("agent" by default).
+    pub fn with_actor(mut self, actor: impl Into<String>) -> Self {
+        self.actor = actor.into();
+        self
+    }
+
     /// The effective allowed roots (`.downloads` included).
     pub fn roots(&self) -> &[AllowedRoot] {
         &self.roots
@@ -286,6 +296,15 @@ impl UploadSource {
     /// `path` is untrusted. The returned handle was opened beneath an allowed root's
     /// descriptor, and is never under the state root except `.downloads`.
     pub fn open(&self, path: &Path) -> Result<Opened> {
+        self.open_unrecorded(path).map_err(|e| match e.code() {
+            crate::Code::Io => e,
+            _ => self
+                .audit
+                .refused("upload", &self.actor, &path.to_string_lossy(), e),
+        })
+    }
+
+    fn open_unrecorded(&self, path: &Path) -> Result<Opened> {
         check_lexically(path)?;
         let parts = components(path);
         if let Some((root, rest)) = self.lexical_root(&parts) {
@@ -315,13 +334,15 @@ impl UploadSource {
     pub fn resolve(&self, path: &Path) -> Result<Source> {
         let opened = self.open(path)?;
         let copied = crate::copy::sha256_of(&mut ReadAt::new(&opened.file))?;
-        Ok(Source {
+        let source = Source {
             path: opened.path,
             root: opened.root,
             bytes: copied.bytes,
             sha256: copied.sha256,
             file: opened.file,
-        })
+        };
+        self.audit.append("upload.resolve", &self.actor, &source)?;
+        Ok(source)
     }
 
     /// The root whose canonical path starts `parts`, with the rest of the path.

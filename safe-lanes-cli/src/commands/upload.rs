@@ -13,7 +13,7 @@ use crate::output::{self, Report};
 
 pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
-    let source = UploadSource::load(&root)?;
+    let source = UploadSource::load(&root)?.with_actor(safe_lanes::audit::os_user());
     match cmd {
         UploadCommand::Check { path } => {
             let checked = source.resolve(&path)?;

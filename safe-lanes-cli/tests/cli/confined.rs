@@ -140,3 +140,21 @@ fn patch_reads_the_diff_from_stdin() {
     );
     assert_eq!((ro.status, ro.code().as_str()), (3, "read_only"));
 }
+
+#[test]
+fn a_timeout_too_large_to_add_is_no_timeout_not_a_panic() {
+    let env = world();
+    let run = env.run(
+        &[
+            "--json",
+            "exec",
+            "--timeout",
+            "18446744073709551615",
+            "--",
+            "/bin/true",
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    assert_eq!(run.json()["exit_code"], 0);
+}

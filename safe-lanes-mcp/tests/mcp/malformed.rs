@@ -34,7 +34,7 @@ async fn malformed_calls_get_errors_and_the_server_keeps_serving() {
         }
         still_serving(&w).await;
     }
-    // Wrong types and missing fields: an error result.
+    // Wrong types and missing fields: JSON-RPC "invalid params" too.
     for (tool, args) in [
         ("download_save", json!({"filename": 42, "text": "x"})),
         ("upload_resolve", json!({})),
@@ -44,14 +44,12 @@ async fn malformed_calls_get_errors_and_the_server_keeps_serving() {
             json!({"alias": "a", "access": "everything", "reason": "r"}),
         ),
         ("shell_exec", json!({"command": "true", "timeout_s": -5})),
+        ("folder_patch", json!({"alias": "a", "path": "x"})),
     ] {
-        let result = w.call(tool, args.clone()).await;
-        let is_error = match result {
-            Ok(r) => r.is_error == Some(true),
-            Err(ServiceError::McpError(_)) => true,
-            Err(e) => panic!("{tool} {args}: {e:?}"),
-        };
-        assert!(is_error, "{tool} {args}");
+        match w.call(tool, args.clone()).await {
+            Err(ServiceError::McpError(e)) => assert_eq!(e.code.0, -32602, "{tool} {args}"),
+            other => panic!("{tool} {args}: {other:?}"),
+        }
         still_serving(&w).await;
     }
     // A NUL in a path: refused with its code.

@@ -64,7 +64,9 @@ class World:
             env=env,
         )
         self.stack = AsyncExitStack()
-        read, write = await self.stack.enter_async_context(stdio_client(params))
+        read, write = await self.stack.enter_async_context(
+            stdio_client(params, errlog=self.stack.enter_context(open(os.devnull, "w")))
+        )
         self.session = await self.stack.enter_async_context(ClientSession(read, write))
         await self.session.initialize()
         return self
@@ -153,11 +155,9 @@ class Malformed(unittest.IsolatedAsyncioTestCase):
                 ("upload_resolve", {}),
                 ("shell_exec", {"command": ["ls"]}),
             ]:
-                try:
-                    result = await w.session.call_tool(tool, args)
-                    self.assertTrue(result.is_error, f"{tool} {args}")
-                except MCPError:
-                    pass
+                with self.assertRaises(MCPError) as raised:
+                    await w.session.call_tool(tool, args)
+                self.assertEqual(raised.exception.code, -32602)
                 await still_serving()
             self.assertEqual(await w.refused("upload_resolve", {"path": "/tmp/a\x00b"}), "nul_byte")
             await still_serving()

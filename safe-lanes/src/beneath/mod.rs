@@ -413,6 +413,12 @@ impl Anchor {
         if depth >= MAX_DEPTH {
             return Err(Error::io("rmdir", name_shown(name), Errno::LOOP));
         }
+        // A directory its writer made unreadable or unwritable (`chmod 000`) is ours: make it
+        // 0700 so it can be emptied. `st` said it is a directory, not a link.
+        if st.st_mode & 0o700 != 0o700 {
+            let _ =
+                rustix::fs::chmodat(&self.fd, name, Mode::from_raw_mode(0o700), AtFlags::empty());
+        }
         let dir = self.open_dir(Path::new(name), Symlinks::Deny)?;
         for (entry, _) in dir.entries()? {
             dir.remove_all_at(&entry, depth + 1)?;
@@ -482,6 +488,33 @@ impl AsFd for Anchor {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
+}
+
+/// Unconfined: create the directory `path` and any missing parents, each new one with `mode`
+/// (a trusted path, such as the state root the human configured). Existing directories are left
+/// as they are.
+///
+/// # Errors
+///
+/// `io` when a directory cannot be created.
+pub fn create_dir_all_unchecked(path: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(path)
+        .map_err(|e| Error::io("mkdir", path, e))
+}
+
+/// Unconfined: an `O_PATH` descriptor of the trusted, absolute `path` (following links), which
+/// can neither read nor write — what Landlock rules are attached to.
+///
+/// # Errors
+///
+/// `not_found` when nothing is there, `io` otherwise.
+pub fn open_path_unchecked(path: &Path) -> Result<OwnedFd> {
+    rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| refusal(e, path, Symlinks::Beneath, "open"))
 }
 
 /// The current location of an open file, as the kernel reports it for the descriptor

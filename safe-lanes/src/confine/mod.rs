@@ -7,12 +7,14 @@
 //! |---|---|
 //! | each available read-only grant | read files, list directories, execute |
 //! | each available read-write grant | every filesystem right Landlock mediates |
-//! | `/usr`, `/bin`, `/sbin`, `/lib*`, `/etc`, `/proc` | read and execute |
+//! | `/usr`, `/bin`, `/sbin`, `/lib*`, `/etc` | read and execute |
 //! | `/dev/null` | read, write, truncate |
 //! | `/dev/zero`, `/dev/urandom`, `/dev/random` | read |
 //! | a private scratch directory (its `HOME` and `TMPDIR`, removed afterwards) | everything |
-//! | anything else — `$HOME`, `/tmp`, `/root`, the state root, the manifest | nothing |
+//! | anything else — `$HOME`, `/tmp`, `/root`, `/proc`, the state root, the manifest | nothing |
 //! | TCP bind and connect | denied, unless the caller asks for network |
+//! | any socket but TCP/IP (UNIX sockets by path, UDP without network, netlink…) | denied (seccomp) |
+//! | leaving the process group (`setsid`, `setpgid`), namespaces, `io_uring`, keyrings | denied (seccomp) |
 //! | signals and abstract UNIX sockets outside the sandbox (Landlock ABI 6) | denied |
 //!
 //! The environment is cleared, then `PATH`, `LANG`, `HOME`, `TMPDIR` and one
@@ -34,6 +36,7 @@
 
 mod probe;
 mod ruleset;
+mod syscalls;
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
@@ -58,7 +61,7 @@ pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Read-only system hierarchies every confined program gets (those that exist).
 const SYSTEM_DIRS: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc",
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
 ];
 /// Device files readable by every confined program.
 const READABLE_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
@@ -137,6 +140,13 @@ impl Confined {
     /// The command and its arguments may come from an agent. They run with the rights in the
     /// module documentation and no others.
     pub fn run(&self, session: &Session) -> Result<ConfinedOutcome> {
+        self.run_unrecorded(session).map_err(|e| match e.code() {
+            crate::Code::Io => e,
+            _ => session.refused("exec", &self.program.to_string_lossy(), e),
+        })
+    }
+
+    fn run_unrecorded(&self, session: &Session) -> Result<ConfinedOutcome> {
         let abi = supported_abi()?;
         let snapshot = session.snapshot()?;
         let cwd_grant = match &self.cwd {
@@ -163,6 +173,7 @@ impl Confined {
         }
         rules.push((scratch.dir.as_fd(), ruleset::read_write(abi)));
         let created = ruleset::build(abi, &rules, self.network)?;
+        let filters = syscalls::filters(self.network)?;
 
         let mut command = Command::new(&self.program);
         command
@@ -177,7 +188,7 @@ impl Confined {
             .env("TMPDIR", &scratch.path)
             .envs(grants.iter().map(|g| (g.env.as_str(), g.path.as_os_str())))
             .current_dir(cwd_grant.map_or(scratch.path.as_path(), |g| g.path.as_path()));
-        ruleset::restrict_before_exec(&mut command, created);
+        ruleset::restrict_before_exec(&mut command, created, filters);
         let used: Vec<(Alias, Access, PathBuf)> = grants
             .iter()
             .map(|g| (g.alias.clone(), g.access, g.path.clone()))
@@ -258,14 +269,7 @@ fn supported_abi() -> Result<ABI> {
 /// The system hierarchies and devices that exist here, opened for rules: `None` for a
 /// read-only directory, `Some(writable)` for a device file.
 fn open_system_paths() -> Vec<(std::os::fd::OwnedFd, Option<bool>)> {
-    let open = |path: &str| {
-        rustix::fs::open(
-            path,
-            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .ok()
-    };
+    let open = |path: &str| crate::beneath::open_path_unchecked(Path::new(path)).ok();
     let mut out = Vec::new();
     for dir in SYSTEM_DIRS {
         if let Some(fd) = open(dir) {

@@ -9,6 +9,7 @@ use landlock::{
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
+use super::syscalls::Filters;
 use crate::error::{Error, Result};
 
 /// The errno a child reports when its restriction could not be applied in full. It is not one
@@ -68,15 +69,20 @@ pub(crate) fn build(
     Ok(created)
 }
 
-/// Arrange for `command`'s child to restrict itself with `ruleset` right before `exec`.
+/// Arrange for `command`'s child to restrict itself with `ruleset` and `filters` right before
+/// `exec`.
 ///
 /// In the child, in this order: every descriptor from 3 up is marked close-on-exec (so only 0–2
 /// reach the program, whatever the host process left open), the child asks to be killed when
-/// the thread that spawned it exits, and the ruleset is applied with `no_new_privs`. If the
-/// ruleset is not *fully* enforced, the child fails with [`RESTRICT_FAILED`] and the program
-/// never starts.
+/// the thread that spawned it exits, the Landlock ruleset is applied with `no_new_privs`, and the
+/// two seccomp filters are installed. If the ruleset is not *fully* enforced or a filter cannot
+/// be installed, the child fails with [`RESTRICT_FAILED`] and the program never starts.
 #[allow(unsafe_code)]
-pub(crate) fn restrict_before_exec(command: &mut Command, ruleset: RulesetCreated) {
+pub(crate) fn restrict_before_exec(
+    command: &mut Command,
+    ruleset: RulesetCreated,
+    filters: Filters,
+) {
     use std::os::unix::process::CommandExt;
     let mut ruleset = Some(ruleset);
     let in_child = move || -> std::io::Result<()> {
@@ -102,13 +108,18 @@ pub(crate) fn restrict_before_exec(command: &mut Command, ruleset: RulesetCreate
         if status.ruleset != RulesetStatus::FullyEnforced || !status.no_new_privs {
             return Err(std::io::Error::from_raw_os_error(RESTRICT_FAILED));
         }
+        for filter in [&filters.eperm, &filters.enosys] {
+            seccompiler::apply_filter(filter)
+                .map_err(|_| std::io::Error::from_raw_os_error(RESTRICT_FAILED))?;
+        }
         Ok(())
     };
     // SAFETY: `pre_exec` runs `in_child` in the forked child, where only async-signal-safe work
-    // is allowed. It makes four system calls (close_range, prctl ×2, landlock_restrict_self),
-    // moves the ruleset out of an `Option` and builds plain values: it allocates nothing, takes
-    // no lock and touches no state shared with other threads of the parent. `std::io::Error`
-    // values built from a raw OS error do not allocate either.
+    // is allowed. It makes only system calls (close_range, prctl, landlock_restrict_self,
+    // seccomp), moves the ruleset out of an `Option`, reads the filters compiled in the parent,
+    // and builds plain values: it allocates nothing, takes no lock and touches no state shared
+    // with other threads of the parent. `std::io::Error` values built from a raw OS error do
+    // not allocate either.
     unsafe {
         command.pre_exec(in_child);
     }

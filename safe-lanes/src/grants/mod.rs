@@ -46,6 +46,11 @@ use crate::error::{Error, Result, Shown};
 use crate::root::StateRoot;
 use model::clean_reason;
 
+/// The longest path a request may propose (`PATH_MAX` without its NUL).
+const MAX_PATH_BYTES: usize = 4095;
+/// The most requests pending at once; the human approves or denies before more can be filed.
+pub const MAX_PENDING_REQUESTS: usize = 64;
+
 /// The grants of one manifest, managed from the trusted side.
 #[derive(Debug)]
 pub struct Grants {
@@ -136,9 +141,10 @@ impl Grants {
         let (_, doc) = self.manifest.load()?;
         let grants = doc
             .grants
-            .into_iter()
+            .iter()
             .map(|grant| {
-                let unavailable = self.unavailable(&grant);
+                let unavailable = self.unavailable(grant, &doc.grants);
+                let grant = grant.clone();
                 GrantView {
                     env: grant.alias.env_key(),
                     available: unavailable.is_none(),
@@ -277,32 +283,35 @@ impl Grants {
                     path: Shown::path(p),
                 });
             }
+            if bytes.len() > MAX_PATH_BYTES {
+                return Err(Error::NotFound {
+                    path: Shown::path(p),
+                    why: "the proposed path is longer than PATH_MAX (4095 bytes)",
+                });
+            }
             storable(p)?;
         }
         let reason = clean_reason(reason);
         let request = self.manifest.update(|doc| {
-            let now = now();
-            let request = match doc.requests.iter_mut().find(|r| r.alias == alias) {
-                Some(pending) => {
-                    pending.access = access;
-                    pending.reason = reason.clone();
-                    pending.path = path.map(Path::to_path_buf);
-                    pending.requested_at = now;
-                    pending.clone()
-                }
-                None => {
-                    let request = Request {
-                        id: format!("req_{}", &random_hex()[..16]),
-                        alias: alias.clone(),
-                        access,
-                        reason: reason.clone(),
-                        path: path.map(Path::to_path_buf),
-                        requested_at: now,
-                    };
-                    doc.requests.push(request.clone());
-                    request
-                }
+            // A new id for every version: the human approves the request they read, and an
+            // update in between makes that id unknown rather than silently different.
+            let request = Request {
+                id: format!("req_{}", &random_hex()[..16]),
+                alias: alias.clone(),
+                access,
+                reason: reason.clone(),
+                path: path.map(Path::to_path_buf),
+                requested_at: now(),
             };
+            match doc.requests.iter().position(|r| r.alias == alias) {
+                Some(at) => doc.requests[at] = request.clone(),
+                None if doc.requests.len() >= MAX_PENDING_REQUESTS => {
+                    return Err(Error::TooLarge {
+                        limit: MAX_PENDING_REQUESTS as u64,
+                    });
+                }
+                None => doc.requests.push(request.clone()),
+            }
             doc.changelog
                 .push(self.change(Action::Request, actor, &reason, &alias, |c| {
                     c.request_id = Some(request.id.clone());
@@ -337,19 +346,44 @@ impl Grants {
         let given = path.map(|p| self.canonical_folder(p)).transpose()?;
         let (grant, request) = self.manifest.update(|doc| {
             let request = take_request(doc, request_id)?;
-            let grant = if find(doc, &request.alias).is_ok() {
+            // The folder the request proposes, as the human saw it: it must already be
+            // canonical, or a symbolic link planted by the agent could turn an innocent-looking
+            // path into another folder. The human can always name the folder with `--path`.
+            let proposed = match (&given, &request.path) {
+                (None, Some(proposed)) => {
+                    let canonical = self.canonical_folder(proposed)?;
+                    if &canonical != proposed {
+                        return Err(Error::SymlinkEscape {
+                            path: Shown::path(proposed),
+                            why: "the proposed folder is not canonical (a symbolic link or `..` \
+                                  leads elsewhere); approve it with an explicit --path",
+                        });
+                    }
+                    Some(canonical)
+                }
+                _ => None,
+            };
+            let folder = given.clone().or(proposed);
+            let grant = if let Ok(existing) = find(doc, &request.alias) {
+                // A request for an alias that exists changes its access, on the same folder.
+                if let Some(folder) = folder.as_ref().filter(|f| **f != existing.path) {
+                    return Err(Error::AliasTaken {
+                        alias: Shown::text(request.alias.as_str()),
+                        why: format!(
+                            "already granted for {}, not for {}",
+                            Shown::path(&existing.path),
+                            Shown::path(folder)
+                        ),
+                    });
+                }
                 set_access_in(doc, &request.alias, request.access)?;
                 find(doc, &request.alias)?.clone()
             } else {
-                let path = match (given, &request.path) {
-                    (Some(p), _) => p,
-                    (None, Some(proposed)) => self.canonical_folder(proposed)?,
-                    (None, None) => {
-                        return Err(Error::NotFound {
-                            path: Shown::text(&request.id),
-                            why: "the request names no folder: approve it with a path",
-                        });
-                    }
+                let Some(path) = folder else {
+                    return Err(Error::NotFound {
+                        path: Shown::text(&request.id),
+                        why: "the request names no folder: approve it with a path",
+                    });
                 };
                 let grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
                 doc.grants.push(grant.clone());
@@ -403,7 +437,10 @@ impl Grants {
     }
 
     /// Why a grant is not usable here, if it is not.
-    fn unavailable(&self, grant: &Grant) -> Option<String> {
+    fn unavailable(&self, grant: &Grant, all: &[Grant]) -> Option<String> {
+        if let Some(why) = self.broken_rule(grant, all) {
+            return Some(why);
+        }
         if grant.host != self.host {
             return Some(format!(
                 "approved on host `{}`, this is `{}`",
@@ -415,6 +452,39 @@ impl Grants {
             Ok(_) => None,
             Err(e) => Some(e.to_string()),
         }
+    }
+
+    /// The rule a stored grant breaks, if any. Grants normally pass every rule when they are
+    /// made; this catches a manifest edited by hand or by another tool, and a state root or
+    /// manifest moved under an existing grant. Such a grant is never used.
+    pub(crate) fn broken_rule(&self, grant: &Grant, all: &[Grant]) -> Option<String> {
+        if grant.path == Path::new("/") {
+            return Some("it grants `/`".to_owned());
+        }
+        if grant.path.starts_with(&self.state_root) || self.state_root.starts_with(&grant.path) {
+            return Some("it covers the safe-lanes state root".to_owned());
+        }
+        if self.manifest.path().starts_with(&grant.path) {
+            return Some("it contains the grants manifest".to_owned());
+        }
+        for other in all.iter().filter(|o| o.id != grant.id) {
+            if other.path == grant.path {
+                return Some(format!(
+                    "the same folder is also granted as `{}`",
+                    other.alias
+                ));
+            }
+            if grant.access == Access::ReadOnly
+                && other.access == Access::ReadWrite
+                && grant.path.starts_with(&other.path)
+            {
+                return Some(format!(
+                    "it lies inside the read-write grant `{}`",
+                    other.alias
+                ));
+            }
+        }
+        None
     }
 
     /// Validate a folder for a grant and return its canonical path.
@@ -468,8 +538,11 @@ impl Grants {
         {
             return Err(Error::AliasTaken {
                 alias: Shown::text(alias.as_str()),
-                other: Shown::text(other.alias.as_str()),
-                env: alias.env_key(),
+                why: format!(
+                    "already used by grant `{}` (environment key {})",
+                    other.alias,
+                    alias.env_key()
+                ),
             });
         }
         let grant = Grant {

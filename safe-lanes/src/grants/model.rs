@@ -254,8 +254,10 @@ pub struct Change {
 
 /// A reason made safe to store: escaped, and cut to [`MAX_REASON_CHARS`].
 pub(crate) fn clean_reason(reason: &str) -> String {
-    let shown = Shown::text(reason.trim()).to_string();
-    shown.chars().take(MAX_REASON_CHARS).collect()
+    crate::error::escaped(reason.trim())
+        .chars()
+        .take(MAX_REASON_CHARS)
+        .collect()
 }
 
 #[cfg(test)]

@@ -101,6 +101,7 @@ pub struct Effective {
 enum Unusable {
     OtherHost(String),
     Missing(String),
+    BreaksRule(String),
 }
 
 impl Effective {
@@ -120,6 +121,10 @@ impl Effective {
             Err(Unusable::Missing(_)) => Err(Error::NotFound {
                 path: Shown::path(&self.path),
                 why: "the granted folder cannot be opened on this host",
+            }),
+            Err(Unusable::BreaksRule(why)) => Err(Error::InvalidManifest {
+                path: Shown::text(self.alias.as_str()),
+                why: format!("this grant is not used: {why}"),
             }),
         }
     }
@@ -259,6 +264,11 @@ impl Session {
         self.grants.audit().append(event, "agent", fields)
     }
 
+    /// Record a refused agent operation in the audit log and hand the error back.
+    pub(crate) fn refused(&self, what: &str, subject: &str, error: Error) -> Error {
+        self.grants.audit().refused(what, "agent", subject, error)
+    }
+
     fn build(&self, stamp: Stamp, doc: &Document) -> Snapshot {
         let host = self.grants.host();
         let grants = doc
@@ -266,7 +276,9 @@ impl Session {
             .iter()
             .filter_map(|g| {
                 let access = self.narrowing.apply(&g.alias, g.access)?;
-                let folder = if g.host != host {
+                let folder = if let Some(why) = self.grants.broken_rule(g, &doc.grants) {
+                    Err(Unusable::BreaksRule(why))
+                } else if g.host != host {
                     Err(Unusable::OtherHost(g.host.clone()))
                 } else {
                     open_grant_dir(&g.path).map_err(|e| Unusable::Missing(e.to_string()))
@@ -274,7 +286,7 @@ impl Session {
                 let unavailable = match &folder {
                     Ok(_) => None,
                     Err(Unusable::OtherHost(h)) => Some(format!("approved on host `{h}`")),
-                    Err(Unusable::Missing(why)) => Some(why.clone()),
+                    Err(Unusable::Missing(why) | Unusable::BreaksRule(why)) => Some(why.clone()),
                 };
                 Some(Effective {
                     id: g.id.clone(),

@@ -110,7 +110,6 @@ fn a_read_only_grant_is_readable_and_nothing_in_it_can_change() {
         r#"mv "$1/data.txt" "$1/renamed.txt""#,
         r#"echo x > "$HOME/f" && mv "$HOME/f" "$1/moved-in""#,
         r#"ln -s /etc/passwd "$1/link""#,
-        r#"chmod 777 "$1/data.txt" && echo x > "$1/data.txt""#,
     ] {
         w.denied(script, &[&ro]);
     }
@@ -250,20 +249,90 @@ fn no_new_privileges_and_only_three_descriptors() {
         rustix::fs::Mode::empty(),
     )
     .unwrap();
-    let status = w.ok("grep NoNewPrivs /proc/self/status", &[]);
-    assert_eq!(
-        status.split_whitespace().collect::<Vec<_>>(),
-        ["NoNewPrivs:", "1"]
+    // prctl(PR_GET_NO_NEW_PRIVS) from inside (/proc is not part of the sandbox).
+    let nnp = w.ok(
+        "/usr/bin/python3 -c 'import ctypes; print(ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))'",
+        &[],
     );
-    // `ls` holds one descriptor of its own for the listing.
-    let fds: Vec<u32> = w
-        .ok("ls /proc/self/fd", &[])
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    assert!(fds.iter().all(|&fd| fd <= 3), "descriptors {fds:?}");
-    assert!(fds.len() <= 4);
+    assert_eq!(nnp.trim(), "1");
+    let open_fds = w.ok(
+        "/usr/bin/python3 -c 'import os\nfds = []\nfor fd in range(1024):\n    try:\n        os.fstat(fd); fds.append(fd)\n    except OSError: pass\nprint(fds)'",
+        &[],
+    );
+    assert_eq!(open_fds.trim(), "[0, 1, 2]", "descriptors {open_fds}");
+    w.denied("ls /proc/self/", &[]);
     drop(leaky);
+}
+
+#[test]
+fn unix_sockets_udp_and_leaving_the_process_group_are_refused() {
+    let w = World::new();
+    // A listening UNIX socket outside every grant, and one inside the read-write grant.
+    let outside = std::os::unix::net::UnixListener::bind(w.p("outside/agent.sock")).unwrap();
+    let inside = std::os::unix::net::UnixListener::bind(w.p("rw/inside.sock")).unwrap();
+    let connect = "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\nprint('connected')";
+    for sock in [w.p("outside/agent.sock"), w.p("rw/inside.sock")] {
+        let out = Confined::new("/usr/bin/python3", ["-c", connect, sock.to_str().unwrap()])
+            .network(true)
+            .run(&w.grants.session())
+            .unwrap();
+        assert_ne!(out.outcome.exit_code, Some(0), "{out:?}");
+        assert!(out.outcome.stderr.contains("PermissionError"), "{out:?}");
+    }
+    drop((outside, inside));
+    let udp = "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))";
+    let out = Confined::new("/usr/bin/python3", ["-c", udp])
+        .run(&w.grants.session())
+        .unwrap();
+    assert!(out.outcome.stderr.contains("PermissionError"), "{out:?}");
+    // socketpair only talks to itself: allowed.
+    w.ok("/usr/bin/python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(b.recv(1))'", &[]);
+    // No new session, no new process group, no namespaces.
+    w.denied("/usr/bin/python3 -c 'import os; os.setsid()'", &[]);
+    w.denied("/usr/bin/python3 -c 'import os; os.setpgid(0, 0)'", &[]);
+    w.denied("/usr/bin/unshare --user --map-root-user true", &[]);
+}
+
+#[test]
+fn a_grandchild_that_tries_to_leave_the_group_dies_with_the_command() {
+    let w = World::new();
+    let rw = w.p("rw");
+    let script = r#"
+import os, sys, time
+if os.fork() == 0:
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    with open(sys.argv[1] + "/gc.pid", "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(60)
+else:
+    time.sleep(0.5)
+"#;
+    let out = Confined::new("/usr/bin/python3", ["-c", script, rw.to_str().unwrap()])
+        .run(&w.grants.session())
+        .unwrap();
+    assert_eq!(out.outcome.exit_code, Some(0), "{out:?}");
+    let pid: i32 = std::fs::read_to_string(w.p("rw/gc.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let dead = |pid: i32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    assert!(
+        (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            dead(pid)
+        }),
+        "grandchild {pid} survived"
+    );
 }
 
 #[test]
@@ -325,6 +394,13 @@ fn the_timeout_kills_the_whole_process_group() {
         dead(pid)
     });
     assert!(gone, "the background child {pid} was killed too");
+}
+
+#[test]
+fn the_scratch_directory_goes_even_when_the_command_locks_parts_of_it() {
+    let w = World::new();
+    let home = w.ok(r#"mkdir -p "$HOME/a/b" && touch "$HOME/a/b/f" && chmod 000 "$HOME/a/b" && chmod 500 "$HOME/a" && printf %s "$HOME""#, &[]);
+    assert!(!Path::new(&home).exists(), "{home} was removed");
 }
 
 #[test]

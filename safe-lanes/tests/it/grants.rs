@@ -345,25 +345,32 @@ fn a_request_is_inert_until_approved() {
     );
     assert!(w.grants.list().unwrap().grants.is_empty());
     assert_eq!(w.grants.list().unwrap().requests.len(), 1);
-    // A second request for the alias updates the pending one.
+    // A second request for the alias replaces the pending one, under a new id.
     let r2 = w
         .grants
         .request("docs", Access::ReadWrite, "edit the docs", None, "agent")
         .unwrap();
-    assert_eq!(r2.id, r.id);
+    assert_ne!(r2.id, r.id);
     let pending = w.grants.list().unwrap().requests;
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].access, Access::ReadWrite);
     assert_eq!(pending[0].reason, "edit the docs");
     assert_eq!(pending[0].path, None);
-    // Without a proposed path, approval needs the human's path.
+    // The first version is gone; without a proposed path, approval needs the human's path.
     assert_eq!(
-        code(w.grants.approve(&r.id, None, "", "alice")),
+        code(
+            w.grants
+                .approve(&r.id, Some(&w.p("proj/docs")), "", "alice")
+        ),
+        Code::NotFound
+    );
+    assert_eq!(
+        code(w.grants.approve(&r2.id, None, "", "alice")),
         Code::NotFound
     );
     let g = w
         .grants
-        .approve(&r.id, Some(&w.p("proj/docs")), "ok", "alice")
+        .approve(&r2.id, Some(&w.p("proj/docs")), "ok", "alice")
         .unwrap();
     assert_eq!((g.alias.as_str(), g.access), ("docs", Access::ReadWrite));
     assert!(w.grants.list().unwrap().requests.is_empty());
@@ -707,4 +714,212 @@ fn a_folder_whose_path_is_not_utf8_cannot_be_stored() {
         .request("odd", Access::ReadOnly, "", Some(&odd), "agent");
     assert_eq!(code(proposal), Code::InvalidManifest);
     assert!(w.grants.list().unwrap().grants.is_empty());
+}
+
+#[test]
+fn an_agent_cannot_flood_the_manifest_with_requests() {
+    let w = World::new();
+    let long = format!("/{}", "a".repeat(5000));
+    assert_eq!(
+        code(
+            w.grants
+                .request("x", Access::ReadOnly, "", Some(Path::new(&long)), "agent")
+        ),
+        Code::NotFound
+    );
+    for i in 0..safe_lanes::grants::MAX_PENDING_REQUESTS {
+        w.grants
+            .request(&format!("r{i}"), Access::ReadOnly, "", None, "agent")
+            .unwrap();
+    }
+    assert_eq!(
+        code(
+            w.grants
+                .request("one-more", Access::ReadOnly, "", None, "agent")
+        ),
+        Code::TooLarge
+    );
+    // Updating a pending request is still possible.
+    w.grants
+        .request("r0", Access::ReadWrite, "changed", None, "agent")
+        .unwrap();
+    let reason = "x".repeat(5000);
+    let r = w
+        .grants
+        .request("r1", Access::ReadOnly, &reason, None, "agent")
+        .unwrap();
+    assert_eq!(
+        r.reason.chars().count(),
+        safe_lanes::grants::MAX_REASON_CHARS
+    );
+}
+
+#[test]
+fn a_request_updated_after_the_human_read_it_cannot_be_approved_by_the_old_id() {
+    let w = World::new();
+    let seen = w
+        .grants
+        .request(
+            "docs",
+            Access::ReadOnly,
+            "read",
+            Some(&w.p("proj/docs")),
+            "agent",
+        )
+        .unwrap();
+    let changed = w
+        .grants
+        .request(
+            "docs",
+            Access::ReadWrite,
+            "read",
+            Some(&w.p("other")),
+            "agent",
+        )
+        .unwrap();
+    assert_ne!(seen.id, changed.id);
+    assert_eq!(
+        code(w.grants.approve(&seen.id, None, "", "alice")),
+        Code::NotFound
+    );
+    assert!(w.grants.list().unwrap().grants.is_empty());
+    assert_eq!(
+        w.grants.list().unwrap().requests.len(),
+        1,
+        "one pending version"
+    );
+}
+
+#[test]
+fn a_proposed_path_that_is_not_canonical_needs_an_explicit_path() {
+    let w = World::new();
+    // The agent plants a link (inside a folder it can write) that looks like a project folder.
+    symlink(w.p("sibling"), w.p("proj/docs-link")).unwrap();
+    let r = w
+        .grants
+        .request(
+            "docs",
+            Access::ReadOnly,
+            "",
+            Some(&w.p("proj/docs-link")),
+            "agent",
+        )
+        .unwrap();
+    assert_eq!(
+        code(w.grants.approve(&r.id, None, "", "alice")),
+        Code::SymlinkEscape
+    );
+    assert!(w.grants.list().unwrap().grants.is_empty());
+    let r = w
+        .grants
+        .request(
+            "docs",
+            Access::ReadOnly,
+            "",
+            Some(&w.p("proj/src/../docs")),
+            "agent",
+        )
+        .unwrap();
+    assert_eq!(
+        code(w.grants.approve(&r.id, None, "", "alice")),
+        Code::SymlinkEscape
+    );
+    // The human names the folder: granted as named.
+    let g = w
+        .grants
+        .approve(&r.id, Some(&w.p("proj/docs")), "", "alice")
+        .unwrap();
+    assert_eq!(g.path, w.p("proj/docs"));
+}
+
+#[test]
+fn a_request_for_an_existing_alias_cannot_move_it() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadOnly).unwrap();
+    let r = w
+        .grants
+        .request("proj", Access::ReadWrite, "", Some(&w.p("other")), "agent")
+        .unwrap();
+    assert_eq!(
+        code(w.grants.approve(&r.id, None, "", "alice")),
+        Code::AliasTaken
+    );
+    let r = w
+        .grants
+        .request("proj", Access::ReadWrite, "", None, "agent")
+        .unwrap();
+    assert_eq!(
+        code(w.grants.approve(&r.id, Some(&w.p("other")), "", "alice")),
+        Code::AliasTaken
+    );
+    let listed = w.grants.list().unwrap();
+    assert_eq!(
+        (listed.grants[0].grant.access, &listed.grants[0].grant.path),
+        (Access::ReadOnly, &w.p("proj"))
+    );
+    let g = w
+        .grants
+        .approve(&r.id, Some(&w.p("proj")), "", "alice")
+        .unwrap();
+    assert_eq!(g.access, Access::ReadWrite);
+}
+
+#[test]
+fn a_grant_edited_into_the_manifest_that_breaks_a_rule_is_never_used() {
+    let w = World::new();
+    let host = w.grants.host().to_owned();
+    let grant = |alias: &str, path: &Path, access: &str| json!({"id": format!("folder_{alias}"), "alias": alias, "path": path, "access": access, "host": host});
+    let manifest = json!({"folder_access": [
+        grant("state", &w.tmp.path().join("state"), "read_write"),
+        grant("parent", w.tmp.path(), "read_only"),
+        grant("proj", &w.p("proj"), "read_write"),
+        grant("src", &w.p("proj/src"), "read_only"),
+        grant("ok", &w.p("other"), "read_only"),
+    ]});
+    std::fs::write(w.manifest(), manifest.to_string()).unwrap();
+    let listing = w.grants.list().unwrap();
+    let available: Vec<(&str, bool)> = listing
+        .grants
+        .iter()
+        .map(|g| (g.grant.alias.as_str(), g.available))
+        .collect();
+    assert_eq!(
+        available,
+        [
+            ("state", false),
+            ("parent", false),
+            ("proj", true),
+            ("src", false),
+            ("ok", true)
+        ]
+    );
+    let session = w.grants.session();
+    for alias in ["state", "parent", "src"] {
+        assert_eq!(
+            code(session.resolve(alias, Path::new("."), Want::Read)),
+            Code::InvalidManifest,
+            "{alias}"
+        );
+    }
+    let snapshot = session.snapshot().unwrap();
+    let usable: Vec<&str> = snapshot.available().map(|g| g.alias.as_str()).collect();
+    assert_eq!(usable, ["proj", "ok"]);
+}
+
+/// Regression (found by the `manifest` fuzz target): a number that does not fit 64 bits drifted
+/// a little on every rewrite, because floats were not parsed exactly.
+#[test]
+fn numbers_in_other_keys_do_not_drift_across_rewrites() {
+    let w = World::new();
+    std::fs::write(
+        w.manifest(),
+        r#"{"n":[111111111111111111111111111111111111111, 0.1, 1e300, -2.5e-308]}"#,
+    )
+    .unwrap();
+    w.add("a", "proj", Access::ReadOnly).unwrap();
+    let first: Value = serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap();
+    w.add("b", "other", Access::ReadOnly).unwrap();
+    let second: Value = serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap();
+    assert_eq!(first["n"], second["n"]);
+    assert_eq!(second["n"][1], json!(0.1));
 }

@@ -380,3 +380,33 @@ fn a_swapped_directory_never_yields_a_handle_outside() {
         );
     }
 }
+
+#[test]
+fn refusals_and_resolutions_are_audited() {
+    let w = World::new();
+    let source = w.source();
+    source.resolve(&w.p("allowed1/file.txt")).unwrap();
+    source.resolve(&w.p("outside/secret")).unwrap_err();
+    let log = std::fs::read_to_string(w.p("state/audit.jsonl")).unwrap();
+    let events: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last_two: Vec<&str> = events
+        .iter()
+        .rev()
+        .take(2)
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(last_two, ["upload.refused", "upload.resolve"]);
+    let refused = events.last().unwrap();
+    assert_eq!(refused["code"], "outside_allowlist");
+    assert_eq!(refused["actor"], "agent");
+    assert!(
+        refused["subject"]
+            .as_str()
+            .unwrap()
+            .ends_with("outside/secret")
+    );
+    assert!(w.root.audit().verify().unwrap().is_intact());
+}

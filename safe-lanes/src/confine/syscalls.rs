@@ -1,0 +1,134 @@
+//! A seccomp filter for what Landlock does not mediate on the kernels safe-lanes supports.
+//!
+//! Landlock confines *files*. A confined command could still connect to a UNIX socket by its
+//! path (a session bus, an agent socket, a container daemon: each a way to act outside the
+//! sandbox), send UDP, leave its process group with `setsid` (and outlive a timeout or a
+//! revoke), create namespaces, or read the user's kernel keyring. The filter refuses those
+//! system calls with `EPERM` (and `clone3` with `ENOSYS`, which makes C libraries fall back to
+//! `clone`, whose flags the filter can inspect):
+//!
+//! | system call | refused when |
+//! |---|---|
+//! | `socket` | always without network; with network, for anything but `AF_INET`/`AF_INET6` |
+//! | `setsid`, `setpgid` | always: the process group is how the whole command is killed |
+//! | `clone` | with any `CLONE_NEW*` namespace flag |
+//! | `clone3`, `unshare`, `setns` | always |
+//! | `io_uring_setup`/`_enter`/`_register` | always (it would bypass this filter) |
+//! | `keyctl`, `add_key`, `request_key` | always |
+//! | `bpf`, `perf_event_open`, `userfaultfd` | always |
+//!
+//! `socketpair` stays allowed: it only connects a process to itself.
+//!
+//! On x86_64 the x32 numbers of the same calls are refused too.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use crate::error::{Error, Result};
+
+/// The two compiled filters: calls refused with `EPERM`, and `clone3` refused with `ENOSYS`.
+pub(crate) struct Filters {
+    pub(crate) eperm: BpfProgram,
+    pub(crate) enosys: BpfProgram,
+}
+
+#[cfg(target_arch = "x86_64")]
+const ARCH: TargetArch = TargetArch::x86_64;
+#[cfg(target_arch = "aarch64")]
+const ARCH: TargetArch = TargetArch::aarch64;
+#[cfg(target_arch = "riscv64")]
+const ARCH: TargetArch = TargetArch::riscv64;
+
+/// The x32 ABI marker on x86_64 (its system calls carry the same numbers with this bit set).
+#[cfg(target_arch = "x86_64")]
+const X32: Option<i64> = Some(0x4000_0000);
+#[cfg(not(target_arch = "x86_64"))]
+const X32: Option<i64> = None;
+
+const NAMESPACE_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+];
+
+/// Compile the filters for a command with or without network access.
+pub(crate) fn filters(network: bool) -> Result<Filters> {
+    let unavailable = |e: seccompiler::BackendError| Error::SandboxUnavailable {
+        why: format!("seccomp filter: {e}"),
+    };
+    let cond = |arg, op, value| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(unavailable)
+    };
+    let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let always = Vec::new;
+    let socket = if network {
+        vec![
+            SeccompRule::new(vec![
+                cond(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
+                cond(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
+            ])
+            .map_err(unavailable)?,
+        ]
+    } else {
+        always()
+    };
+    eperm.insert(libc::SYS_socket, socket);
+    let mut clone = Vec::new();
+    for flag in NAMESPACE_FLAGS {
+        clone.push(
+            SeccompRule::new(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?])
+                .map_err(unavailable)?,
+        );
+    }
+    eperm.insert(libc::SYS_clone, clone);
+    for nr in [
+        libc::SYS_setsid,
+        libc::SYS_setpgid,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+    ] {
+        eperm.insert(nr, always());
+    }
+    let mut enosys: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    enosys.insert(libc::SYS_clone3, always());
+    if let Some(bit) = X32 {
+        for map in [&mut eperm, &mut enosys] {
+            let x32: Vec<(i64, Vec<SeccompRule>)> = map
+                .iter()
+                .map(|(nr, rules)| (nr | bit, rules.clone()))
+                .collect();
+            map.extend(x32);
+        }
+    }
+    let compile = |rules, errno: i32| -> Result<BpfProgram> {
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            ARCH,
+        )
+        .map_err(unavailable)?;
+        filter.try_into().map_err(unavailable)
+    };
+    Ok(Filters {
+        eperm: compile(eperm, libc::EPERM)?,
+        enosys: compile(enosys, libc::ENOSYS)?,
+    })
+}
