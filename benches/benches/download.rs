@@ -214,19 +214,10 @@ fn duplicates(c: &mut Criterion) {
     g.finish();
 }
 
-/// Time `n` runs of `measured`, running `other` before each one (untimed), so that two
-/// functions compared with each other see the same filesystem state: on a journaling
-/// filesystem, background write-back from one side would otherwise slow the other.
-fn interleaved(n: u64, mut measured: impl FnMut(), mut other: impl FnMut()) -> Duration {
+/// [`safe_lanes_benches::interleaved`] after a [`settle`].
+fn interleaved(n: u64, measured: impl FnMut(), other: impl FnMut()) -> Duration {
     settle();
-    let mut total = Duration::ZERO;
-    for _ in 0..n {
-        other();
-        let start = Instant::now();
-        measured();
-        total += start.elapsed();
-    }
-    total
+    safe_lanes_benches::interleaved(n, measured, other)
 }
 
 /// Flush everything dirty before a sample, so that no sample pays for the write-back of the

@@ -4,10 +4,10 @@
 
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use safe_lanes::{Access, Confined, Grants, StateRoot};
+use safe_lanes_benches::interleaved;
 
 fn spawn(c: &mut Criterion) {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -28,23 +28,13 @@ fn spawn(c: &mut Criterion) {
         let out = Command::new("/bin/true").output().expect("spawn");
         assert!(out.status.success());
     };
-    let interleaved = |n: u64, measured: &dyn Fn(), other: &dyn Fn()| {
-        let mut total = Duration::ZERO;
-        for _ in 0..n {
-            other();
-            let start = Instant::now();
-            measured();
-            total += start.elapsed();
-        }
-        total
-    };
     let mut g = c.benchmark_group("spawn");
     g.sample_size(30);
     g.bench_function("unconfined", |b| {
-        b.iter_custom(|n| interleaved(n, &plain_op, &confined_op))
+        b.iter_custom(|n| interleaved(n, plain_op, confined_op))
     });
     g.bench_function("confined", |b| {
-        b.iter_custom(|n| interleaved(n, &confined_op, &plain_op))
+        b.iter_custom(|n| interleaved(n, confined_op, plain_op))
     });
     g.finish();
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use safe_lanes::{Code, Limits, UploadDeposit, UploadSource, Uploader};
 
-use crate::util::{Fixture, names};
+use crate::util::{Fixture, dies_soon, names};
 
 /// An uploader that records its working directory, the mode of the file it was given, and the
 /// file's content, into `report` (the staged path arrives as `$1`, never inside the script).
@@ -81,20 +81,7 @@ fn an_uploader_killed_by_the_timeout_leaves_the_deposit_empty() {
         .trim()
         .parse()
         .unwrap();
-    let dead = |pid: i32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    };
-    assert!(
-        (0..100).any(|_| {
-            std::thread::sleep(Duration::from_millis(20));
-            dead(pid)
-        }),
-        "background child {pid} survived"
-    );
+    assert!(dies_soon(pid), "background child {pid} survived");
 }
 
 #[test]

@@ -52,3 +52,19 @@ pub(crate) fn mkfifo(path: &Path) {
     )
     .expect("mkfifo");
 }
+
+/// Whether process `pid` is gone (or a zombie waiting for whoever adopted it), waiting up to
+/// two seconds for it to go.
+pub(crate) fn dies_soon(pid: i32) -> bool {
+    let dead = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        dead()
+    })
+}
