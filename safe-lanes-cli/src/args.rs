@@ -174,10 +174,14 @@ pub(crate) enum GrantCommand {
         #[arg(long)]
         actor: Option<String>,
     },
-    /// Deny a pending request.
+    /// Deny a pending request, by id or by alias.
     Deny {
         /// The request's id (see `grant requests`).
-        request_id: String,
+        #[arg(required_unless_present = "alias")]
+        request_id: Option<String>,
+        /// Deny whatever is pending for this alias, whatever its id.
+        #[arg(long, conflicts_with = "request_id")]
+        alias: Option<String>,
         /// Why, for the changelog.
         #[arg(long, default_value = "")]
         reason: String,

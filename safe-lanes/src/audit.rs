@@ -33,8 +33,10 @@ use crate::error::{Error, Result};
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// `,"hash":"` + 64 hex digits + `"}`.
 const SEAL_LEN: usize = 9 + 64 + 2;
-/// How much of the file end is read to find the last line.
+/// How much of the file end is read at a time to find the last line.
 const TAIL: u64 = 64 * 1024;
+/// The most read back to find where the last line starts.
+const MAX_LINE: usize = 1 << 20;
 
 /// The audit log of one state root.
 #[derive(Debug)]
@@ -162,9 +164,11 @@ impl AuditLog {
         if size == 0 {
             return Ok((0, GENESIS.to_owned()));
         }
-        // Read backwards, a chunk at a time, until the start of the last line is in the buffer.
+        // Read backwards, a chunk at a time, until the start of the last line is in the buffer
+        // (or MAX_LINE has been read: a longer last line is chained by the hash of its tail).
         let mut start = size;
-        let mut buf: Vec<u8> = Vec::new();
+        let mut chunks: Vec<Vec<u8>> = Vec::new();
+        let mut read = 0usize;
         loop {
             let from = start.saturating_sub(TAIL);
             let mut chunk = vec![0u8; (start - from) as usize];
@@ -178,14 +182,21 @@ impl AuditLog {
                 filled += n;
             }
             chunk.truncate(filled);
-            chunk.extend_from_slice(&buf);
-            buf = chunk;
+            read += chunk.len();
+            // Only the chunk nearest the end can hold the final newline itself.
+            let body = if chunks.is_empty() {
+                chunk.strip_suffix(b"\n").unwrap_or(&chunk)
+            } else {
+                &chunk[..]
+            };
+            let found = body.contains(&b'\n');
+            chunks.push(chunk);
             start = from;
-            let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
-            if start == 0 || body.contains(&b'\n') {
+            if start == 0 || found || read >= MAX_LINE {
                 break;
             }
         }
+        let buf: Vec<u8> = chunks.into_iter().rev().flatten().collect();
         let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let last = text.rsplit(|&b| b == b'\n').next().unwrap_or_default();
         let parsed: Option<(u64, String)> = serde_json::from_slice::<serde_json::Value>(last)

@@ -204,7 +204,10 @@ fn write_all(out: BorrowedFd<'_>, mut bytes: &[u8]) -> Result<()> {
 
 fn check_cap(total: u64, cap: Option<u64>) -> Result<()> {
     match cap {
-        Some(limit) if total > limit => Err(Error::TooLarge { limit }),
+        Some(limit) if total > limit => Err(Error::TooLarge {
+            what: "the content, in bytes,",
+            limit,
+        }),
         _ => Ok(()),
     }
 }

@@ -231,8 +231,13 @@ impl DownloadLane {
             sha256: copied.sha256,
         };
         if let Err(e) = self.audit.append("download.save", &self.actor, &saved) {
-            // Nothing unrecorded stays in the lane.
-            let _ = self.dir.remove_file(OsStr::new(&saved.name));
+            // Nothing unrecorded stays in the lane: remove the name, if it is still this file.
+            let ours = crate::beneath::identity(staged.fd.as_fd())?;
+            if let Ok(st) = self.dir.stat_entry(OsStr::new(&saved.name))
+                && (st.st_dev, st.st_ino) == ours
+            {
+                let _ = self.dir.remove_file(OsStr::new(&saved.name));
+            }
             return Err(e);
         }
         Ok(saved)

@@ -386,10 +386,12 @@ pub enum Error {
         /// The alias of the grant it overlaps.
         other: Shown,
     },
-    /// More bytes than the cap.
-    #[error("content exceeds the size cap of {limit} bytes; nothing was kept")]
+    /// More than a cap allows.
+    #[error("{what} exceeds the cap of {limit}; nothing was kept")]
     TooLarge {
-        /// The cap, in bytes.
+        /// What is capped ("content, in bytes", "pending requests", …).
+        what: &'static str,
+        /// The cap.
         limit: u64,
     },
     /// The state root or a lane is not private to the current user.

@@ -274,6 +274,7 @@ fn read_target(dir: &Anchor, name: &OsStr, shown: &Path) -> Result<Option<Curren
     }
     if st.st_size as u64 > MAX_FILE_BYTES {
         return Err(Error::TooLarge {
+            what: "the file, in bytes,",
             limit: MAX_FILE_BYTES,
         });
     }
@@ -300,6 +301,7 @@ enum Replace {
 fn write_beside(dir: &Anchor, name: &OsStr, text: &str, mode: u32, replace: Replace) -> Result<()> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(Error::TooLarge {
+            what: "the file, in bytes,",
             limit: MAX_FILE_BYTES,
         });
     }

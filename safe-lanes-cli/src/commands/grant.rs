@@ -107,10 +107,15 @@ pub(crate) fn run(
         }
         GrantCommand::Deny {
             request_id,
+            alias,
             reason,
             actor,
         } => {
-            let r = grants.deny(&request_id, &reason, &who(actor))?;
+            let r = match (request_id, alias) {
+                (Some(id), _) => grants.deny(&id, &reason, &who(actor))?,
+                (None, Some(alias)) => grants.deny_alias(&alias, &reason, &who(actor))?,
+                (None, None) => anyhow::bail!("give a request id or --alias"),
+            };
             Ok(Report::ok(
                 json!(r),
                 format!("denied {} ({})", r.id, r.alias),

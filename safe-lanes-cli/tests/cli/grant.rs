@@ -256,3 +256,44 @@ fn a_custom_manifest_keeps_its_other_keys() {
     assert_eq!(stored["folder_access"][0]["alias"], "proj");
     assert!(!env.root().join("workflow.json").exists());
 }
+
+#[test]
+fn deny_by_alias_whatever_the_current_id() {
+    let env = world();
+    for reason in ["first", "second"] {
+        let run = env.run(
+            &[
+                "--json",
+                "grant",
+                "request",
+                "--alias",
+                "docs",
+                "--access",
+                "read_only",
+                "--reason",
+                reason,
+            ],
+            b"",
+        );
+        assert_eq!(run.status, 0, "{run:?}");
+    }
+    let run = env.run(
+        &[
+            "--json", "grant", "deny", "--alias", "docs", "--reason", "no",
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    assert_eq!(run.json()["reason"], "second");
+    assert!(
+        env.run(&["--json", "grant", "requests"], b"").json()["requests"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        env.run(&["grant", "deny"], b"").status,
+        2,
+        "an id or --alias is required"
+    );
+}

@@ -142,7 +142,14 @@ impl Confined {
     pub fn run(&self, session: &Session) -> Result<ConfinedOutcome> {
         self.run_unrecorded(session).map_err(|e| match e.code() {
             crate::Code::Io => e,
-            _ => session.refused("exec", &self.program.to_string_lossy(), e),
+            _ => {
+                let mut subject = self.program.to_string_lossy().into_owned();
+                for arg in &self.args {
+                    subject.push(' ');
+                    subject.push_str(&arg.to_string_lossy());
+                }
+                session.refused("exec", &subject, e)
+            }
         })
     }
 
@@ -173,7 +180,11 @@ impl Confined {
         }
         rules.push((scratch.dir.as_fd(), ruleset::read_write(abi)));
         let created = ruleset::build(abi, &rules, self.network)?;
-        let filters = syscalls::filters(self.network)?;
+        let filters = syscalls::filters(
+            self.network,
+            std::process::id(),
+            rustix::process::getpgrp().as_raw_nonzero().get() as u32,
+        )?;
 
         let mut command = Command::new(&self.program);
         command

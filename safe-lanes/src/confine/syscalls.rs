@@ -10,14 +10,18 @@
 //! | system call | refused when |
 //! |---|---|
 //! | `socket` | always without network; with network, for anything but `AF_INET`/`AF_INET6` |
+//! | `socketpair` | for datagram (and raw) sockets, which can still be sent to a socket by path |
 //! | `setsid`, `setpgid` | always: the process group is how the whole command is killed |
-//! | `clone` | with any `CLONE_NEW*` namespace flag |
+//! | `clone` | with any `CLONE_NEW*` namespace flag, or `CLONE_PARENT` |
+//! | `kill`, `tgkill`, `rt_sigqueueinfo`, `rt_tgsigqueueinfo`, `pidfd_open` | aimed at the gateway process, its process group, or every process (`-1`); `tkill` always |
 //! | `clone3`, `unshare`, `setns` | always |
 //! | `io_uring_setup`/`_enter`/`_register` | always (it would bypass this filter) |
 //! | `keyctl`, `add_key`, `request_key` | always |
 //! | `bpf`, `perf_event_open`, `userfaultfd` | always |
 //!
-//! `socketpair` stays allowed: it only connects a process to itself.
+//! Stream and sequenced-packet `socketpair`s stay allowed: they only connect a process to
+//! itself. The signal rules keep a confined command from stopping or killing the gateway that
+//! supervises it, which Landlock only scopes from ABI 6 on.
 //!
 //! On x86_64 the x32 numbers of the same calls are refused too.
 
@@ -49,7 +53,8 @@ const X32: Option<i64> = Some(0x4000_0000);
 #[cfg(not(target_arch = "x86_64"))]
 const X32: Option<i64> = None;
 
-const NAMESPACE_FLAGS: [u64; 7] = [
+const CLONE_FLAGS_REFUSED: [u64; 8] = [
+    libc::CLONE_PARENT as u64,
     libc::CLONE_NEWNS as u64,
     libc::CLONE_NEWCGROUP as u64,
     libc::CLONE_NEWUTS as u64,
@@ -59,8 +64,9 @@ const NAMESPACE_FLAGS: [u64; 7] = [
     libc::CLONE_NEWNET as u64,
 ];
 
-/// Compile the filters for a command with or without network access.
-pub(crate) fn filters(network: bool) -> Result<Filters> {
+/// Compile the filters for a command with or without network access, started by the process
+/// `gateway` (whose process group is `gateway_group`).
+pub(crate) fn filters(network: bool, gateway: u32, gateway_group: u32) -> Result<Filters> {
     let unavailable = |e: seccompiler::BackendError| Error::SandboxUnavailable {
         why: format!("seccomp filter: {e}"),
     };
@@ -81,8 +87,45 @@ pub(crate) fn filters(network: bool) -> Result<Filters> {
         always()
     };
     eperm.insert(libc::SYS_socket, socket);
+    let dword = |arg, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
+            .map_err(unavailable)
+    };
+    // socketpair(domain, type, …): SOCK_DGRAM (2) and SOCK_RAW (3), whatever the flags.
+    let mut socketpair = Vec::new();
+    for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW] {
+        socketpair.push(
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::MaskedEq(0xf), kind as u64)?])
+                .map_err(unavailable)?,
+        );
+    }
+    eperm.insert(libc::SYS_socketpair, socketpair);
+    // Signals to the gateway, its group, or everyone (pid arguments are 32-bit).
+    let minus = |v: u32| u64::from((v as i32).wrapping_neg() as u32);
+    let targets = [
+        u64::from(gateway),
+        minus(gateway_group),
+        u64::from(u32::MAX),
+    ];
+    for nr in [libc::SYS_kill, libc::SYS_rt_sigqueueinfo] {
+        let mut rules = Vec::new();
+        for target in targets {
+            rules.push(SeccompRule::new(vec![dword(0, target)?]).map_err(unavailable)?);
+        }
+        eperm.insert(nr, rules);
+    }
+    for nr in [
+        libc::SYS_tgkill,
+        libc::SYS_rt_tgsigqueueinfo,
+        libc::SYS_pidfd_open,
+    ] {
+        eperm.insert(
+            nr,
+            vec![SeccompRule::new(vec![dword(0, u64::from(gateway))?]).map_err(unavailable)?],
+        );
+    }
     let mut clone = Vec::new();
-    for flag in NAMESPACE_FLAGS {
+    for flag in CLONE_FLAGS_REFUSED {
         clone.push(
             SeccompRule::new(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?])
                 .map_err(unavailable)?,
@@ -90,6 +133,7 @@ pub(crate) fn filters(network: bool) -> Result<Filters> {
     }
     eperm.insert(libc::SYS_clone, clone);
     for nr in [
+        libc::SYS_tkill,
         libc::SYS_setsid,
         libc::SYS_setpgid,
         libc::SYS_unshare,

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{FlockOperation, Mode, OFlags};
 use serde::Serialize;
@@ -167,6 +167,13 @@ impl Manifest {
     fn write(&self, doc: &Document) -> Result<()> {
         let mut bytes = doc.to_json().map_err(|why| self.invalid(why))?;
         bytes.push(b'\n');
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            // Never write what could not be read back.
+            return Err(Error::TooLarge {
+                what: "the manifest, in bytes,",
+                limit: MAX_MANIFEST_BYTES,
+            });
+        }
         let mut tmp_name = OsString::from(".");
         tmp_name.push(&self.name);
         tmp_name.push(format!(".{}.tmp", random_hex()));
@@ -282,6 +289,12 @@ impl Document {
             if g.path == Path::new("/") {
                 return Err(format!("grant `{}` grants `/`", g.alias));
             }
+            if !normalized(&g.path) {
+                return Err(format!(
+                    "grant `{}` has a path with `.` or `..` in it",
+                    g.alias
+                ));
+            }
         }
         let mut pending = HashSet::new();
         for r in &self.requests {
@@ -291,12 +304,25 @@ impl Document {
             if !pending.insert(r.alias.as_str()) {
                 return Err(format!("two pending requests for alias `{}`", r.alias));
             }
-            if r.path.as_ref().is_some_and(|p| !p.is_absolute()) {
-                return Err(format!("request `{}` proposes a relative path", r.id));
+            if r.path
+                .as_ref()
+                .is_some_and(|p| !p.is_absolute() || !normalized(p))
+            {
+                return Err(format!(
+                    "request `{}` proposes a relative or unnormalized path",
+                    r.id
+                ));
             }
         }
         Ok(())
     }
+}
+
+/// No `.` or `..` component (the form in which paths are stored).
+fn normalized(path: &Path) -> bool {
+    !path
+        .components()
+        .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
 }
 
 /// Deserialize `map[key]` as a list (absent or `null` is empty).

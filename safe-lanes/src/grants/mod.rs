@@ -27,7 +27,7 @@ mod manifest;
 mod model;
 mod session;
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -270,6 +270,21 @@ impl Grants {
         path: Option<&Path>,
         actor: &str,
     ) -> Result<Request> {
+        self.request_unrecorded(alias, access, reason, path, actor)
+            .map_err(|e| match e.code() {
+                crate::Code::Io => e,
+                _ => self.audit.refused("grant.request", actor, alias, e),
+            })
+    }
+
+    fn request_unrecorded(
+        &self,
+        alias: &str,
+        access: Access,
+        reason: &str,
+        path: Option<&Path>,
+        actor: &str,
+    ) -> Result<Request> {
         let alias = Alias::new(alias)?;
         if let Some(p) = path {
             let bytes = p.as_os_str().as_encoded_bytes();
@@ -289,6 +304,13 @@ impl Grants {
                     why: "the proposed path is longer than PATH_MAX (4095 bytes)",
                 });
             }
+            if p.components()
+                .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
+            {
+                return Err(Error::Traversal {
+                    path: Shown::path(p),
+                });
+            }
             storable(p)?;
         }
         let reason = clean_reason(reason);
@@ -304,20 +326,25 @@ impl Grants {
                 requested_at: now(),
             };
             match doc.requests.iter().position(|r| r.alias == alias) {
+                // An update goes to the audit log only: a requester re-filing in a loop must not
+                // grow the manifest.
                 Some(at) => doc.requests[at] = request.clone(),
                 None if doc.requests.len() >= MAX_PENDING_REQUESTS => {
                     return Err(Error::TooLarge {
+                        what: "the number of pending requests",
                         limit: MAX_PENDING_REQUESTS as u64,
                     });
                 }
-                None => doc.requests.push(request.clone()),
+                None => {
+                    doc.requests.push(request.clone());
+                    doc.changelog
+                        .push(self.change(Action::Request, actor, &reason, &alias, |c| {
+                            c.request_id = Some(request.id.clone());
+                            c.path = request.path.clone();
+                            c.access = Some(access);
+                        }));
+                }
             }
-            doc.changelog
-                .push(self.change(Action::Request, actor, &reason, &alias, |c| {
-                    c.request_id = Some(request.id.clone());
-                    c.path = request.path.clone();
-                    c.access = Some(access);
-                }));
             Ok(request)
         })?;
         self.audit.append(
@@ -413,8 +440,37 @@ impl Grants {
     ///
     /// `not_found` when there is no such request; `invalid_manifest`, `io`.
     pub fn deny(&self, request_id: &str, reason: &str, actor: &str) -> Result<Request> {
+        self.deny_where(|r| r.id == request_id, request_id, reason, actor)
+    }
+
+    /// Deny whatever request is pending for `alias`, whatever its current id (a requester that
+    /// keeps re-filing cannot keep the human from saying no).
+    ///
+    /// # Errors
+    ///
+    /// `invalid_alias`; `not_found` when nothing is pending for it; `invalid_manifest`, `io`.
+    pub fn deny_alias(&self, alias: &str, reason: &str, actor: &str) -> Result<Request> {
+        let alias = Alias::new(alias)?;
+        self.deny_where(|r| r.alias == alias, alias.as_str(), reason, actor)
+    }
+
+    fn deny_where(
+        &self,
+        which: impl Fn(&Request) -> bool,
+        shown: &str,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Request> {
         let request = self.manifest.update(|doc| {
-            let request = take_request(doc, request_id)?;
+            let at = doc
+                .requests
+                .iter()
+                .position(which)
+                .ok_or_else(|| Error::NotFound {
+                    path: Shown::text(shown),
+                    why: "no pending request matches",
+                })?;
+            let request = doc.requests.remove(at);
             doc.changelog.push(
                 self.change(Action::Deny, actor, reason, &request.alias, |c| {
                     c.request_id = Some(request.id.clone());
@@ -655,13 +711,15 @@ fn check_overlaps<'g>(grants: impl Iterator<Item = &'g Grant> + Clone) -> Result
 
 /// A path must be UTF-8 to be stored in the (JSON) manifest exactly.
 fn storable(path: &Path) -> Result<()> {
-    match path.to_str() {
-        Some(_) => Ok(()),
-        None => Err(Error::InvalidManifest {
-            path: Shown::path(path),
-            why: "this path is not UTF-8, so a JSON manifest cannot hold it".to_owned(),
-        }),
-    }
+    let why = match path.to_str() {
+        None => "this path is not UTF-8, so a JSON manifest cannot hold it",
+        Some(text) if text.chars().any(char::is_control) => "this path holds control characters",
+        Some(_) => return Ok(()),
+    };
+    Err(Error::InvalidManifest {
+        path: Shown::path(path),
+        why: why.to_owned(),
+    })
 }
 
 /// Open a granted folder by its stored canonical path, refusing any symbolic link on the way

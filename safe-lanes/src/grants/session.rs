@@ -281,7 +281,15 @@ impl Session {
                 } else if g.host != host {
                     Err(Unusable::OtherHost(g.host.clone()))
                 } else {
-                    open_grant_dir(&g.path).map_err(|e| Unusable::Missing(e.to_string()))
+                    open_grant_dir(&g.path)
+                        .map_err(|e| Unusable::Missing(e.to_string()))
+                        .and_then(|anchor| match crate::beneath::location_of(anchor.as_fd()) {
+                            // The folder opened must be the one the grant names.
+                            Ok(real) if real == g.path => Ok(anchor),
+                            _ => Err(Unusable::BreaksRule(
+                                "its folder does not open at the path it names".to_owned(),
+                            )),
+                        })
                 };
                 let unavailable = match &folder {
                     Ok(_) => None,

@@ -117,3 +117,20 @@ fn writers_in_parallel_keep_one_chain() {
     assert_eq!(v.lines, 400);
     assert!(v.is_intact(), "{:?}", v.broken);
 }
+
+#[test]
+fn a_last_line_longer_than_a_read_chunk_still_chains() {
+    let fx = Fixture::new();
+    let root_path = fx.root.path().to_path_buf();
+    fx.root
+        .audit()
+        .append("big", "t", json!({ "blob": "x".repeat(300_000) }))
+        .unwrap();
+    // Another handle (another process) appends next: it must find the start of that line.
+    let anchor = safe_lanes::beneath::Anchor::open_unchecked(&root_path).unwrap();
+    let other = AuditLog::open(&anchor, &root_path, "audit.jsonl").unwrap();
+    other.append("after", "t", json!({})).unwrap();
+    let v = fx.root.audit().verify().unwrap();
+    assert_eq!(v.lines, 2);
+    assert!(v.is_intact(), "{:?}", v.broken);
+}

@@ -287,8 +287,31 @@ fn unix_sockets_udp_and_leaving_the_process_group_are_refused() {
         .run(&w.grants.session())
         .unwrap();
     assert!(out.outcome.stderr.contains("PermissionError"), "{out:?}");
-    // socketpair only talks to itself: allowed.
+    // A datagram socketpair could still send to a socket by path: refused.
+    let dgram = std::os::unix::net::UnixDatagram::bind(w.p("outside/log.sock")).unwrap();
+    let send = "import socket, sys\na, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\na.sendto(b'x', sys.argv[1])";
+    let out = Confined::new(
+        "/usr/bin/python3",
+        ["-c", send, w.p("outside/log.sock").to_str().unwrap()],
+    )
+    .run(&w.grants.session())
+    .unwrap();
+    assert!(out.outcome.stderr.contains("PermissionError"), "{out:?}");
+    dgram.set_nonblocking(true).unwrap();
+    assert!(dgram.recv(&mut [0u8; 8]).is_err(), "nothing arrived");
+    // A stream socketpair only talks to itself: allowed.
     w.ok("/usr/bin/python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(b.recv(1))'", &[]);
+    // The gateway (here, this test process) cannot be signalled, stopped or killed.
+    w.denied("kill -0 $PPID", &[]);
+    w.denied("kill -0 -1", &[]);
+    w.ok("sleep 5 & kill $! && echo own children are fine", &[]);
+    // clone(CLONE_PARENT) would hang children on the gateway.
+    let clone_parent = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.syscall(56, 0x8000 | 17, 0, 0, 0, 0)\nif r == 0:\n    os._exit(0)\nprint(r, ctypes.get_errno())";
+    assert_eq!(
+        w.ok(&format!("/usr/bin/python3 -c '{clone_parent}'"), &[])
+            .trim(),
+        "-1 1"
+    );
     // No new session, no new process group, no namespaces.
     w.denied("/usr/bin/python3 -c 'import os; os.setsid()'", &[]);
     w.denied("/usr/bin/python3 -c 'import os; os.setpgid(0, 0)'", &[]);

@@ -810,19 +810,16 @@ fn a_proposed_path_that_is_not_canonical_needs_an_explicit_path() {
         Code::SymlinkEscape
     );
     assert!(w.grants.list().unwrap().grants.is_empty());
-    let r = w
-        .grants
-        .request(
+    // A `..` is refused when the request is filed.
+    assert_eq!(
+        code(w.grants.request(
             "docs",
             Access::ReadOnly,
             "",
             Some(&w.p("proj/src/../docs")),
             "agent",
-        )
-        .unwrap();
-    assert_eq!(
-        code(w.grants.approve(&r.id, None, "", "alice")),
-        Code::SymlinkEscape
+        )),
+        Code::Traversal
     );
     // The human names the folder: granted as named.
     let g = w
@@ -922,4 +919,76 @@ fn numbers_in_other_keys_do_not_drift_across_rewrites() {
     let second: Value = serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap();
     assert_eq!(first["n"], second["n"]);
     assert_eq!(second["n"][1], json!(0.1));
+}
+
+#[test]
+fn a_proposed_path_must_be_storable_and_normalized() {
+    let w = World::new();
+    let control = format!("{}/a\u{1}b", w.tmp.path().display());
+    assert_eq!(
+        code(w.grants.request(
+            "x",
+            Access::ReadOnly,
+            "",
+            Some(Path::new(&control)),
+            "agent"
+        )),
+        Code::InvalidManifest
+    );
+    assert_eq!(
+        code(w.grants.request(
+            "x",
+            Access::ReadOnly,
+            "",
+            Some(&w.p("proj/../other")),
+            "agent"
+        )),
+        Code::Traversal
+    );
+    // Refused requests are audited too.
+    let log = std::fs::read_to_string(w.root.path().join("audit.jsonl")).unwrap();
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("grant.request.refused"))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn re_filing_does_not_grow_the_manifest_and_the_human_can_deny_by_alias() {
+    let w = World::new();
+    for i in 0..20 {
+        w.grants
+            .request("docs", Access::ReadOnly, &format!("try {i}"), None, "agent")
+            .unwrap();
+    }
+    let requests = w
+        .grants
+        .changelog()
+        .unwrap()
+        .iter()
+        .filter(|c| c.action == Action::Request)
+        .count();
+    assert_eq!(requests, 1, "only the first version is in the changelog");
+    let denied = w.grants.deny_alias("docs", "stop asking", "alice").unwrap();
+    assert_eq!(denied.reason, "try 19");
+    assert!(w.grants.list().unwrap().requests.is_empty());
+    assert_eq!(
+        code(w.grants.deny_alias("docs", "", "alice")),
+        Code::NotFound
+    );
+}
+
+#[test]
+fn stored_paths_with_dot_components_are_refused() {
+    let w = World::new();
+    let host = w.grants.host().to_owned();
+    let dotted = format!("{}/proj/..", w.tmp.path().display());
+    let manifest = json!({"folder_access": [
+        {"id": "folder_x", "alias": "x", "path": dotted, "access": "read_only", "host": host}
+    ]});
+    std::fs::write(w.manifest(), manifest.to_string()).unwrap();
+    assert_eq!(code(w.grants.list()), Code::InvalidManifest);
+    assert_eq!(code(w.grants.session().snapshot()), Code::InvalidManifest);
 }

@@ -1,6 +1,9 @@
-//! The upload-source allowlist: a table of legitimate and refused sources run against both
-//! resolution backends, the hard guard, and a race with a thread swapping a directory and a
-//! symbolic link to outside.
+//! The upload-source allowlist: a table of legitimate and refused sources, the hard guard, and
+//! a race with a thread swapping a directory and a symbolic link to outside.
+//!
+//! The table and the race run with each backend for the roots' anchors (the fast path and the
+//! confirming re-open); the step that follows links to learn where a path leads is always the
+//! kernel's own resolution.
 
 use std::ffi::OsString;
 use std::os::fd::AsFd;
