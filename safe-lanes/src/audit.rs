@@ -208,7 +208,8 @@ impl AuditLog {
     }
 
     /// Record a refusal (`<what>.refused`) of an operation on `subject`, then hand the error back.
-    /// A failure to write the record is logged and does not hide the refusal.
+    /// An `io` error is not a refusal (nothing was decided, the system failed) and is handed
+    /// back unrecorded. A failure to write the record is logged and does not hide the refusal.
     pub fn refused(
         &self,
         what: &str,
@@ -216,6 +217,9 @@ impl AuditLog {
         subject: &str,
         error: crate::Error,
     ) -> crate::Error {
+        if error.code() == crate::Code::Io {
+            return error;
+        }
         let fields = serde_json::json!({
             "subject": crate::Shown::text(subject).as_str(),
             "code": error.code().as_str(),

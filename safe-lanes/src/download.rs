@@ -197,13 +197,10 @@ impl DownloadLane {
     /// save never replaces or writes through anything that exists.
     pub fn save(&self, hint: impl AsRef<[u8]>, reader: impl Read) -> Result<Saved> {
         let hint = hint.as_ref();
-        self.save_unrecorded(hint, reader)
-            .map_err(|e| match e.code() {
-                crate::Code::Io => e,
-                _ => self
-                    .audit
-                    .refused("download", &self.actor, &String::from_utf8_lossy(hint), e),
-            })
+        self.save_unrecorded(hint, reader).map_err(|e| {
+            self.audit
+                .refused("download", &self.actor, &String::from_utf8_lossy(hint), e)
+        })
     }
 
     fn save_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Saved> {

@@ -75,10 +75,8 @@ pub struct Patched {
 ///
 /// `alias`, `file` and `diff` are untrusted.
 pub fn apply_patch(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patched> {
-    apply(session, alias, file, diff).map_err(|e| match e.code() {
-        crate::Code::Io => e,
-        _ => session.refused("patch", &format!("{alias}:{}", file.to_string_lossy()), e),
-    })
+    apply(session, alias, file, diff)
+        .map_err(|e| session.refused("patch", &format!("{alias}:{}", file.to_string_lossy()), e))
 }
 
 fn apply(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patched> {

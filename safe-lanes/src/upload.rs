@@ -296,11 +296,9 @@ impl UploadSource {
     /// `path` is untrusted. The returned handle was opened beneath an allowed root's
     /// descriptor, and is never under the state root except `.downloads`.
     pub fn open(&self, path: &Path) -> Result<Opened> {
-        self.open_unrecorded(path).map_err(|e| match e.code() {
-            crate::Code::Io => e,
-            _ => self
-                .audit
-                .refused("upload", &self.actor, &path.to_string_lossy(), e),
+        self.open_unrecorded(path).map_err(|e| {
+            self.audit
+                .refused("upload", &self.actor, &path.to_string_lossy(), e)
         })
     }
 

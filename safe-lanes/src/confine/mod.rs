@@ -140,16 +140,13 @@ impl Confined {
     /// The command and its arguments may come from an agent. They run with the rights in the
     /// module documentation and no others.
     pub fn run(&self, session: &Session) -> Result<ConfinedOutcome> {
-        self.run_unrecorded(session).map_err(|e| match e.code() {
-            crate::Code::Io => e,
-            _ => {
-                let mut subject = self.program.to_string_lossy().into_owned();
-                for arg in &self.args {
-                    subject.push(' ');
-                    subject.push_str(&arg.to_string_lossy());
-                }
-                session.refused("exec", &subject, e)
+        self.run_unrecorded(session).map_err(|e| {
+            let mut subject = self.program.to_string_lossy().into_owned();
+            for arg in &self.args {
+                subject.push(' ');
+                subject.push_str(&arg.to_string_lossy());
             }
+            session.refused("exec", &subject, e)
         })
     }
 

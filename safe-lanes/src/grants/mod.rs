@@ -271,10 +271,7 @@ impl Grants {
         actor: &str,
     ) -> Result<Request> {
         self.request_unrecorded(alias, access, reason, path, actor)
-            .map_err(|e| match e.code() {
-                crate::Code::Io => e,
-                _ => self.audit.refused("grant.request", actor, alias, e),
-            })
+            .map_err(|e| self.audit.refused("grant.request", actor, alias, e))
     }
 
     fn request_unrecorded(

@@ -264,7 +264,8 @@ impl Session {
         self.grants.audit().append(event, "agent", fields)
     }
 
-    /// Record a refused agent operation in the audit log and hand the error back.
+    /// Record a refused agent operation in the audit log and hand the error back (an `io`
+    /// error is handed back unrecorded: see [`AuditLog::refused`](crate::audit::AuditLog::refused)).
     pub(crate) fn refused(&self, what: &str, subject: &str, error: Error) -> Error {
         self.grants.audit().refused(what, "agent", subject, error)
     }

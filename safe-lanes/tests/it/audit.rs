@@ -134,3 +134,29 @@ fn a_last_line_longer_than_a_read_chunk_still_chains() {
     assert_eq!(v.lines, 2);
     assert!(v.is_intact(), "{:?}", v.broken);
 }
+
+#[test]
+fn refusals_are_recorded_and_system_failures_are_not() {
+    let (fx, path) = log_with(1);
+    let audit = fx.root.audit();
+
+    let refusal = safe_lanes::Error::Traversal {
+        path: safe_lanes::Shown::text("../x"),
+    };
+    let back = audit.refused("upload", "agent", "../\u{1b}x", refusal);
+    assert_eq!(back.code(), safe_lanes::Code::Traversal);
+    let failure = safe_lanes::Error::io("read", "x", std::io::Error::other("disk on fire"));
+    let back = audit.refused("upload", "agent", "x", failure);
+    assert_eq!(back.code(), safe_lanes::Code::Io);
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "only the refusal is recorded: {text}");
+    assert_eq!(lines[1]["event"], "upload.refused");
+    assert_eq!(lines[1]["code"], "traversal");
+    assert!(!text.contains('\u{1b}'), "the subject is escaped: {text}");
+    assert!(audit.verify().unwrap().is_intact());
+}
