@@ -77,7 +77,7 @@ pub mod run;
 pub mod upload;
 
 pub use audit::{AuditLog, Verification};
-pub use confine::{Confined, ConfinedOutcome};
+pub use confine::{Confined, ConfinedOutcome, SandboxSupport, sandbox_support};
 pub use deposit::{Staged, UploadDeposit, Uploader};
 pub use download::{DownloadLane, Durability, Saved};
 pub use error::{Code, Error, Result, Shown};

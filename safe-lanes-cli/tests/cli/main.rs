@@ -4,6 +4,7 @@
 mod confined;
 mod download;
 mod grant;
+mod hostile;
 mod root;
 mod upload;
 mod util;

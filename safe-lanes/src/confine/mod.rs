@@ -1,45 +1,50 @@
-//! Confined commands: run a program under Linux Landlock, with exactly the folders of a
+//! Confined commands: run a program in a sandbox that holds exactly the folders of a
 //! [`Session`] and nothing else of the user's.
 //!
-//! The sandbox of one command:
+//! Each command gets its own user, mount, PID, IPC, UTS and cgroup namespaces (and network
+//! namespace, unless it asks for network), a root made of these and nothing else, no
+//! capabilities, and Landlock and seccomp as further layers (ADR 0007):
 //!
 //! | what | rights |
 //! |---|---|
-//! | each available read-only grant | read files, list directories, execute |
-//! | each available read-write grant | every filesystem right Landlock mediates |
-//! | `/usr`, `/bin`, `/sbin`, `/lib*`, `/etc` | read and execute |
+//! | each available read-only grant, at its own path | read files, list directories, execute (a read-only mount) |
+//! | each available read-write grant, at its own path | everything |
+//! | `/usr`, `/etc`, and `/bin`, `/sbin`, `/lib*` (directories, or the system's links to them) | read and execute (read-only mounts) |
 //! | `/dev/null` | read, write, truncate |
 //! | `/dev/zero`, `/dev/urandom`, `/dev/random` | read |
-//! | a private scratch directory (its `HOME` and `TMPDIR`, removed afterwards) | everything |
-//! | anything else — `$HOME`, `/tmp`, `/root`, `/proc`, the state root, the manifest | nothing |
-//! | TCP bind and connect | denied, unless the caller asks for network |
-//! | any socket but TCP/IP (UNIX sockets by path, UDP without network, netlink…) | denied (seccomp) |
-//! | leaving the process group (`setsid`, `setpgid`), namespaces, `io_uring`, keyrings | denied (seccomp) |
-//! | signals and abstract UNIX sockets outside the sandbox (Landlock ABI 6) | denied |
+//! | `/tmp`: a private, size-capped `tmpfs` (its `HOME` and `TMPDIR`), gone with the command | everything |
+//! | anything else — `$HOME`, the host's `/tmp`, `/root`, `/proc`, the state root, the manifest, other processes, SysV IPC objects | does not exist |
+//! | TCP bind and connect | only when the caller asks for network |
+//! | any socket but TCP/IP, nested namespaces, `io_uring`, keyrings, `bpf`, `TIOCSTI` | denied (seccomp) |
+//! | capabilities, even for root | none |
 //!
 //! The environment is cleared, then `PATH`, `LANG`, `HOME`, `TMPDIR` and one
 //! `WORKFLOW_FOLDER_<ALIAS>` per available grant are set: the parent's tokens never reach the
 //! child. Only descriptors 0–2 are inherited (stdin is `/dev/null`; stdout and stderr are
-//! captured and capped). The process runs in its own process group with `no_new_privs`; the
-//! timeout kills the whole group.
+//! captured and capped). The command is PID 1 of its namespace: when it ends, times out, is
+//! stopped, or the gateway dies, every process it started dies with it.
 //!
-//! The restriction is applied in the child before `exec`. It must be *fully* enforced: on a
-//! kernel without Landlock ABI 4 (Linux 6.7), or where any part of the ruleset cannot be
-//! enforced, the command is refused with `sandbox_unavailable` and never runs unconfined.
+//! The sandbox must be *fully* in place: where user namespaces are disabled, on a kernel
+//! without Landlock ABI 4 (Linux 6.7), or where any step fails, the command is refused with
+//! `sandbox_unavailable` naming the step, and never runs with fewer layers.
+//! [`sandbox_support`] probes every step without running anything.
 //!
 //! # Live narrowing
 //!
-//! A Landlock domain cannot be changed from outside. So while a command runs, its grants are
+//! A sandbox cannot be changed from outside. So while a command runs, its grants are
 //! re-checked against the manifest every [`WATCH_INTERVAL`]; when a grant it was started with is
-//! revoked, narrowed, moved or becomes unavailable, the command's process group is killed and
+//! revoked, narrowed, moved or becomes unavailable, the command is killed and
 //! the outcome says why (`stopped`). No process keeps broader authority than the manifest.
 
 mod probe;
 mod ruleset;
+mod sandbox;
+mod sys;
 mod syscalls;
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -50,10 +55,8 @@ use serde::Serialize;
 
 pub use probe::{LandlockSupport, REQUIRED_ABI, landlock_support};
 
-use crate::beneath::Anchor;
-use crate::download::random_hex;
 use crate::error::{Error, Result, Shown};
-use crate::grants::{Access, Alias, Session, Snapshot, Want};
+use crate::grants::{Access, Alias, Effective, Session, Snapshot, Want};
 use crate::run::{Limits, Outcome, run};
 
 /// How often a running command's grants are compared with the manifest.
@@ -157,30 +160,12 @@ impl Confined {
             Some(alias) => Some(snapshot.folder(&Alias::new(alias)?, Want::Read)?),
             None => None,
         };
-        let scratch = Scratch::create()?;
-        let system = open_system_paths();
         let grants: Vec<_> = snapshot.available().collect();
-        let mut rules = Vec::new();
-        for g in &grants {
-            let access = match g.access {
-                Access::ReadOnly => ruleset::read_only(abi),
-                Access::ReadWrite => ruleset::read_write(abi),
-            };
-            rules.push((g.folder()?.as_fd(), access));
-        }
-        for (fd, write) in &system {
-            let access = match write {
-                Some(write) => ruleset::device(abi, *write),
-                None => ruleset::read_only(abi),
-            };
-            rules.push((fd.as_fd(), access));
-        }
-        rules.push((scratch.dir.as_fd(), ruleset::read_write(abi)));
-        let created = ruleset::build(abi, &rules, self.network)?;
-        let filters = syscalls::filters(
+        let plan = prepare(
+            abi,
+            &grants,
+            cwd_grant.map(|g| g.path.as_path()),
             self.network,
-            std::process::id(),
-            rustix::process::getpgrp().as_raw_nonzero().get() as u32,
         )?;
 
         let mut command = Command::new(&self.program);
@@ -192,24 +177,19 @@ impl Confined {
                 "LANG",
                 std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()),
             )
-            .env("HOME", &scratch.path)
-            .env("TMPDIR", &scratch.path)
-            .envs(grants.iter().map(|g| (g.env.as_str(), g.path.as_os_str())))
-            .current_dir(cwd_grant.map_or(scratch.path.as_path(), |g| g.path.as_path()));
-        ruleset::restrict_before_exec(&mut command, created, filters);
+            .env("HOME", sandbox::SCRATCH)
+            .env("TMPDIR", sandbox::SCRATCH)
+            .envs(grants.iter().map(|g| (g.env.as_str(), g.path.as_os_str())));
+        plan.install(&mut command);
         let used: Vec<(Alias, Access, PathBuf)> = grants
             .iter()
             .map(|g| (g.alias.clone(), g.access, g.path.clone()))
             .collect();
         let watch = || still_granted(session, &used);
-        let outcome =
-            run(&mut command, self.limits, Some(&watch)).map_err(|e| match e.raw_os_error() {
-                Some(ruleset::RESTRICT_FAILED) => Error::SandboxUnavailable {
-                    why: "the Landlock restriction could not be fully enforced in the child".into(),
-                },
-                _ => e,
-            })?;
-        drop(scratch);
+        let outcome = run(&mut command, self.limits, Some(&watch)).map_err(|e| match e {
+            Error::Io { ref source, .. } => sandbox::failure(source).unwrap_or(e),
+            e => e,
+        })?;
         let result = ConfinedOutcome {
             outcome,
             grants: used.into_iter().map(|(a, access, _)| (a, access)).collect(),
@@ -228,6 +208,116 @@ impl Confined {
             }),
         )?;
         Ok(result)
+    }
+}
+
+/// The sandbox of a command that sees `grants`, starts in `cwd` (default: its scratch
+/// directory) and may use TCP when `network`.
+fn prepare(
+    abi: ABI,
+    grants: &[&Effective],
+    cwd: Option<&Path>,
+    network: bool,
+) -> Result<sandbox::Plan> {
+    let system = SystemSet::get();
+    let mut rules = Vec::new();
+    let mut grant_mounts = Vec::new();
+    for g in grants {
+        let (access, read_only) = match g.access {
+            Access::ReadOnly => (ruleset::read_only(abi), true),
+            Access::ReadWrite => (ruleset::read_write(abi), false),
+        };
+        let fd = g.folder()?.as_fd();
+        rules.push((fd, access));
+        grant_mounts.push(sandbox::Mount {
+            path: &g.path,
+            fd,
+            read_only,
+        });
+    }
+    let system_mounts = system.mounts(&system.dirs, true);
+    let device_mounts = system.mounts(&system.devices, false);
+    for m in &system_mounts {
+        rules.push((m.fd, ruleset::read_only(abi)));
+    }
+    for (m, (_, _, writable)) in device_mounts.iter().zip(&system.devices) {
+        rules.push((m.fd, ruleset::device(abi, *writable)));
+    }
+    sandbox::Plan::new(
+        &sandbox::View {
+            system: &system_mounts,
+            symlinks: &system.symlinks(),
+            devices: &device_mounts,
+            masked: &system.masked(),
+            grants: &grant_mounts,
+        },
+        cwd,
+        network,
+        ruleset::build(abi, &rules, network)?,
+        abi,
+        syscalls::filters(network)?,
+    )
+}
+
+/// What confined commands get on this host, as `doctor` reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct SandboxSupport {
+    /// The kernel's Landlock support.
+    pub landlock: LandlockSupport,
+    /// Whether a confined command can run here with every layer.
+    pub available: bool,
+    /// The layers every confined command runs under (empty when not available).
+    pub layers: Vec<String>,
+    /// Why confined commands are refused here, when they are.
+    pub problem: Option<String>,
+}
+
+/// Probe the whole sandbox: a child goes through every step a confined command's child takes
+/// — namespaces, the new root, capabilities, Landlock, seccomp — and stops right before
+/// `exec`. Nothing is run.
+pub fn sandbox_support() -> SandboxSupport {
+    let landlock = landlock_support();
+    let outcome = supported_abi().and_then(|abi| {
+        let plan = prepare(abi, &[], None, false)?.probing();
+        let mut command = Command::new("/");
+        plan.install(&mut command);
+        let spawned = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        match spawned {
+            Err(e) if sandbox::probe_reached(&e) => Ok(abi),
+            Err(e) => Err(sandbox::failure(&e).unwrap_or_else(|| Error::io("spawn", "/", e))),
+            Ok(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(Error::SandboxUnavailable {
+                    why: "the sandbox probe was not stopped before exec".into(),
+                })
+            }
+        }
+    });
+    match outcome {
+        Ok(abi) => SandboxSupport {
+            landlock,
+            available: true,
+            layers: vec![
+                "user, mount, PID, IPC, UTS and cgroup namespaces (and network unless asked for)"
+                    .into(),
+                "a root of the system set and the grants only (read-only grants read-only)".into(),
+                "no capabilities (bounding and ambient sets empty, securebits locked)".into(),
+                format!("Landlock ABI {}", abi as i32),
+                "seccomp filter".into(),
+            ],
+            problem: None,
+        },
+        Err(e) => SandboxSupport {
+            landlock,
+            available: false,
+            layers: Vec::new(),
+            problem: Some(e.to_string()),
+        },
     }
 }
 
@@ -274,56 +364,121 @@ fn supported_abi() -> Result<ABI> {
     }
 }
 
-/// The system hierarchies and devices that exist here, opened for rules: `None` for a
-/// read-only directory, `Some(writable)` for a device file.
-fn open_system_paths() -> Vec<(std::os::fd::OwnedFd, Option<bool>)> {
-    let open = |path: &str| crate::beneath::open_path_unchecked(Path::new(path)).ok();
-    let mut out = Vec::new();
-    for dir in SYSTEM_DIRS {
-        if let Some(fd) = open(dir) {
-            out.push((fd, None));
-        }
-    }
-    for dev in READABLE_DEVICES {
-        if let Some(fd) = open(dev) {
-            out.push((fd, Some(false)));
-        }
-    }
-    if let Some(fd) = open("/dev/null") {
-        out.push((fd, Some(true)));
-    }
-    out
+/// The system read-only set as it exists on this host, looked up once per process: the
+/// hierarchies that are real directories (bound read-only), those that are symbolic links
+/// (recreated as links, such as `/bin → usr/bin`), and the device files.
+#[derive(Debug)]
+struct SystemSet {
+    /// `(path, descriptor)` of each directory.
+    dirs: Vec<(&'static Path, std::os::fd::OwnedFd, bool)>,
+    /// `(path, target)` of each symbolic link.
+    links: Vec<(&'static Path, PathBuf)>,
+    /// `(path, descriptor, writable)` of each device.
+    devices: Vec<(&'static Path, std::os::fd::OwnedFd, bool)>,
+    /// `(path, is a directory)` of what is hidden when the gateway runs as root.
+    masked: Vec<(PathBuf, bool)>,
 }
 
-/// A private directory for one command's `HOME` and `TMPDIR`, removed when dropped.
-struct Scratch {
-    parent: Anchor,
-    name: OsString,
-    dir: Anchor,
-    path: PathBuf,
-}
-
-impl Scratch {
-    fn create() -> Result<Self> {
-        let base = std::env::temp_dir();
-        let parent = Anchor::open_unchecked(&base)?;
-        let name = OsString::from(format!("safe-lanes-scratch-{}", random_hex()));
-        parent.create_dir(&name, 0o700)?;
-        let dir = parent.open_dir(Path::new(&name), crate::beneath::Symlinks::Deny)?;
-        let base = crate::beneath::location_of(parent.as_fd()).unwrap_or(base);
-        Ok(Self {
-            path: base.join(&name),
-            parent,
-            name,
-            dir,
+impl SystemSet {
+    fn get() -> &'static SystemSet {
+        static SET: OnceLock<SystemSet> = OnceLock::new();
+        SET.get_or_init(|| {
+            let mut set = SystemSet {
+                dirs: Vec::new(),
+                links: Vec::new(),
+                devices: Vec::new(),
+                masked: Vec::new(),
+            };
+            for dir in SYSTEM_DIRS {
+                let path = Path::new(dir);
+                if let Ok(target) = rustix::fs::readlink(path, Vec::new()) {
+                    set.links
+                        .push((path, PathBuf::from(OsStr::from_bytes(target.as_bytes()))));
+                } else if let Ok(fd) = crate::beneath::open_path_unchecked(path) {
+                    set.dirs.push((path, fd, false));
+                }
+            }
+            for (dev, writable) in READABLE_DEVICES
+                .iter()
+                .map(|d| (d, false))
+                .chain([(&"/dev/null", true)])
+            {
+                if let Ok(fd) = crate::beneath::open_path_unchecked(Path::new(dev)) {
+                    set.devices.push((Path::new(*dev), fd, writable));
+                }
+            }
+            if rustix::process::geteuid().is_root() {
+                owner_only(Path::new(MASKED_HIERARCHY), &mut set.masked);
+            }
+            set
         })
     }
+
+    fn mounts<'a>(
+        &self,
+        entries: &'a [(&'static Path, std::os::fd::OwnedFd, bool)],
+        read_only: bool,
+    ) -> Vec<sandbox::Mount<'a>> {
+        entries
+            .iter()
+            .map(|(path, fd, _)| sandbox::Mount {
+                path,
+                fd: fd.as_fd(),
+                read_only,
+            })
+            .collect()
+    }
+
+    fn symlinks(&self) -> Vec<(&Path, &Path)> {
+        self.links.iter().map(|(p, t)| (*p, t.as_path())).collect()
+    }
+
+    fn masked(&self) -> Vec<(&Path, bool)> {
+        self.masked.iter().map(|(p, d)| (p.as_path(), *d)).collect()
+    }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if let Err(e) = self.parent.remove_all(OsStr::new(&self.name)) {
-            tracing::warn!(dir = %Shown::path(&self.path), error = %e, "could not remove a scratch directory");
+/// Where the system keeps what only root may read (`/etc/shadow`, `/etc/ssl/private`…). The
+/// rest of the system set holds programs and libraries meant for every user.
+const MASKED_HIERARCHY: &str = "/etc";
+/// How deep [`owner_only`] looks, and how many entries it reads at most.
+const MASK_DEPTH: usize = 8;
+const MASK_ENTRIES: usize = 20_000;
+
+/// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files without `o+r`, directories without `o+rx` (not searched further). Those are the
+/// owner's — root's — alone, and a command of a gateway running as root would own them.
+fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
+    let Ok(anchor) = crate::beneath::Anchor::open_unchecked(dir) else {
+        return;
+    };
+    let mut stack = vec![(anchor, dir.to_path_buf(), 0)];
+    let mut seen = 0;
+    while let Some((anchor, path, depth)) = stack.pop() {
+        let Ok(entries) = anchor.entries() else {
+            continue;
+        };
+        for (name, stat) in entries {
+            seen += 1;
+            if seen > MASK_ENTRIES {
+                return;
+            }
+            let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+            let others = stat.st_mode & 0o7;
+            let child = path.join(&name);
+            match kind {
+                rustix::fs::FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
+                rustix::fs::FileType::Directory if depth + 1 < MASK_DEPTH => {
+                    if let Ok(sub) =
+                        anchor.open_dir(Path::new(&name), crate::beneath::Symlinks::Deny)
+                    {
+                        stack.push((sub, child, depth + 1));
+                    }
+                }
+                rustix::fs::FileType::RegularFile if others & 0o4 == 0 => {
+                    out.push((child, false));
+                }
+                _ => {}
+            }
         }
     }
 }

@@ -1,29 +1,27 @@
-//! A seccomp filter for what Landlock does not mediate on the kernels safe-lanes supports.
+//! A seccomp filter for what the namespaces and Landlock leave reachable.
 //!
-//! Landlock confines *files*. A confined command could still connect to a UNIX socket by its
-//! path (a session bus, an agent socket, a container daemon: each a way to act outside the
-//! sandbox), send UDP, leave its process group with `setsid` (and outlive a timeout or a
-//! revoke), create namespaces, or read the user's kernel keyring. The filter refuses those
-//! system calls with `EPERM` (and `clone3` with `ENOSYS`, which makes C libraries fall back to
-//! `clone`, whose flags the filter can inspect):
+//! The command's namespaces already hide the gateway, other processes, SysV IPC and every
+//! path outside its root. What remains are kernel interfaces that act beyond a namespace or
+//! widen the kernel's attack surface. The filter refuses those system calls with `EPERM` (and
+//! `clone3` with `ENOSYS`, which makes C libraries fall back to `clone`, whose flags the filter
+//! can inspect):
 //!
 //! | system call | refused when |
 //! |---|---|
 //! | `socket` | always without network; with network, for anything but `AF_INET`/`AF_INET6` |
 //! | `socketpair` | for datagram (and raw) sockets, which can still be sent to a socket by path |
-//! | `setsid`, `setpgid` | always: the process group is how the whole command is killed |
 //! | `clone` | with any `CLONE_NEW*` namespace flag, or `CLONE_PARENT` |
-//! | `kill`, `tgkill`, `rt_sigqueueinfo`, `rt_tgsigqueueinfo`, `pidfd_open` | aimed at the gateway process, its process group, or every process (`-1`); `tkill` always |
-//! | `clone3`, `unshare`, `setns` | always |
+//! | `clone3`, `unshare`, `setns` | always (no nested namespaces) |
+//! | `ioctl` | `TIOCSTI` and `TIOCLINUX`: typing into a terminal |
 //! | `io_uring_setup`/`_enter`/`_register` | always (it would bypass this filter) |
 //! | `keyctl`, `add_key`, `request_key` | always |
 //! | `bpf`, `perf_event_open`, `userfaultfd` | always |
+//! | `syslog` | always (the kernel log) |
 //!
 //! Stream and sequenced-packet `socketpair`s stay allowed: they only connect a process to
-//! itself. The signal rules keep a confined command from stopping or killing the gateway that
-//! supervises it, which Landlock only scopes from ABI 6 on.
+//! itself. On x86_64 the x32 numbers of the same calls are refused too.
 //!
-//! On x86_64 the x32 numbers of the same calls are refused too.
+//! The two programs (with and without network) are compiled once per process.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +29,8 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
+
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
@@ -53,6 +53,11 @@ const X32: Option<i64> = Some(0x4000_0000);
 #[cfg(not(target_arch = "x86_64"))]
 const X32: Option<i64> = None;
 
+/// `ioctl` requests that push input into a terminal (the same numbers on every architecture
+/// above).
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+
 const CLONE_FLAGS_REFUSED: [u64; 8] = [
     libc::CLONE_PARENT as u64,
     libc::CLONE_NEWNS as u64,
@@ -64,9 +69,21 @@ const CLONE_FLAGS_REFUSED: [u64; 8] = [
     libc::CLONE_NEWNET as u64,
 ];
 
-/// Compile the filters for a command with or without network access, started by the process
-/// `gateway` (whose process group is `gateway_group`).
-pub(crate) fn filters(network: bool, gateway: u32, gateway_group: u32) -> Result<Filters> {
+/// The filters for a command with or without network access, compiled on first use.
+///
+/// # Errors
+///
+/// `sandbox_unavailable` when they cannot be compiled for this architecture.
+pub(crate) fn filters(network: bool) -> Result<&'static Filters> {
+    static WITH: OnceLock<std::result::Result<Filters, String>> = OnceLock::new();
+    static WITHOUT: OnceLock<std::result::Result<Filters, String>> = OnceLock::new();
+    let cell = if network { &WITH } else { &WITHOUT };
+    cell.get_or_init(|| compile_filters(network).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|why| Error::SandboxUnavailable { why: why.clone() })
+}
+
+fn compile_filters(network: bool) -> Result<Filters> {
     let unavailable = |e: seccompiler::BackendError| Error::SandboxUnavailable {
         why: format!("seccomp filter: {e}"),
     };
@@ -100,30 +117,12 @@ pub(crate) fn filters(network: bool, gateway: u32, gateway_group: u32) -> Result
         );
     }
     eperm.insert(libc::SYS_socketpair, socketpair);
-    // Signals to the gateway, its group, or everyone (pid arguments are 32-bit).
-    let minus = |v: u32| u64::from((v as i32).wrapping_neg() as u32);
-    let targets = [
-        u64::from(gateway),
-        minus(gateway_group),
-        u64::from(u32::MAX),
-    ];
-    for nr in [libc::SYS_kill, libc::SYS_rt_sigqueueinfo] {
-        let mut rules = Vec::new();
-        for target in targets {
-            rules.push(SeccompRule::new(vec![dword(0, target)?]).map_err(unavailable)?);
-        }
-        eperm.insert(nr, rules);
+    // ioctl(fd, request, …): the requests that push input into a terminal.
+    let mut ioctl = Vec::new();
+    for request in [TIOCSTI, TIOCLINUX] {
+        ioctl.push(SeccompRule::new(vec![dword(1, request)?]).map_err(unavailable)?);
     }
-    for nr in [
-        libc::SYS_tgkill,
-        libc::SYS_rt_tgsigqueueinfo,
-        libc::SYS_pidfd_open,
-    ] {
-        eperm.insert(
-            nr,
-            vec![SeccompRule::new(vec![dword(0, u64::from(gateway))?]).map_err(unavailable)?],
-        );
-    }
+    eperm.insert(libc::SYS_ioctl, ioctl);
     let mut clone = Vec::new();
     for flag in CLONE_FLAGS_REFUSED {
         clone.push(
@@ -133,9 +132,6 @@ pub(crate) fn filters(network: bool, gateway: u32, gateway_group: u32) -> Result
     }
     eperm.insert(libc::SYS_clone, clone);
     for nr in [
-        libc::SYS_tkill,
-        libc::SYS_setsid,
-        libc::SYS_setpgid,
         libc::SYS_unshare,
         libc::SYS_setns,
         libc::SYS_io_uring_setup,
@@ -147,6 +143,7 @@ pub(crate) fn filters(network: bool, gateway: u32, gateway_group: u32) -> Result
         libc::SYS_bpf,
         libc::SYS_perf_event_open,
         libc::SYS_userfaultfd,
+        libc::SYS_syslog,
     ] {
         eperm.insert(nr, always());
     }

@@ -68,3 +68,17 @@ pub(crate) fn dies_soon(pid: i32) -> bool {
         dead()
     })
 }
+
+/// A shell loop that rewrites `"$1/beat"` every 50 ms, for [`stops_writing`].
+pub(crate) const HEARTBEAT: &str = r#"while :; do date +%s%N > "$1/beat"; sleep 0.05; done"#;
+
+/// Whether whatever rewrites `beat` (every 50 ms, see [`HEARTBEAT`]) has stopped: its content
+/// stays the same for half a second, within five seconds.
+pub(crate) fn stops_writing(beat: &Path) -> bool {
+    let read = || std::fs::read(beat).unwrap_or_default();
+    (0..10).any(|_| {
+        let before = read();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        before == read()
+    })
+}

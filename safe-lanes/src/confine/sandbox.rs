@@ -1,0 +1,733 @@
+//! The world a confined command lives in: its own namespaces, a root made of the system set
+//! and its grants only, no capabilities, then Landlock and seccomp.
+//!
+//! A [`Plan`] is prepared in the gateway (paths turned into C strings, the identity of every
+//! folder to mount, the Landlock rules, the seccomp programs) so that what runs after `fork`
+//! only makes system calls. [`Plan::install`] arranges for the spawned child to enter it:
+//!
+//! 1. mark descriptors 3+ close-on-exec; die with the gateway thread (`PR_SET_PDEATHSIG`);
+//! 2. `unshare` user, mount, PID, IPC, UTS and cgroup namespaces (and network unless asked
+//!    for); map the user to itself, `setgroups` denied;
+//! 3. `fork`: the child is PID 1 of the new PID namespace; the first process only waits for it
+//!    and exits the same way, so the gateway's `Child` still reports the command's status.
+//!    When the first process dies (timeout, revoke, or the gateway itself dying) PID 1 gets
+//!    `SIGKILL`, and with it every process of the namespace;
+//! 4. `setsid` (no controlling terminal);
+//! 5. build the root: a fresh `tmpfs` holding the system hierarchies bound read-only, the
+//!    system's symbolic links (`/bin → usr/bin`), a few device nodes, a private writable
+//!    `tmpfs` at `/tmp` (the command's `HOME` and `TMPDIR`, gone with the namespace), and each
+//!    grant at its own path — read-only grants read-only. Every folder is re-opened after
+//!    `unshare` and must be the very inode the gateway checked (`st_dev`, `st_ino`); mount
+//!    points are reached without following symbolic links, and created only on the sandbox's
+//!    own `tmpfs`. Then `pivot_root`, the old root detached, and the root made read-only;
+//! 6. drop every capability: `securebits` locked so that root gains none at `exec`, the
+//!    bounding and ambient sets emptied, the effective, permitted and inheritable sets cleared;
+//! 7. Landlock (with the scratch `tmpfs` added) and the seccomp filters.
+//!
+//! A failing step stops the child before `exec`; the gateway learns which step and why
+//! ([`failure`]) and answers `sandbox_unavailable`. Nothing runs with fewer layers.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path};
+use std::process::Command;
+
+use landlock::{
+    ABI, Access, AccessFs, BitFlags, PathBeneath, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
+};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use rustix::mount::{
+    FsMountFlags, FsOpenFlags, MountAttrFlags, MountPropagationFlags, MoveMountFlags,
+    OpenTreeFlags, UnmountFlags,
+};
+use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets, UnshareFlags};
+
+use super::sys;
+use super::syscalls::Filters;
+use crate::error::{Error, Result};
+
+/// Where the new root is assembled before `pivot_root` (inside the private mount namespace,
+/// so nothing of it is visible outside).
+const STAGE: &CStr = c"/tmp";
+/// The size of the command's private `/tmp` (its `HOME` and `TMPDIR`).
+pub(crate) const SCRATCH_SIZE: &CStr = c"1g";
+/// The command's private scratch directory, inside the sandbox.
+pub(crate) const SCRATCH: &str = "/tmp";
+
+/// What one mount point of the new root gets.
+#[derive(Debug)]
+enum Source {
+    /// A symbolic link to this target (as `/bin → usr/bin`).
+    Symlink(CString),
+    /// The private, writable `tmpfs`.
+    Scratch,
+    /// The gateway's file or directory at `path`, which must be the inode `(dev, ino)`.
+    Bind {
+        path: CString,
+        identity: (u64, u64),
+        directory: bool,
+        read_only: bool,
+        device: bool,
+        reopened: Option<OwnedFd>,
+    },
+    /// An empty, unreadable node over a system file or directory (`directory`) that only its
+    /// owner could read: what the sandbox hides when the gateway runs as root, which would
+    /// own it.
+    Mask { directory: bool },
+}
+
+/// One entry of the new root, at a path made of `components` below it.
+#[derive(Debug)]
+struct Entry {
+    components: Vec<CString>,
+    source: Source,
+}
+
+/// Everything a confined command's child needs to enter its sandbox, prepared in the parent.
+pub(crate) struct Plan {
+    unshare: UnshareFlags,
+    gateway: rustix::process::Pid,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    entries: Vec<Entry>,
+    cwd: CString,
+    ruleset: Option<RulesetCreated>,
+    scratch_access: BitFlags<AccessFs>,
+    filters: &'static Filters,
+    /// The empty directory and file masks are bound from (made in the child).
+    masks: Option<(OwnedFd, OwnedFd)>,
+    /// Stop right before `exec`, reporting [`Step::Probe`].
+    probe: bool,
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("entries", &self.entries)
+            .field("cwd", &self.cwd)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a command's root shows.
+#[derive(Debug)]
+pub(crate) struct View<'a> {
+    /// The system hierarchies, bound read-only.
+    pub(crate) system: &'a [Mount<'a>],
+    /// The system's symbolic links, `(path, target)`.
+    pub(crate) symlinks: &'a [(&'a Path, &'a Path)],
+    /// The device nodes.
+    pub(crate) devices: &'a [Mount<'a>],
+    /// `(path, is a directory)` to cover with an empty, unreadable node.
+    pub(crate) masked: &'a [(&'a Path, bool)],
+    /// The grants, each at its own path.
+    pub(crate) grants: &'a [Mount<'a>],
+}
+
+/// A folder or file of the gateway's to show in the sandbox.
+#[derive(Debug)]
+pub(crate) struct Mount<'a> {
+    /// Its absolute, canonical path: where it is, and where it appears.
+    pub(crate) path: &'a Path,
+    /// The descriptor the gateway checked it through.
+    pub(crate) fd: BorrowedFd<'a>,
+    /// Whether writes are refused.
+    pub(crate) read_only: bool,
+}
+
+impl Plan {
+    /// A plan showing `view`, starting in `cwd` (absolute, default the scratch directory),
+    /// with a network namespace unless `network`, restricted by `ruleset` (built for `abi`)
+    /// and `filters`.
+    ///
+    /// # Errors
+    ///
+    /// `sandbox_unavailable` when a path cannot be expressed (a NUL byte, not absolute) or a
+    /// folder cannot be identified.
+    pub(crate) fn new(
+        view: &View<'_>,
+        cwd: Option<&Path>,
+        network: bool,
+        ruleset: RulesetCreated,
+        abi: ABI,
+        filters: &'static Filters,
+    ) -> Result<Self> {
+        let mut entries = Vec::new();
+        for (path, target) in view.symlinks {
+            entries.push(Entry {
+                components: components(path)?,
+                source: Source::Symlink(c_string(target.as_os_str().as_bytes())?),
+            });
+        }
+        entries.push(Entry {
+            components: components(Path::new(SCRATCH))?,
+            source: Source::Scratch,
+        });
+        for m in view.system {
+            bind(&mut entries, m, false)?;
+        }
+        for m in view.devices {
+            bind(&mut entries, m, true)?;
+        }
+        for (path, directory) in view.masked {
+            entries.push(Entry {
+                components: components(path)?,
+                source: Source::Mask {
+                    directory: *directory,
+                },
+            });
+        }
+        // Grants last: at the same depth, what the human granted is mounted over the rest.
+        for m in view.grants {
+            bind(&mut entries, m, false)?;
+        }
+        // Parents before children; at the same depth, in the order above (the sort is stable).
+        entries.sort_by_key(|e| e.components.len());
+        let uid = rustix::process::geteuid().as_raw();
+        let gid = rustix::process::getegid().as_raw();
+        let mut unshare = UnshareFlags::NEWUSER
+            | UnshareFlags::NEWNS
+            | UnshareFlags::NEWPID
+            | UnshareFlags::NEWIPC
+            | UnshareFlags::NEWUTS
+            | UnshareFlags::NEWCGROUP;
+        if !network {
+            unshare |= UnshareFlags::NEWNET;
+        }
+        Ok(Self {
+            unshare,
+            gateway: rustix::process::getpid(),
+            uid_map: format!("{uid} {uid} 1").into_bytes(),
+            gid_map: format!("{gid} {gid} 1").into_bytes(),
+            entries,
+            cwd: c_string(cwd.unwrap_or(Path::new(SCRATCH)).as_os_str().as_bytes())?,
+            ruleset: Some(ruleset),
+            scratch_access: AccessFs::from_all(abi),
+            filters,
+            masks: None,
+            probe: false,
+        })
+    }
+
+    /// This plan as a probe: the child takes every step, then stops before `exec`.
+    pub(crate) fn probing(mut self) -> Self {
+        self.probe = true;
+        self
+    }
+
+    /// Arrange for `command`'s child to enter this sandbox right before `exec`.
+    pub(crate) fn install(mut self, command: &mut Command) {
+        sys::before_exec(command, move || self.enter());
+    }
+
+    /// The child's side: every step of the module documentation, in order.
+    fn enter(&mut self) -> io::Result<()> {
+        sys::close_from(3, true).map_err(|e| Step::Descriptors.failed_io(e))?;
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+            .map_err(Step::ParentDeath.failed())?;
+        if rustix::process::getppid() != Some(self.gateway) {
+            return Err(Step::ParentDeath.failed()(Errno::SRCH));
+        }
+        sys::unshare(self.unshare).map_err(Step::Namespaces.failed())?;
+        self.map_identity().map_err(Step::Identity.failed())?;
+        self.become_pid_one()?;
+        rustix::process::setsid().map_err(Step::Session.failed())?;
+        self.build_root()?;
+        drop_capabilities().map_err(Step::Capabilities.failed())?;
+        self.restrict()?;
+        if self.probe {
+            return Err(Step::Probe.failed()(Errno::CANCELED));
+        }
+        Ok(())
+    }
+
+    /// Map the user and group to themselves in the new user namespace.
+    fn map_identity(&self) -> rustix::io::Result<()> {
+        write_file(c"/proc/self/setgroups", b"deny")?;
+        write_file(c"/proc/self/uid_map", &self.uid_map)?;
+        write_file(c"/proc/self/gid_map", &self.gid_map)
+    }
+
+    /// Fork; the parent waits for PID 1 of the new namespace and exits like it.
+    fn become_pid_one(&self) -> io::Result<()> {
+        let me = rustix::process::getpid();
+        let watch = rustix::process::pidfd_open(me, rustix::process::PidfdFlags::empty())
+            .map_err(Step::Fork.failed())?;
+        match sys::fork().map_err(|e| Step::Fork.failed_io(e))? {
+            sys::Forked::Parent(child) => {
+                // Only the command may hold the pipe `std` learns of a failed `exec` through.
+                let _ = sys::close_from(3, false);
+                loop {
+                    match rustix::process::waitpid(
+                        Some(child),
+                        rustix::process::WaitOptions::empty(),
+                    ) {
+                        Ok(Some((_, status))) => sys::exit_like(status),
+                        Err(Errno::INTR) => continue,
+                        _ => sys::exit(127),
+                    }
+                }
+            }
+            sys::Forked::Child => {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))
+                .map_err(Step::ParentDeath.failed())?;
+                // The waiting parent may have died before the line above: then stop here.
+                let mut fds = [rustix::event::PollFd::new(
+                    &watch,
+                    rustix::event::PollFlags::IN,
+                )];
+                let ended =
+                    rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default()))
+                        .map_err(Step::ParentDeath.failed())?;
+                if ended != 0 {
+                    return Err(Step::ParentDeath.failed()(Errno::SRCH));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Assemble the new root, move into it and make it read-only.
+    fn build_root(&mut self) -> io::Result<()> {
+        let fail = Step::Root.failed();
+        rustix::mount::mount_change(
+            c"/",
+            MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+        )
+        .map_err(fail)?;
+        // Re-open every source before anything is mounted over the staging point.
+        for entry in &mut self.entries {
+            if let Source::Bind {
+                path,
+                identity,
+                reopened,
+                ..
+            } = &mut entry.source
+            {
+                let fd = rustix::fs::open(
+                    path.as_c_str(),
+                    OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(Step::Identity.failed())?;
+                let stat = rustix::fs::fstat(&fd).map_err(Step::Identity.failed())?;
+                if (stat.st_dev, stat.st_ino) != *identity {
+                    return Err(Step::Identity.failed()(Errno::XDEV));
+                }
+                *reopened = Some(fd);
+            }
+        }
+        let root = new_tmpfs(c"0755", c"4m").map_err(fail)?;
+        rustix::mount::move_mount(
+            &root,
+            c"",
+            rustix::fs::CWD,
+            STAGE,
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+        .map_err(fail)?;
+        let mut own = [device_of(&root).map_err(fail)?, 0];
+        self.masks = Some(make_masks(&root).map_err(fail)?);
+        for index in 0..self.entries.len() {
+            self.place(&root, index, &mut own)
+                .map_err(Step::Mounts.failed())?;
+        }
+        set_flags(
+            &root,
+            MountAttrFlags::MOUNT_ATTR_RDONLY
+                | MountAttrFlags::MOUNT_ATTR_NOSUID
+                | MountAttrFlags::MOUNT_ATTR_NODEV,
+            false,
+        )
+        .map_err(fail)?;
+        rustix::process::fchdir(&root).map_err(fail)?;
+        rustix::process::pivot_root(c".", c".").map_err(fail)?;
+        rustix::mount::unmount(c".", UnmountFlags::DETACH).map_err(fail)?;
+        rustix::process::chdir(self.cwd.as_c_str()).map_err(Step::WorkingDirectory.failed())
+    }
+
+    /// Put entry `index` in place below `root`. `own` holds the devices of the sandbox's own
+    /// `tmpfs` mounts, the only places a missing mount point may be created.
+    fn place(
+        &mut self,
+        root: &OwnedFd,
+        index: usize,
+        own: &mut [u64; 2],
+    ) -> rustix::io::Result<()> {
+        let entry = &mut self.entries[index];
+        let Some((name, parents)) = entry.components.split_last() else {
+            return Err(Errno::INVAL);
+        };
+        let parent = walk(root, parents, own)?;
+        match &mut entry.source {
+            Source::Symlink(target) => {
+                rustix::fs::symlinkat(target.as_c_str(), &parent, name.as_c_str())
+            }
+            Source::Scratch => {
+                let at = mount_point(&parent, name, true, own)?;
+                let scratch = new_tmpfs(c"0700", SCRATCH_SIZE)?;
+                attach(&scratch, &at)?;
+                own[1] = device_of(&scratch)?;
+                let ruleset = self.ruleset.take().ok_or(Errno::INVAL)?;
+                let ruleset = ruleset
+                    .add_rule(PathBeneath::new(&scratch, self.scratch_access))
+                    .map_err(|_| Errno::NOTRECOVERABLE)?;
+                self.ruleset = Some(ruleset);
+                Ok(())
+            }
+            Source::Bind {
+                directory,
+                read_only,
+                device,
+                reopened,
+                ..
+            } => {
+                let at = mount_point(&parent, name, *directory, own)?;
+                let source = reopened.take().ok_or(Errno::INVAL)?;
+                let tree = rustix::mount::open_tree(
+                    &source,
+                    c"",
+                    OpenTreeFlags::OPEN_TREE_CLONE
+                        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+                        | OpenTreeFlags::AT_EMPTY_PATH
+                        | OpenTreeFlags::AT_RECURSIVE,
+                )?;
+                let mut flags = MountAttrFlags::MOUNT_ATTR_NOSUID;
+                if !*device {
+                    flags |= MountAttrFlags::MOUNT_ATTR_NODEV;
+                }
+                if *read_only {
+                    flags |= MountAttrFlags::MOUNT_ATTR_RDONLY;
+                }
+                set_flags(&tree, flags, true)?;
+                attach(&tree, &at)
+            }
+            Source::Mask { directory } => {
+                let at = mount_point(&parent, name, *directory, own)?;
+                let (dir, file) = self.masks.as_ref().ok_or(Errno::INVAL)?;
+                let tree = rustix::mount::open_tree(
+                    if *directory { dir } else { file },
+                    c"",
+                    OpenTreeFlags::OPEN_TREE_CLONE
+                        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+                        | OpenTreeFlags::AT_EMPTY_PATH,
+                )?;
+                set_flags(
+                    &tree,
+                    MountAttrFlags::MOUNT_ATTR_RDONLY
+                        | MountAttrFlags::MOUNT_ATTR_NOSUID
+                        | MountAttrFlags::MOUNT_ATTR_NODEV
+                        | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+                    false,
+                )?;
+                attach(&tree, &at)
+            }
+        }
+    }
+
+    /// Drop into Landlock, then seccomp.
+    fn restrict(&mut self) -> io::Result<()> {
+        let ruleset = self
+            .ruleset
+            .take()
+            .ok_or_else(|| Step::Landlock.failed()(Errno::INVAL))?;
+        let status = ruleset
+            .restrict_self()
+            .map_err(|_| Step::Landlock.failed()(Errno::NOTRECOVERABLE))?;
+        if status.ruleset != RulesetStatus::FullyEnforced || !status.no_new_privs {
+            return Err(Step::Landlock.failed()(Errno::NOTRECOVERABLE));
+        }
+        for filter in [&self.filters.eperm, &self.filters.enosys] {
+            seccompiler::apply_filter(filter)
+                .map_err(|_| Step::Seccomp.failed()(Errno::NOTRECOVERABLE))?;
+        }
+        Ok(())
+    }
+}
+
+/// Add a bind mount of `m` (a device node when `device`) to `entries`.
+fn bind(entries: &mut Vec<Entry>, m: &Mount<'_>, device: bool) -> Result<()> {
+    let stat = rustix::fs::fstat(m.fd).map_err(|e| Error::io("fstat", m.path, e))?;
+    entries.push(Entry {
+        components: components(m.path)?,
+        source: Source::Bind {
+            path: c_string(m.path.as_os_str().as_bytes())?,
+            identity: (stat.st_dev, stat.st_ino),
+            directory: rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                == rustix::fs::FileType::Directory,
+            read_only: m.read_only,
+            device,
+            reopened: None,
+        },
+    });
+    Ok(())
+}
+
+/// The steps of entering the sandbox, as reported when one fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+enum Step {
+    Descriptors = 1,
+    ParentDeath,
+    Namespaces,
+    Identity,
+    Fork,
+    Session,
+    Root,
+    Mounts,
+    WorkingDirectory,
+    Capabilities,
+    Landlock,
+    Seccomp,
+    /// Not a failure: a probe got through every step.
+    Probe,
+}
+
+/// Step numbers travel in the error `std` reports for a child that failed before `exec`,
+/// above the 16 bits an `errno` needs.
+const STEP_SHIFT: i32 = 16;
+
+impl Step {
+    const ALL: [Step; 13] = [
+        Step::Descriptors,
+        Step::ParentDeath,
+        Step::Namespaces,
+        Step::Identity,
+        Step::Fork,
+        Step::Session,
+        Step::Root,
+        Step::Mounts,
+        Step::WorkingDirectory,
+        Step::Capabilities,
+        Step::Landlock,
+        Step::Seccomp,
+        Step::Probe,
+    ];
+
+    fn failed(self) -> impl Fn(Errno) -> io::Error + Copy {
+        move |errno| {
+            io::Error::from_raw_os_error(((self as i32) << STEP_SHIFT) | errno.raw_os_error())
+        }
+    }
+
+    fn failed_io(self, e: io::Error) -> io::Error {
+        self.failed()(Errno::from_io_error(&e).unwrap_or(Errno::INVAL))
+    }
+
+    fn describe(self, errno: Errno) -> String {
+        let what = match self {
+            Step::Descriptors => "closing inherited descriptors",
+            Step::ParentDeath => "tying the command's life to the gateway's",
+            Step::Namespaces => match errno {
+                Errno::PERM | Errno::NOSPC | Errno::ACCESS => {
+                    "creating namespaces (user namespaces are disabled here: \
+                     sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, \
+                     or an AppArmor restriction)"
+                }
+                _ => "creating namespaces",
+            },
+            Step::Identity => "mapping the user, or finding a folder as it was checked",
+            Step::Fork => "starting the namespace's first process",
+            Step::Session => "leaving the terminal session",
+            Step::Root => "building the sandbox's root",
+            Step::Mounts => "mounting the system set and the grants",
+            Step::WorkingDirectory => "entering the working directory",
+            Step::Capabilities => "dropping capabilities",
+            Step::Landlock => "enforcing the Landlock ruleset in full",
+            Step::Seccomp => "installing the seccomp filter",
+            Step::Probe => "the probe stopped before exec",
+        };
+        format!("the sandbox could not be entered: {what}: {errno}")
+    }
+}
+
+/// Why a confined command's child stopped before `exec`, if `e` says it did (as opposed to
+/// `exec` itself failing, such as for a missing program).
+pub(crate) fn failure(e: &io::Error) -> Option<Error> {
+    let raw = e.raw_os_error()?;
+    let step = Step::ALL
+        .into_iter()
+        .find(|s| *s as i32 == raw >> STEP_SHIFT && *s != Step::Probe)?;
+    Some(Error::SandboxUnavailable {
+        why: step.describe(Errno::from_raw_os_error(raw & ((1 << STEP_SHIFT) - 1))),
+    })
+}
+
+/// Whether `e` is a probe's report that every step succeeded.
+pub(crate) fn probe_reached(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(((Step::Probe as i32) << STEP_SHIFT) | Errno::CANCELED.raw_os_error())
+}
+
+/// The components of the absolute `path`, as C strings.
+fn components(path: &Path) -> Result<Vec<CString>> {
+    let mut out = Vec::new();
+    for (i, component) in path.components().enumerate() {
+        match component {
+            Component::RootDir if i == 0 => {}
+            Component::Normal(name) => out.push(c_string(name.as_bytes())?),
+            _ => {
+                return Err(Error::SandboxUnavailable {
+                    why: format!("{} is not a canonical absolute path", path.display()),
+                });
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::SandboxUnavailable {
+            why: "the root itself cannot be mounted into the sandbox".into(),
+        });
+    }
+    Ok(out)
+}
+
+fn c_string(bytes: &[u8]) -> Result<CString> {
+    CString::new(bytes).map_err(|_| Error::SandboxUnavailable {
+        why: "a path with a NUL byte cannot be mounted".into(),
+    })
+}
+
+fn write_file(path: &CStr, bytes: &[u8]) -> rustix::io::Result<()> {
+    let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
+    if rustix::io::write(&fd, bytes)? == bytes.len() {
+        Ok(())
+    } else {
+        Err(Errno::IO)
+    }
+}
+
+/// A new `tmpfs` with `mode` and `size`, not yet attached, `nosuid` and `nodev`.
+fn new_tmpfs(mode: &CStr, size: &CStr) -> rustix::io::Result<OwnedFd> {
+    let fs = rustix::mount::fsopen(c"tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    rustix::mount::fsconfig_set_string(&fs, c"mode", mode)?;
+    rustix::mount::fsconfig_set_string(&fs, c"size", size)?;
+    rustix::mount::fsconfig_create(&fs)?;
+    rustix::mount::fsmount(
+        &fs,
+        FsMountFlags::FSMOUNT_CLOEXEC,
+        MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
+    )
+}
+
+/// Attach the detached mount `tree` on the mount point `at`.
+fn attach(tree: &OwnedFd, at: &OwnedFd) -> rustix::io::Result<()> {
+    rustix::mount::move_mount(
+        tree,
+        c"",
+        at,
+        c"",
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+    )
+}
+
+/// Add `flags` to the mount (tree, when `recursive`) `mount` refers to.
+fn set_flags(mount: &OwnedFd, flags: MountAttrFlags, recursive: bool) -> rustix::io::Result<()> {
+    sys::mount_set_flags(mount.as_fd(), flags.bits().into(), recursive)
+        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::INVAL))
+}
+
+/// The empty directory and empty file masks are bound from: mode 000 in the sandbox's root,
+/// and never covered by a Landlock rule.
+fn make_masks(root: &OwnedFd) -> rustix::io::Result<(OwnedFd, OwnedFd)> {
+    rustix::fs::mkdirat(root, c".masked", Mode::empty())?;
+    let dir = rustix::fs::openat(
+        root,
+        c".masked",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    drop(rustix::fs::openat(
+        root,
+        c".masked-file",
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    let file = rustix::fs::openat(
+        root,
+        c".masked-file",
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok((dir, file))
+}
+
+fn device_of(fd: &OwnedFd) -> rustix::io::Result<u64> {
+    Ok(rustix::fs::fstat(fd)?.st_dev)
+}
+
+/// Open (creating where allowed) each of `components` below `root` as a directory, never
+/// following a symbolic link.
+fn walk(root: &OwnedFd, components: &[CString], own: &[u64; 2]) -> rustix::io::Result<OwnedFd> {
+    let mut dir = rustix::io::dup(root)?;
+    for name in components {
+        dir = mount_point(&dir, name, true, own)?;
+    }
+    Ok(dir)
+}
+
+/// An `O_PATH` descriptor of `name` in `parent` (a directory, or a file when not
+/// `directory`), never following a symbolic link. When missing, it is created — but only on
+/// one of the sandbox's own file systems (`own`), never in a folder of the gateway's.
+fn mount_point(
+    parent: &OwnedFd,
+    name: &CStr,
+    directory: bool,
+    own: &[u64; 2],
+) -> rustix::io::Result<OwnedFd> {
+    let mut flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    if directory {
+        flags |= OFlags::DIRECTORY;
+    }
+    match rustix::fs::openat(parent, name, flags, Mode::empty()) {
+        Err(Errno::NOENT) if own.contains(&device_of(parent)?) => {
+            if directory {
+                rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o755))?;
+            } else {
+                rustix::fs::openat(
+                    parent,
+                    name,
+                    OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o600),
+                )?;
+            }
+            rustix::fs::openat(parent, name, flags, Mode::empty())
+        }
+        other => other,
+    }
+}
+
+/// Empty every capability set and lock `securebits` so that no `exec` — not even of a
+/// program run as root — gives any back.
+fn drop_capabilities() -> rustix::io::Result<()> {
+    rustix::thread::set_capabilities_secure_bits(
+        CapabilitiesSecureBits::NO_ROOT
+            | CapabilitiesSecureBits::NO_ROOT_LOCKED
+            | CapabilitiesSecureBits::NO_SETUID_FIXUP
+            | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
+            | CapabilitiesSecureBits::KEEP_CAPS_LOCKED
+            | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE
+            | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE_LOCKED,
+    )?;
+    for bit in 0..u64::BITS {
+        match rustix::thread::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(
+            1 << bit,
+        )) {
+            Ok(()) => {}
+            Err(Errno::INVAL) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    rustix::thread::clear_ambient_capability_set()?;
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )
+}
