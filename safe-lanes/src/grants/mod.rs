@@ -25,6 +25,7 @@
 
 mod manifest;
 mod model;
+mod rules;
 mod session;
 
 use std::path::{Component, Path, PathBuf};
@@ -37,6 +38,7 @@ pub use model::{
     Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN, MAX_REASON_CHARS, Request,
     Want,
 };
+pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 
 use crate::audit::AuditLog;
@@ -143,7 +145,11 @@ impl Grants {
             .grants
             .iter()
             .map(|grant| {
-                let unavailable = self.unavailable(grant, &doc.grants);
+                let unavailable = self
+                    .rules()
+                    .usable(grant, &doc.grants)
+                    .err()
+                    .map(|why| why.to_string());
                 let grant = grant.clone();
                 GrantView {
                     env: grant.alias.env_key(),
@@ -489,55 +495,13 @@ impl Grants {
         Session::new(Arc::clone(self))
     }
 
-    /// Why a grant is not usable here, if it is not.
-    fn unavailable(&self, grant: &Grant, all: &[Grant]) -> Option<String> {
-        if let Some(why) = self.broken_rule(grant, all) {
-            return Some(why);
+    /// The grant rules for this state root, manifest and host.
+    pub(crate) fn rules(&self) -> rules::Rules<'_> {
+        rules::Rules {
+            state_root: &self.state_root,
+            manifest: self.manifest.path(),
+            host: &self.host,
         }
-        if grant.host != self.host {
-            return Some(format!(
-                "approved on host `{}`, this is `{}`",
-                Shown::text(&grant.host),
-                self.host
-            ));
-        }
-        match open_grant_dir(&grant.path) {
-            Ok(_) => None,
-            Err(e) => Some(e.to_string()),
-        }
-    }
-
-    /// The rule a stored grant breaks, if any. Grants normally pass every rule when they are
-    /// made; this catches a manifest edited by hand or by another tool, and a state root or
-    /// manifest moved under an existing grant. Such a grant is never used.
-    pub(crate) fn broken_rule(&self, grant: &Grant, all: &[Grant]) -> Option<String> {
-        if grant.path == Path::new("/") {
-            return Some("it grants `/`".to_owned());
-        }
-        if grant.path.starts_with(&self.state_root) || self.state_root.starts_with(&grant.path) {
-            return Some("it covers the safe-lanes state root".to_owned());
-        }
-        if self.manifest.path().starts_with(&grant.path) {
-            return Some("it contains the grants manifest".to_owned());
-        }
-        for other in all.iter().filter(|o| o.id != grant.id) {
-            if other.path == grant.path {
-                return Some(format!(
-                    "the same folder is also granted as `{}`",
-                    other.alias
-                ));
-            }
-            if grant.access == Access::ReadOnly
-                && other.access == Access::ReadWrite
-                && grant.path.starts_with(&other.path)
-            {
-                return Some(format!(
-                    "it lies inside the read-write grant `{}`",
-                    other.alias
-                ));
-            }
-        }
-        None
     }
 
     /// Validate a folder for a grant and return its canonical path.
@@ -557,21 +521,9 @@ impl Grants {
         // following links, is how it is canonicalized; the kernel says where it landed.
         let dir = Anchor::open_unchecked(path)?;
         let canonical = beneath::location_of(dir.as_fd())?;
-        if canonical == Path::new("/") {
-            return Err(Error::StateRoot {
-                path: Shown::path(path),
-            });
-        }
-        if canonical.starts_with(&self.state_root) || self.state_root.starts_with(&canonical) {
-            return Err(Error::StateRoot {
-                path: Shown::path(&canonical),
-            });
-        }
-        if self.manifest.path().starts_with(&canonical) {
-            return Err(Error::StateRoot {
-                path: Shown::path(&canonical),
-            });
-        }
+        self.rules()
+            .placement(&canonical)
+            .map_err(|why| why.refusal(&canonical))?;
         storable(&canonical)?;
         Ok(canonical)
     }
@@ -606,7 +558,9 @@ impl Grants {
             created_at: now(),
             host: self.host.clone(),
         };
-        check_overlaps(doc.grants.iter().chain(std::iter::once(&grant)))?;
+        let mut all = doc.grants.clone();
+        all.push(grant.clone());
+        check_overlaps(&all)?;
         Ok(grant)
     }
 
@@ -662,7 +616,7 @@ fn set_access_in(doc: &mut Document, alias: &Alias, access: Access) -> Result<()
             alias: Shown::text(alias.as_str()),
         })?;
     grant.access = access;
-    check_overlaps(doc.grants.iter())
+    check_overlaps(&doc.grants)
 }
 
 fn take_request(doc: &mut Document, id: &str) -> Result<Request> {
@@ -677,31 +631,10 @@ fn take_request(doc: &mut Document, id: &str) -> Result<Request> {
     Ok(doc.requests.remove(at))
 }
 
-/// Refuse the same folder granted twice, and a read-only grant inside a read-write one.
-fn check_overlaps<'g>(grants: impl Iterator<Item = &'g Grant> + Clone) -> Result<()> {
-    for a in grants.clone() {
-        for b in grants.clone() {
-            if a.id == b.id {
-                continue;
-            }
-            if a.path == b.path {
-                return Err(Error::OverlappingGrant {
-                    path: Shown::path(&a.path),
-                    why: "this folder is already granted as",
-                    other: Shown::text(b.alias.as_str()),
-                });
-            }
-            if a.access == Access::ReadOnly
-                && b.access == Access::ReadWrite
-                && a.path.starts_with(&b.path)
-            {
-                return Err(Error::OverlappingGrant {
-                    path: Shown::path(&a.path),
-                    why: "a read-only grant cannot lie inside the read-write grant",
-                    other: Shown::text(b.alias.as_str()),
-                });
-            }
-        }
+/// Refuse a set of grants in which any breaks the overlap rule ([`rules::overlap`]).
+fn check_overlaps(all: &[Grant]) -> Result<()> {
+    for grant in all {
+        rules::overlap(grant, all).map_err(|why| why.refusal(&grant.path))?;
     }
     Ok(())
 }
@@ -717,12 +650,6 @@ fn storable(path: &Path) -> Result<()> {
         path: Shown::path(path),
         why: why.to_owned(),
     })
-}
-
-/// Open a granted folder by its stored canonical path, refusing any symbolic link on the way
-/// (the path was canonical when approved; a link appearing since is not followed).
-pub(crate) fn open_grant_dir(path: &Path) -> Result<Anchor> {
-    Anchor::open_canonical(path)
 }
 
 /// The current time, RFC 3339 to the second.

@@ -15,9 +15,10 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
+use super::Grants;
 use super::manifest::{Document, Stamp};
 use super::model::{Access, Action, Alias, Want};
-use super::{Grants, open_grant_dir};
+use super::rules::{Unusable, still_at_path};
 use crate::beneath::{Anchor, Symlinks};
 use crate::error::{Error, Result, Shown};
 
@@ -97,41 +98,25 @@ pub struct Effective {
     folder: std::result::Result<Anchor, Unusable>,
 }
 
-#[derive(Debug)]
-enum Unusable {
-    OtherHost(String),
-    Missing(String),
-    BreaksRule(String),
-}
-
 impl Effective {
-    /// The folder's descriptor, opened when the snapshot was built.
+    /// The folder's descriptor, opened when the snapshot was built and confirmed, now, to
+    /// still be at the grant's path.
     ///
     /// # Errors
     ///
-    /// `unavailable_on_host` for a grant of another host, `not_found` for a folder that could
-    /// not be opened.
+    /// `unavailable_on_host` for a grant of another host, `not_found` for a folder that is not
+    /// (or no longer) at its path, `invalid_manifest` for a stored grant that breaks a rule.
     pub fn folder(&self) -> Result<&Anchor> {
-        match &self.folder {
-            Ok(anchor) => Ok(anchor),
-            Err(Unusable::OtherHost(host)) => Err(Error::UnavailableOnHost {
-                alias: Shown::text(self.alias.as_str()),
-                host: Shown::text(host),
-            }),
-            Err(Unusable::Missing(_)) => Err(Error::NotFound {
-                path: Shown::path(&self.path),
-                why: "the granted folder cannot be opened on this host",
-            }),
-            Err(Unusable::BreaksRule(why)) => Err(Error::InvalidManifest {
-                path: Shown::text(self.alias.as_str()),
-                why: format!("this grant is not used: {why}"),
-            }),
-        }
+        let usable = match &self.folder {
+            Ok(anchor) => still_at_path(anchor, &self.path).map(|()| anchor),
+            Err(why) => Err(why.clone()),
+        };
+        usable.map_err(|why| why.error(&self.alias, &self.path))
     }
 
-    /// Whether the grant is usable here.
+    /// Whether the grant is usable here now ([`Effective::folder`] succeeds).
     pub fn is_available(&self) -> bool {
-        self.folder.is_ok()
+        self.folder().is_ok()
     }
 }
 
@@ -170,6 +155,16 @@ impl Snapshot {
             });
         }
         Ok(grant)
+    }
+
+    /// Whether every folder this snapshot holds is still at its grant's path, and every
+    /// folder it found missing still is.
+    fn in_place(&self) -> bool {
+        self.grants.iter().all(|g| match &g.folder {
+            Ok(anchor) => still_at_path(anchor, &g.path).is_ok(),
+            Err(Unusable::Missing { .. }) => Anchor::open_canonical(&g.path).is_err(),
+            Err(_) => true,
+        })
     }
 
     /// The usable grants.
@@ -216,7 +211,9 @@ impl Session {
         }
     }
 
-    /// The grants as of now: rebuilt when the manifest changed since the last call.
+    /// The grants as of now: rebuilt when the manifest changed since the last call, or when a
+    /// folder it holds is no longer at its grant's path (so a session and the listing always
+    /// agree on what is available).
     ///
     /// # Errors
     ///
@@ -224,7 +221,10 @@ impl Session {
     pub fn snapshot(&self) -> Result<Arc<Snapshot>> {
         let stamp = self.grants.manifest().stamp()?;
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(snap) = current.as_ref().filter(|s| s.stamp == stamp) {
+        if let Some(snap) = current
+            .as_ref()
+            .filter(|s| s.stamp == stamp && s.in_place())
+        {
             return Ok(Arc::clone(snap));
         }
         let (stamp, doc) = self.grants.manifest().load()?;
@@ -271,32 +271,14 @@ impl Session {
     }
 
     fn build(&self, stamp: Stamp, doc: &Document) -> Snapshot {
-        let host = self.grants.host();
+        let rules = self.grants.rules();
         let grants = doc
             .grants
             .iter()
             .filter_map(|g| {
                 let access = self.narrowing.apply(&g.alias, g.access)?;
-                let folder = if let Some(why) = self.grants.broken_rule(g, &doc.grants) {
-                    Err(Unusable::BreaksRule(why))
-                } else if g.host != host {
-                    Err(Unusable::OtherHost(g.host.clone()))
-                } else {
-                    open_grant_dir(&g.path)
-                        .map_err(|e| Unusable::Missing(e.to_string()))
-                        .and_then(|anchor| match crate::beneath::location_of(anchor.as_fd()) {
-                            // The folder opened must be the one the grant names.
-                            Ok(real) if real == g.path => Ok(anchor),
-                            _ => Err(Unusable::BreaksRule(
-                                "its folder does not open at the path it names".to_owned(),
-                            )),
-                        })
-                };
-                let unavailable = match &folder {
-                    Ok(_) => None,
-                    Err(Unusable::OtherHost(h)) => Some(format!("approved on host `{h}`")),
-                    Err(Unusable::Missing(why) | Unusable::BreaksRule(why)) => Some(why.clone()),
-                };
+                let folder = rules.usable(g, &doc.grants);
+                let unavailable = folder.as_ref().err().map(Unusable::to_string);
                 Some(Effective {
                     id: g.id.clone(),
                     alias: g.alias.clone(),

@@ -1,6 +1,7 @@
 //! Folder grants: validation rules, manifest round-trips, concurrent writers, the request →
 //! approve/deny flow, live revocation, and resolution inside a grant.
 
+use std::os::fd::AsFd;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -650,6 +651,44 @@ fn a_grant_from_another_host_is_unavailable() {
     assert_eq!(
         w.grants.session().snapshot().unwrap().available().count(),
         0
+    );
+}
+
+#[test]
+fn a_moved_folder_is_unavailable_in_the_listing_and_refused_by_an_open_session() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    let session = w.grants.session();
+    assert!(session.resolve("proj", Path::new("."), Want::Write).is_ok());
+    // Moved away while the session holds its folder: both say it is gone, with a grant-level
+    // refusal (not an `io` error), and the session never follows the folder to where it went.
+    std::fs::rename(w.p("proj"), w.p("moved")).unwrap();
+    let listing = w.grants.list().unwrap();
+    assert!(!listing.grants[0].available, "{listing:?}");
+    assert_eq!(
+        code(session.resolve("proj", Path::new("."), Want::Write)),
+        Code::NotFound
+    );
+    assert_eq!(session.snapshot().unwrap().available().count(), 0);
+    // Another folder now at the path: the listing and the same session agree again.
+    std::fs::create_dir(w.p("proj")).unwrap();
+    assert!(w.grants.list().unwrap().grants[0].available);
+    let resolved = session
+        .resolve("proj", Path::new("."), Want::Write)
+        .unwrap();
+    assert_eq!(
+        safe_lanes::beneath::identity(resolved.fd.as_fd()).unwrap(),
+        safe_lanes::beneath::identity(
+            rustix::fs::open(
+                w.p("proj").as_path(),
+                rustix::fs::OFlags::PATH,
+                rustix::fs::Mode::empty()
+            )
+            .unwrap()
+            .as_fd()
+        )
+        .unwrap(),
+        "the session uses the folder now at the path, not the moved one"
     );
 }
 

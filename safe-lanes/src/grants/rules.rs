@@ -1,0 +1,166 @@
+//! The grant rules, each in one place: where a grant may point ([`Rules::placement`]), how two
+//! grants may overlap ([`overlap`]), and whether a stored grant can be used on this host now
+//! ([`Rules::usable`], [`still_at_path`]).
+//!
+//! Making a grant, listing grants and building a session's snapshot all decide through these
+//! functions, so the three can never disagree; the verdict is a typed [`Unusable`], turned into
+//! an [`Error`] in one place ([`Unusable::error`]).
+
+use std::path::Path;
+
+use super::model::{Access, Alias, Grant};
+use crate::beneath::{self, Anchor};
+use crate::error::{Error, Shown};
+
+/// Why a grant cannot be made, or a stored grant cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unusable {
+    /// It is `/`, or covers (or lies inside) the state root, or contains the manifest.
+    Placement {
+        /// Which of those.
+        why: &'static str,
+    },
+    /// It is the same folder as another grant, or a read-only grant inside a read-write one
+    /// (which the sandbox could not keep read-only).
+    Overlap {
+        /// The other grant.
+        other: Alias,
+        /// How they overlap.
+        why: &'static str,
+    },
+    /// It was approved on another host.
+    OtherHost {
+        /// That host.
+        host: String,
+    },
+    /// Its folder does not open at the path it names: missing, moved, or a component replaced
+    /// by a symbolic link.
+    Missing {
+        /// What opening it said.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::Placement { why } => f.write_str(why),
+            Unusable::Overlap { other, why } => write!(f, "{why} `{other}`"),
+            Unusable::OtherHost { host } => write!(f, "approved on host `{}`", Shown::text(host)),
+            Unusable::Missing { why } => f.write_str(why),
+        }
+    }
+}
+
+impl Unusable {
+    /// The refusal for using the grant `alias` at `path`: `unavailable_on_host` for another
+    /// host, `not_found` for a folder that is not at its path, `invalid_manifest` for a stored
+    /// grant that breaks a rule (one that was edited in, or whose surroundings moved).
+    pub(crate) fn error(&self, alias: &Alias, path: &Path) -> Error {
+        match self {
+            Unusable::OtherHost { host } => Error::UnavailableOnHost {
+                alias: Shown::text(alias.as_str()),
+                host: Shown::text(host),
+            },
+            Unusable::Missing { .. } => Error::NotFound {
+                path: Shown::path(path),
+                why: "the granted folder is not at its path on this host",
+            },
+            Unusable::Placement { .. } | Unusable::Overlap { .. } => Error::InvalidManifest {
+                path: Shown::text(alias.as_str()),
+                why: format!("this grant is not used: {self}"),
+            },
+        }
+    }
+
+    /// The refusal for *making* a grant at `path` that breaks a rule: `state_root` or
+    /// `overlapping_grant`.
+    pub(crate) fn refusal(&self, path: &Path) -> Error {
+        match self {
+            Unusable::Overlap { other, why } => Error::OverlappingGrant {
+                path: Shown::path(path),
+                why,
+                other: Shown::text(other.as_str()),
+            },
+            _ => Error::StateRoot {
+                path: Shown::path(path),
+            },
+        }
+    }
+}
+
+/// The places no grant may cover, and this host.
+#[derive(Debug)]
+pub(crate) struct Rules<'a> {
+    pub(crate) state_root: &'a Path,
+    pub(crate) manifest: &'a Path,
+    pub(crate) host: &'a str,
+}
+
+impl Rules<'_> {
+    /// A grant's folder (canonical) may not be `/`, the state root, inside it or an ancestor of
+    /// it, nor contain the manifest: any of those would hand the agent the gateway's tokens or
+    /// its own grants.
+    pub(crate) fn placement(&self, folder: &Path) -> Result<(), Unusable> {
+        let why = if folder == Path::new("/") {
+            "it grants `/`"
+        } else if folder.starts_with(self.state_root) || self.state_root.starts_with(folder) {
+            "it covers the safe-lanes state root"
+        } else if self.manifest.starts_with(folder) {
+            "it contains the grants manifest"
+        } else {
+            return Ok(());
+        };
+        Err(Unusable::Placement { why })
+    }
+
+    /// Whether the stored `grant` (one of `all`) can be used on this host now, and if so its
+    /// folder, opened by its canonical path without following any link and confirmed to be at
+    /// that path.
+    pub(crate) fn usable(&self, grant: &Grant, all: &[Grant]) -> Result<Anchor, Unusable> {
+        self.placement(&grant.path)?;
+        overlap(grant, all)?;
+        if grant.host != self.host {
+            return Err(Unusable::OtherHost {
+                host: grant.host.clone(),
+            });
+        }
+        let folder = Anchor::open_canonical(&grant.path)
+            .map_err(|e| Unusable::Missing { why: e.to_string() })?;
+        still_at_path(&folder, &grant.path)?;
+        Ok(folder)
+    }
+}
+
+/// A grant may not name the same folder as another, nor be read-only inside a read-write
+/// grant. `grant` is checked against every other member of `all` (by id).
+pub(crate) fn overlap(grant: &Grant, all: &[Grant]) -> Result<(), Unusable> {
+    for other in all.iter().filter(|o| o.id != grant.id) {
+        let why = if other.path == grant.path {
+            "this folder is already granted as"
+        } else if grant.access == Access::ReadOnly
+            && other.access == Access::ReadWrite
+            && grant.path.starts_with(&other.path)
+        {
+            "a read-only grant cannot lie inside the read-write grant"
+        } else {
+            continue;
+        };
+        return Err(Unusable::Overlap {
+            other: other.alias.clone(),
+            why,
+        });
+    }
+    Ok(())
+}
+
+/// The folder an open grant holds must still be at the path the grant names: a folder moved
+/// away (or a path that now leads elsewhere) is not the folder the human approved.
+pub(crate) fn still_at_path(folder: &Anchor, path: &Path) -> Result<(), Unusable> {
+    match beneath::location_of(folder.as_fd()) {
+        Ok(real) if real == path => Ok(()),
+        Ok(_) | Err(_) => Err(Unusable::Missing {
+            why: "its folder is no longer at the path it names".to_owned(),
+        }),
+    }
+}
