@@ -65,13 +65,13 @@ impl Uploader {
     ///
     /// # Errors
     ///
-    /// `not_found` when the template is empty or its quoting is unbalanced.
+    /// `invalid_argument` when the template is empty or its quoting is unbalanced.
     pub fn parse(template: &str) -> Result<Self> {
         let words = shlex::split(template).filter(|w| !w.is_empty());
         let Some(mut words) = words else {
-            return Err(Error::NotFound {
-                path: Shown::text(template),
-                why: "not a command: empty, or unbalanced quotes",
+            return Err(Error::InvalidArgument {
+                what: Shown::text(template),
+                why: "not a command: empty, or unbalanced quotes".into(),
             });
         };
         let program = words.remove(0);

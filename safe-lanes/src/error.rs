@@ -16,119 +16,100 @@ use std::path::Path;
 
 use serde::Serialize;
 
-/// The stable, machine-readable code of an [`Error`].
-///
-/// The string form ([`Code::as_str`], and the `serde` form) is part of the public contract of
-/// the CLI and the MCP server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Code {
+/// Declares [`Code`] from one table — each code once, with its stable name and its meaning —
+/// together with [`Code::ALL`], [`Code::as_str`] and [`Error::code`]. Every code must have an
+/// [`Error`] variant of the same name; the compiler checks it.
+macro_rules! codes {
+    ($($(#[doc = $doc:literal])+ $code:ident = $name:literal,)+) => {
+        /// The stable, machine-readable code of an [`Error`].
+        ///
+        /// The string form ([`Code::as_str`], and the `serde` form) is part of the public
+        /// contract of the CLI and the MCP server.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        #[non_exhaustive]
+        pub enum Code {
+            $($(#[doc = $doc])+ $code,)+
+        }
+
+        impl Code {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [Code] = &[$(Code::$code,)+];
+
+            /// The stable snake_case name of the code.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$code => $name,)+
+                }
+            }
+        }
+
+        impl Error {
+            /// The stable code of this error.
+            pub fn code(&self) -> Code {
+                match self {
+                    $(Error::$code { .. } => Code::$code,)+
+                }
+            }
+        }
+    };
+}
+
+codes! {
     /// A `..` component would climb out of the folder it is relative to.
-    Traversal,
+    Traversal = "traversal",
     /// An absolute path was given where a relative one is required.
-    AbsolutePath,
+    AbsolutePath = "absolute_path",
     /// A relative path was given where an absolute one is required.
-    RelativePath,
+    RelativePath = "relative_path",
     /// The input contains a NUL byte.
-    NulByte,
+    NulByte = "nul_byte",
     /// The path does not lie inside any allowed folder.
-    OutsideAllowlist,
+    OutsideAllowlist = "outside_allowlist",
     /// The path lies inside the state root, which is never a valid source or grant.
-    StateRoot,
+    StateRoot = "state_root",
     /// A symbolic link leads outside the folder, or a link was met where none is allowed.
-    SymlinkEscape,
+    SymlinkEscape = "symlink_escape",
     /// The path names something other than a regular file.
-    NotRegularFile,
+    NotRegularFile = "not_regular_file",
     /// The file has more than one hard link.
-    Hardlinked,
-    /// Nothing exists at the path.
-    NotFound,
+    Hardlinked = "hardlinked",
+    /// No such file, folder, alias or request.
+    NotFound = "not_found",
     /// No grant has this alias.
-    UnknownAlias,
+    UnknownAlias = "unknown_alias",
     /// A write was asked for under a read-only grant.
-    ReadOnly,
+    ReadOnly = "read_only",
     /// The grant was revoked.
-    Revoked,
+    Revoked = "revoked",
     /// The grant was approved on another host.
-    UnavailableOnHost,
+    UnavailableOnHost = "unavailable_on_host",
     /// The alias does not follow the alias rules.
-    InvalidAlias,
+    InvalidAlias = "invalid_alias",
     /// The alias, or its environment key, is already used by another grant.
-    AliasTaken,
+    AliasTaken = "alias_taken",
     /// The grant would overlap another one in a way the OS sandbox cannot enforce.
-    OverlappingGrant,
+    OverlappingGrant = "overlapping_grant",
     /// The content is larger than the configured cap.
-    TooLarge,
+    TooLarge = "too_large",
     /// The state root or a lane is owned by another user or writable by others.
-    InsecureRoot,
+    InsecureRoot = "insecure_root",
     /// The OS sandbox is missing or could only be partly enforced.
-    SandboxUnavailable,
+    SandboxUnavailable = "sandbox_unavailable",
     /// A patch does not apply exactly.
-    PatchRejected,
+    PatchRejected = "patch_rejected",
+    /// An argument is malformed, out of range or missing (a bad template, a path too long, a
+    /// request approved without the folder it needs).
+    InvalidArgument = "invalid_argument",
+    /// Something the operation needs is not set up (no uploader, no home directory).
+    NotConfigured = "not_configured",
     /// The manifest is not valid JSON or breaks a grant rule; it was left untouched.
-    InvalidManifest,
+    InvalidManifest = "invalid_manifest",
     /// An operating-system call failed for a reason that is not a refusal.
-    Io,
+    Io = "io",
 }
 
 impl Code {
-    /// Every code, in declaration order.
-    pub const ALL: &'static [Code] = &[
-        Code::Traversal,
-        Code::AbsolutePath,
-        Code::RelativePath,
-        Code::NulByte,
-        Code::OutsideAllowlist,
-        Code::StateRoot,
-        Code::SymlinkEscape,
-        Code::NotRegularFile,
-        Code::Hardlinked,
-        Code::NotFound,
-        Code::UnknownAlias,
-        Code::ReadOnly,
-        Code::Revoked,
-        Code::UnavailableOnHost,
-        Code::InvalidAlias,
-        Code::AliasTaken,
-        Code::OverlappingGrant,
-        Code::TooLarge,
-        Code::InsecureRoot,
-        Code::SandboxUnavailable,
-        Code::PatchRejected,
-        Code::InvalidManifest,
-        Code::Io,
-    ];
-
-    /// The stable snake_case name of the code.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Code::Traversal => "traversal",
-            Code::AbsolutePath => "absolute_path",
-            Code::RelativePath => "relative_path",
-            Code::NulByte => "nul_byte",
-            Code::OutsideAllowlist => "outside_allowlist",
-            Code::StateRoot => "state_root",
-            Code::SymlinkEscape => "symlink_escape",
-            Code::NotRegularFile => "not_regular_file",
-            Code::Hardlinked => "hardlinked",
-            Code::NotFound => "not_found",
-            Code::UnknownAlias => "unknown_alias",
-            Code::ReadOnly => "read_only",
-            Code::Revoked => "revoked",
-            Code::UnavailableOnHost => "unavailable_on_host",
-            Code::InvalidAlias => "invalid_alias",
-            Code::AliasTaken => "alias_taken",
-            Code::OverlappingGrant => "overlapping_grant",
-            Code::TooLarge => "too_large",
-            Code::InsecureRoot => "insecure_root",
-            Code::SandboxUnavailable => "sandbox_unavailable",
-            Code::PatchRejected => "patch_rejected",
-            Code::InvalidManifest => "invalid_manifest",
-            Code::Io => "io",
-        }
-    }
-
     /// Whether the code means "the input was refused" rather than "the operation failed".
     ///
     /// Everything but [`Code::Io`] is a refusal: the CLI exits with status 3 for refusals and 1
@@ -422,62 +403,51 @@ pub enum Error {
         /// What is wrong with it.
         why: String,
     },
+    /// An argument is malformed, out of range, or missing something it needs.
+    #[error("{what}: {why}")]
+    InvalidArgument {
+        /// The argument (escaped).
+        what: Shown,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Something the operation needs is not set up.
+    #[error("{what} is not configured: {why}")]
+    NotConfigured {
+        /// What is missing.
+        what: &'static str,
+        /// How to set it up.
+        why: String,
+    },
     /// An operating-system call failed.
-    #[error("{call} {arg}: {source}")]
+    ///
+    /// The OS error is part of the message and deliberately not exposed as
+    /// [`std::error::Error::source`], so that error-chain printers show it once.
+    #[error("{call} {arg}: {error}")]
     Io {
         /// The system call or operation.
         call: &'static str,
         /// Its main argument.
         arg: Shown,
         /// The OS error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
 }
 
 impl Error {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        match self {
-            Error::Traversal { .. } => Code::Traversal,
-            Error::AbsolutePath { .. } => Code::AbsolutePath,
-            Error::RelativePath { .. } => Code::RelativePath,
-            Error::NulByte { .. } => Code::NulByte,
-            Error::OutsideAllowlist { .. } => Code::OutsideAllowlist,
-            Error::StateRoot { .. } => Code::StateRoot,
-            Error::SymlinkEscape { .. } => Code::SymlinkEscape,
-            Error::NotRegularFile { .. } => Code::NotRegularFile,
-            Error::Hardlinked { .. } => Code::Hardlinked,
-            Error::NotFound { .. } => Code::NotFound,
-            Error::UnknownAlias { .. } => Code::UnknownAlias,
-            Error::ReadOnly { .. } => Code::ReadOnly,
-            Error::Revoked { .. } => Code::Revoked,
-            Error::UnavailableOnHost { .. } => Code::UnavailableOnHost,
-            Error::InvalidAlias { .. } => Code::InvalidAlias,
-            Error::AliasTaken { .. } => Code::AliasTaken,
-            Error::OverlappingGrant { .. } => Code::OverlappingGrant,
-            Error::TooLarge { .. } => Code::TooLarge,
-            Error::InsecureRoot { .. } => Code::InsecureRoot,
-            Error::SandboxUnavailable { .. } => Code::SandboxUnavailable,
-            Error::PatchRejected { .. } => Code::PatchRejected,
-            Error::InvalidManifest { .. } => Code::InvalidManifest,
-            Error::Io { .. } => Code::Io,
-        }
-    }
-
     /// An operating-system failure of `call` on `arg`.
     pub fn io(call: &'static str, arg: impl Into<Shown>, source: impl Into<io::Error>) -> Self {
         Error::Io {
             call,
             arg: arg.into(),
-            source: source.into(),
+            error: source.into(),
         }
     }
 
     /// The underlying OS error number, for [`Error::Io`].
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
-            Error::Io { source, .. } => source.raw_os_error(),
+            Error::Io { error, .. } => error.raw_os_error(),
             _ => None,
         }
     }

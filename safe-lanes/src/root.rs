@@ -99,9 +99,9 @@ impl RootLocation {
         } else if let Some(home) = var("HOME") {
             (home.join(".local/state/safe-lanes"), RootOrigin::Home)
         } else {
-            return Err(Error::NotFound {
-                path: Shown::text("state root"),
-                why: "no --root, SAFE_LANES_ROOT, GWSA_ROOT, XDG_STATE_HOME or HOME is set",
+            return Err(Error::NotConfigured {
+                what: "the state root",
+                why: "no --root, SAFE_LANES_ROOT, GWSA_ROOT, XDG_STATE_HOME or HOME is set".into(),
             });
         };
         let path = std::path::absolute(&path).map_err(|e| Error::io("absolute", &path, e))?;

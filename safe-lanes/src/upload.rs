@@ -473,9 +473,9 @@ fn check_lexically(path: &Path) -> Result<()> {
         });
     }
     if bytes.len() > PATH_MAX {
-        return Err(Error::NotFound {
-            path: Shown::bytes(bytes),
-            why: "the path is longer than the kernel's PATH_MAX (4095 bytes)",
+        return Err(Error::InvalidArgument {
+            what: Shown::bytes(bytes),
+            why: "the path is longer than the kernel's PATH_MAX (4095 bytes)".into(),
         });
     }
     if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || bytes.ends_with(b"/..") {

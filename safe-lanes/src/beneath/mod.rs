@@ -610,9 +610,9 @@ pub fn component(name: &OsStr) -> Result<&Path> {
         });
     }
     if bytes.is_empty() {
-        return Err(Error::NotFound {
-            path: Shown::bytes(bytes),
-            why: "an empty name",
+        return Err(Error::InvalidArgument {
+            what: Shown::bytes(bytes),
+            why: "an empty name".into(),
         });
     }
     if bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
@@ -679,9 +679,9 @@ pub(crate) fn refusal(errno: Errno, path: &Path, symlinks: Symlinks, call: &'sta
             path: shown,
             why: "a path component is not a directory",
         },
-        Errno::NAMETOOLONG => Error::NotFound {
-            path: shown,
-            why: "the path or one of its names is too long to exist",
+        Errno::NAMETOOLONG => Error::InvalidArgument {
+            what: shown,
+            why: "the path or one of its names is too long to exist".into(),
         },
         Errno::NXIO => Error::NotRegularFile {
             path: shown,

@@ -187,7 +187,7 @@ impl Confined {
             .collect();
         let watch = || still_granted(session, &used);
         let outcome = run(&mut command, self.limits, Some(&watch)).map_err(|e| match e {
-            Error::Io { ref source, .. } => sandbox::failure(source).unwrap_or(e),
+            Error::Io { ref error, .. } => sandbox::failure(error).unwrap_or(e),
             e => e,
         })?;
         let result = ConfinedOutcome {

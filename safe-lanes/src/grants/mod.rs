@@ -302,9 +302,9 @@ impl Grants {
                 });
             }
             if bytes.len() > MAX_PATH_BYTES {
-                return Err(Error::NotFound {
-                    path: Shown::path(p),
-                    why: "the proposed path is longer than PATH_MAX (4095 bytes)",
+                return Err(Error::InvalidArgument {
+                    what: Shown::path(p),
+                    why: "the proposed path is longer than PATH_MAX (4095 bytes)".into(),
                 });
             }
             if p.components()
@@ -410,9 +410,9 @@ impl Grants {
                 find(doc, &request.alias)?.clone()
             } else {
                 let Some(path) = folder else {
-                    return Err(Error::NotFound {
-                        path: Shown::text(&request.id),
-                        why: "the request names no folder: approve it with a path",
+                    return Err(Error::InvalidArgument {
+                        what: Shown::text(&request.id),
+                        why: "the request names no folder: approve it with a path".into(),
                     });
                 };
                 let grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;

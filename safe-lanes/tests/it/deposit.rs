@@ -151,10 +151,13 @@ fn the_file_placeholder_is_appended_when_absent_and_replaced_inside_words() {
         deposit.run(&staged, &plain).unwrap().stdout,
         format!("{}\n", rel.display())
     );
-    assert_eq!(Uploader::parse("  ").unwrap_err().code(), Code::NotFound);
+    assert_eq!(
+        Uploader::parse("  ").unwrap_err().code(),
+        Code::InvalidArgument
+    );
     assert_eq!(
         Uploader::parse("echo 'unbalanced").unwrap_err().code(),
-        Code::NotFound
+        Code::InvalidArgument
     );
 }
 

@@ -367,7 +367,7 @@ fn a_request_is_inert_until_approved() {
     );
     assert_eq!(
         code(w.grants.approve(&r2.id, None, "", "alice")),
-        Code::NotFound
+        Code::InvalidArgument
     );
     let g = w
         .grants
@@ -764,7 +764,7 @@ fn an_agent_cannot_flood_the_manifest_with_requests() {
             w.grants
                 .request("x", Access::ReadOnly, "", Some(Path::new(&long)), "agent")
         ),
-        Code::NotFound
+        Code::InvalidArgument
     );
     for i in 0..safe_lanes::grants::MAX_PENDING_REQUESTS {
         w.grants

@@ -56,7 +56,7 @@ fn the_root_is_resolved_in_the_documented_order() {
         assert_eq!(got.origin, *origin, "{flag:?} {vars:?}");
     }
     let none = RootLocation::resolve_with(None, env(&[])).unwrap_err();
-    assert_eq!(none.code(), Code::NotFound);
+    assert_eq!(none.code(), Code::NotConfigured);
 }
 
 #[test]
