@@ -245,10 +245,19 @@ impl Plan {
     }
 
     /// Map the user and group to themselves in the new user namespace.
+    ///
+    /// A gateway that hardened itself ([`crate::process::harden`]) is not dumpable, and the
+    /// `/proc/self` files of a process that is not dumpable belong to root: the child is made
+    /// dumpable for the three writes only, then not dumpable again until `exec`.
     fn map_identity(&self) -> rustix::io::Result<()> {
-        write_file(c"/proc/self/setgroups", b"deny")?;
-        write_file(c"/proc/self/uid_map", &self.uid_map)?;
-        write_file(c"/proc/self/gid_map", &self.gid_map)
+        use rustix::process::{DumpableBehavior, set_dumpable_behavior};
+        let was = rustix::process::dumpable_behavior()?;
+        set_dumpable_behavior(DumpableBehavior::Dumpable)?;
+        let written = write_file(c"/proc/self/setgroups", b"deny")
+            .and_then(|()| write_file(c"/proc/self/uid_map", &self.uid_map))
+            .and_then(|()| write_file(c"/proc/self/gid_map", &self.gid_map));
+        set_dumpable_behavior(was)?;
+        written
     }
 
     /// Fork; the parent waits for PID 1 of the new namespace and exits like it.
