@@ -278,3 +278,82 @@ fn a_target_name_that_is_not_utf8_is_patched_and_reported() {
     let json = serde_json::to_value(&done).unwrap();
     assert!(json["path"].as_str().unwrap().ends_with("new\u{FFFD}.txt"));
 }
+
+/// The hostile case: a 240 KB diff of many hunks whose context never matches, against a
+/// 320 KB file whose lines are all alike. It is refused without changing anything. (The work it
+/// costs is counted by the unit tests of `patch`: no more lines than the file and the diff
+/// have, where trying every position cost some 160,000 × 1,000 comparisons.)
+#[test]
+fn a_large_diff_whose_context_never_matches_is_refused_and_changes_nothing() {
+    let w = World::new();
+    std::fs::write(w.p("rw/src/lib.rs"), "a\n".repeat(160_000)).unwrap();
+    let mut patch = String::from("--- a/src/lib.rs\n+++ b/src/lib.rs\n");
+    for h in 0..80 {
+        let at = h * 1000 + 1;
+        patch.push_str(&format!("@@ -{at},1000 +{at},1000 @@\n"));
+        patch.push_str(&" a\n".repeat(999));
+        patch.push_str("-zz\n+yy\n");
+    }
+    assert!(patch.len() > 240_000);
+    let before = w.snapshot();
+    let err = w.apply("rw", "src/lib.rs", &patch).unwrap_err();
+    assert_eq!(err.code(), Code::PatchRejected);
+    assert!(err.to_string().contains("hunk #1"), "{err}");
+    assert_eq!(w.snapshot(), before);
+}
+
+/// Regression: a hunk of lines that occur everywhere, which matches only at the far end of
+/// the file, made the search compare about 80,000 × 602 lines before it applied. Placing it
+/// needs more than `MAX_MATCH_WORK` comparisons, so it is refused, saying why, and nothing
+/// changes.
+#[test]
+fn a_patch_that_needs_more_than_the_work_bound_is_refused_and_changes_nothing() {
+    let w = World::new();
+    let file = format!("{}a\na\n", "a\nb\n".repeat(80_000));
+    std::fs::write(w.p("rw/src/lib.rs"), &file).unwrap();
+    let patch = format!(
+        "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,602 +1,602 @@\n{} a\n-a\n+c\n",
+        " a\n b\n".repeat(300)
+    );
+    let before = w.snapshot();
+    let err = w.apply("rw", "src/lib.rs", &patch).unwrap_err();
+    assert_eq!(err.code(), Code::PatchRejected);
+    let message = err.to_string();
+    assert!(
+        message.contains("hunk #1")
+            && message.contains(&safe_lanes::patch::MAX_MATCH_WORK.to_string())
+            && message.contains("line comparisons"),
+        "{message}"
+    );
+    assert_eq!(w.snapshot(), before);
+}
+
+/// Each hunk finds its own offset: lines were added above the first hunk and between the
+/// second and the third since the diff was made.
+#[test]
+fn hunks_apply_at_offsets_of_their_own() {
+    let w = World::new();
+    let original = lines(100);
+    let edited = original
+        .replace("line 10\n", "line ten\n")
+        .replace("line 50\n", "line fifty\n")
+        .replace("line 90\n", "")
+        .replace("line 91\n", "line 91\nline 91-bis\n");
+    let patch = diff(&original, &edited);
+    let insert =
+        |text: &str, after: &str, extra: &str| text.replace(after, &format!("{after}{extra}"));
+    let drifted = insert(
+        &format!("{}{original}", "top\n".repeat(3)),
+        "line 70\n",
+        &"middle\n".repeat(7),
+    );
+    std::fs::write(w.p("rw/src/lib.rs"), &drifted).unwrap();
+    let done = w.apply("rw", "src/lib.rs", &patch).unwrap();
+    assert_eq!((done.change, done.hunks), (Change::Modified, 3));
+    let want = insert(
+        &format!("{}{edited}", "top\n".repeat(3)),
+        "line 70\n",
+        &"middle\n".repeat(7),
+    );
+    assert_eq!(std::fs::read_to_string(w.p("rw/src/lib.rs")).unwrap(), want);
+}
