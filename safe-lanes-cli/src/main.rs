@@ -17,8 +17,13 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // First, before anything is read: no core file, no same-user tracing.
+    let hardening = safe_lanes::harden();
     let cli = args::Cli::parse();
     let json = cli.json;
-    let result = commands::run(cli);
+    let result = match hardening {
+        Ok(_) => commands::run(cli),
+        Err(e) => Err(e.into()),
+    };
     output::finish(result, json)
 }

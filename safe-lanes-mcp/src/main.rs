@@ -32,13 +32,16 @@ struct Args {
     /// 'gws drive files create --upload {file}'. Without it, the upload tools are not offered.
     #[arg(long, value_name = "'CMD … {file} …'")]
     uploader: Option<String>,
-    /// The largest file `download_save` and `upload_content` accept, in bytes.
+    /// The largest file `download_save`, `upload_content` and `upload_file` accept, in bytes.
+    /// It also sizes the longest request line (twice this, plus 1 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = 50 << 20)]
     max_bytes: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
+    // First, before anything is read or started: no core file, no same-user tracing.
+    let hardening = safe_lanes::harden();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -47,6 +50,10 @@ async fn main() -> Result<()> {
                 .unwrap_or_else(|_| "warn,rmcp=error".into()),
         )
         .init();
+    let hardening = hardening.context("cannot harden the server process")?;
+    if let Some(warning) = hardening.warning() {
+        tracing::warn!("{warning}");
+    }
     let args = Args::parse();
     let root = RootLocation::resolve(args.root.as_deref())?;
     let uploader = args
@@ -59,7 +66,7 @@ async fn main() -> Result<()> {
         root: root.path.clone(),
         manifest: args.manifest,
         uploader,
-        max_download_bytes: args.max_bytes,
+        max_bytes: args.max_bytes,
     })
     .context("cannot open the state root")?;
     #[allow(clippy::print_stderr)]
@@ -70,7 +77,8 @@ async fn main() -> Result<()> {
             root.path.display()
         );
     }
-    let (transport, writer) = transport::stdio().context("cannot start the stdio threads")?;
+    let limits = transport::Limits::for_content_cap(args.max_bytes);
+    let (transport, writer) = transport::stdio(limits).context("cannot start the stdio threads")?;
     server.serve(transport).await?.waiting().await?;
     // The service and its sink are gone: the writer drains what is left and ends.
     let _ = writer.join();

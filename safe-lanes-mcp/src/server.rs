@@ -31,7 +31,8 @@ pub(crate) struct Config {
     pub(crate) root: PathBuf,
     pub(crate) manifest: Option<PathBuf>,
     pub(crate) uploader: Option<Uploader>,
-    pub(crate) max_download_bytes: u64,
+    /// The largest content a tool saves or stages.
+    pub(crate) max_bytes: u64,
 }
 
 /// Everything the tools share.
@@ -55,7 +56,7 @@ pub(crate) struct Server {
 impl Server {
     pub(crate) fn new(config: Config) -> safe_lanes::Result<Self> {
         let root = StateRoot::open(&config.root)?;
-        let lane = DownloadLane::open(&root)?.with_max_bytes(config.max_download_bytes);
+        let lane = DownloadLane::open(&root)?.with_max_bytes(config.max_bytes);
         let grants = Arc::new(Grants::open(&root, config.manifest.as_deref())?);
         let session = grants.session();
         let mut tool_router = Self::tool_router();
@@ -151,7 +152,7 @@ impl Server {
         input_schema = input_schema::<SourcePath>(),
         description = "Upload a local file with the configured uploader. The file must pass \
         the same checks as `upload_resolve`; a copy is staged for the uploader and erased \
-        afterwards."
+        afterwards. Refused with `too_large` past the size cap."
     )]
     async fn upload_file(
         &self,
@@ -162,7 +163,7 @@ impl Server {
         blocking(move || {
             let uploader = state.uploader()?;
             let opened = UploadSource::load(&state.root)?.open(Path::new(&args.path))?;
-            let deposit = UploadDeposit::open(&state.root)?;
+            let deposit = UploadDeposit::open(&state.root)?.with_max_bytes(state.config.max_bytes);
             let sent = deposit.send(deposit.stage_source(&opened)?, uploader)?;
             uploaded(Some(lossy(&opened.path)), sent)
         })
@@ -184,8 +185,7 @@ impl Server {
         let state = Arc::clone(&self.state);
         blocking(move || {
             let uploader = state.uploader()?;
-            let deposit =
-                UploadDeposit::open(&state.root)?.with_max_bytes(state.config.max_download_bytes);
+            let deposit = UploadDeposit::open(&state.root)?.with_max_bytes(state.config.max_bytes);
             let sent = deposit.send(deposit.stage(&args.filename, &bytes[..])?, uploader)?;
             uploaded(None, sent)
         })

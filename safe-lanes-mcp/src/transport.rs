@@ -1,27 +1,82 @@
-//! Newline-delimited JSON-RPC over stdin/stdout that answers every unusable line.
+//! Newline-delimited JSON-RPC over stdin/stdout that answers every unusable line, and bounds
+//! what one client can make the server hold.
 //!
 //! rmcp's stdio transport drops a line that is not JSON without a word. This one answers it as
 //! JSON-RPC asks: `-32700` (parse error) for a line that is not JSON, `-32600` (invalid request)
-//! for JSON that is not a message or a line over [`MAX_LINE`], with the request's `id` when it
-//! has one. Blank lines are skipped.
+//! for JSON that is not a message or a line over [`Limits::max_line`], with the request's `id`
+//! when it has one. Blank lines are skipped.
+//!
+//! # Bounds
+//!
+//! - **One message**: a line is read into memory only up to [`Limits::max_line`] bytes; the
+//!   rest of a longer line is skipped in small pieces and the line is answered `-32600`, so no
+//!   line is ever buffered whole past the limit.
+//! - **Requests in flight**: a request counts from the moment it is read until its answer is
+//!   written. At most [`MAX_IN_FLIGHT`] requests, and at most [`Limits::in_flight_bytes`] bytes
+//!   of their lines, are in flight at once; a request beyond either is answered at once with
+//!   `-32000` ("server busy", with its `id`) and never reaches the server. The reader never
+//!   waits for the server, so pings and cancellations are read even when it is busy.
+//! - **Duplicate ids**: a request whose `id` is still in flight is answered `-32600`.
+//! - **Cancellation**: `notifications/cancelled` for a request in flight is not passed on; the
+//!   tool call runs to its end (tools do not stop half-way) and keeps its place among the
+//!   requests in flight until then, and its answer is dropped instead of written, as the
+//!   cancellation asks. A client cannot free a place by cancelling work that still runs.
+//!
+//! Memory held for requests is therefore about [`Limits::in_flight_bytes`] at most, plus one
+//! line being read.
 //!
 //! One plain thread reads stdin and one writes stdout (each line in a single `write`), so a
 //! call costs a handful of thread hand-offs rather than one trip through the async runtime's
 //! blocking pool per read and per write.
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use futures::{Sink, Stream};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+};
 use serde_json::{Value, json};
 
-/// The longest line read: room for a 50 MiB download as base64 inside a JSON-RPC request.
-pub(crate) const MAX_LINE: usize = 96 << 20;
+/// The most requests in flight at once.
+pub(crate) const MAX_IN_FLIGHT: usize = 32;
+/// Parsed messages waiting for the server's loop (which takes them as fast as they come).
+const QUEUE: usize = 4;
+/// Room in a line for everything but the content of a request.
+const LINE_OVERHEAD: u64 = 1 << 20;
+
+/// The JSON-RPC error for a request beyond the bounds (implementation-defined server error).
+const BUSY: i64 = -32000;
+
+/// How much one client can make the server hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// The longest line read.
+    pub(crate) max_line: usize,
+    /// The most bytes of request lines in flight at once.
+    pub(crate) in_flight_bytes: usize,
+}
+
+impl Limits {
+    /// The limits of a server whose content cap (`--max-bytes`) is `max_bytes`: a line may hold
+    /// twice that (the content as base64 is 4/3 of it; as JSON text with escapes, more) and
+    /// 1 MiB for the rest of the request; two such lines may be in flight at once.
+    pub(crate) fn for_content_cap(max_bytes: u64) -> Self {
+        let line = max_bytes.saturating_mul(2).saturating_add(LINE_OVERHEAD);
+        let max_line = usize::try_from(line).unwrap_or(usize::MAX);
+        Self {
+            max_line,
+            in_flight_bytes: max_line.saturating_mul(2),
+        }
+    }
+}
 
 /// The (sink, stream) pair rmcp serves over, on this process's stdin and stdout, and the
 /// stdout thread: join it after the service ends so the last answers are written.
-pub(crate) fn stdio() -> io::Result<(
+pub(crate) fn stdio(
+    limits: Limits,
+) -> io::Result<(
     (
         impl Sink<ServerJsonRpcMessage, Error = io::Error> + Send + Unpin + 'static,
         impl Stream<Item = ClientJsonRpcMessage> + Send + Unpin + 'static,
@@ -32,19 +87,33 @@ pub(crate) fn stdio() -> io::Result<(
     let writer = std::thread::Builder::new()
         .name("stdout".into())
         .spawn(move || write_lines(io::stdout(), lines_out))?;
-    let (to_server, messages) = tokio::sync::mpsc::unbounded_channel::<ClientJsonRpcMessage>();
-    let errors = to_stdout.clone();
+    let (to_server, messages) = tokio::sync::mpsc::channel::<ClientJsonRpcMessage>(QUEUE);
+    let in_flight = Arc::new(Mutex::new(InFlight::default()));
+    let reader = Reader {
+        limits,
+        to_server,
+        to_stdout: to_stdout.clone(),
+        in_flight: Arc::clone(&in_flight),
+    };
     std::thread::Builder::new()
         .name("stdin".into())
-        .spawn(move || read_lines(io::stdin().lock(), &to_server, &errors))?;
+        .spawn(move || reader.read_lines(io::stdin().lock()))?;
     let sink = Box::pin(futures::sink::unfold(
-        to_stdout,
-        |to_stdout, message: ServerJsonRpcMessage| async move {
-            let line = serde_json::to_vec(&message).map_err(io::Error::other)?;
-            to_stdout
-                .send(line)
-                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))?;
-            Ok::<_, io::Error>(to_stdout)
+        (to_stdout, in_flight),
+        |(to_stdout, in_flight), message: ServerJsonRpcMessage| async move {
+            let answered = match &message {
+                JsonRpcMessage::Response(response) => Some(&response.id),
+                JsonRpcMessage::Error(error) => error.id.as_ref(),
+                _ => None,
+            };
+            let cancelled = answered.is_some_and(|id| lock(&in_flight).finish(id));
+            if !cancelled {
+                let line = serde_json::to_vec(&message).map_err(io::Error::other)?;
+                to_stdout
+                    .send(line)
+                    .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))?;
+            }
+            Ok::<_, io::Error>((to_stdout, in_flight))
         },
     ));
     let stream = Box::pin(futures::stream::unfold(
@@ -52,6 +121,73 @@ pub(crate) fn stdio() -> io::Result<(
         |mut messages| async move { messages.recv().await.map(|m| (m, messages)) },
     ));
     Ok(((sink, stream), writer))
+}
+
+/// The requests read and not yet answered.
+#[derive(Debug, Default)]
+struct InFlight {
+    requests: HashMap<RequestId, Pending>,
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct Pending {
+    /// The length of its line.
+    bytes: usize,
+    /// The client cancelled it: its answer is dropped.
+    cancelled: bool,
+}
+
+/// Why a request was not let in.
+enum Refused {
+    Busy,
+    DuplicateId,
+}
+
+impl InFlight {
+    /// Count a request of `bytes` bytes in, or say why not.
+    fn admit(&mut self, id: &RequestId, bytes: usize, limits: Limits) -> Result<(), Refused> {
+        if self.requests.contains_key(id) {
+            return Err(Refused::DuplicateId);
+        }
+        if self.requests.len() >= MAX_IN_FLIGHT
+            || self.bytes.saturating_add(bytes) > limits.in_flight_bytes
+        {
+            return Err(Refused::Busy);
+        }
+        self.bytes += bytes;
+        self.requests.insert(
+            id.clone(),
+            Pending {
+                bytes,
+                cancelled: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Mark a request in flight as cancelled; whether it was in flight.
+    fn cancel(&mut self, id: &RequestId) -> bool {
+        self.requests
+            .get_mut(id)
+            .map(|pending| pending.cancelled = true)
+            .is_some()
+    }
+
+    /// Count a request out as it is answered; whether its answer is to be dropped.
+    fn finish(&mut self, id: &RequestId) -> bool {
+        match self.requests.remove(id) {
+            Some(pending) => {
+                self.bytes -= pending.bytes;
+                pending.cancelled
+            }
+            None => false,
+        }
+    }
+}
+
+fn lock(in_flight: &Mutex<InFlight>) -> std::sync::MutexGuard<'_, InFlight> {
+    in_flight.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Write each line and a newline with one `write`, until the channel closes or stdout fails.
@@ -65,53 +201,123 @@ fn write_lines(out: impl Write, lines: mpsc::Receiver<Vec<u8>>) {
     }
 }
 
-/// Read lines until end of input, passing messages on and answering unusable lines.
-fn read_lines(
-    mut input: impl BufRead,
-    to_server: &tokio::sync::mpsc::UnboundedSender<ClientJsonRpcMessage>,
-    to_stdout: &mpsc::Sender<Vec<u8>>,
-) {
-    let answer = |id: Value, code: i64, message: String| {
-        tracing::debug!(code, %message, "answering an unusable line");
+/// The stdin side: reads lines, answers the unusable ones, passes the rest on.
+struct Reader {
+    limits: Limits,
+    to_server: tokio::sync::mpsc::Sender<ClientJsonRpcMessage>,
+    to_stdout: mpsc::Sender<Vec<u8>>,
+    in_flight: Arc<Mutex<InFlight>>,
+}
+
+impl Reader {
+    /// Answer a line with a JSON-RPC error.
+    fn answer(&self, id: Value, code: i64, message: String) {
+        tracing::debug!(code, %message, "answering a line without the server");
         let response =
             json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
-        let _ = to_stdout.send(response.to_string().into_bytes());
-    };
-    loop {
-        let mut line = Vec::new();
-        match (&mut input)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-        {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        if line.len() > MAX_LINE && !line.ends_with(b"\n") {
-            if skip_rest_of_line(&mut input).is_err() {
-                return;
+        let _ = self.to_stdout.send(response.to_string().into_bytes());
+    }
+
+    /// Read lines until end of input, passing messages on and answering unusable lines.
+    fn read_lines(&self, mut input: impl BufRead) {
+        let max_line = self.limits.max_line;
+        loop {
+            let mut line = Vec::new();
+            match (&mut input)
+                .take(
+                    u64::try_from(max_line)
+                        .unwrap_or(u64::MAX)
+                        .saturating_add(1),
+                )
+                .read_until(b'\n', &mut line)
+            {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
             }
-            answer(Value::Null, -32600, "Invalid request: line too long".into());
-            continue;
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<ClientJsonRpcMessage>(&line) {
-            Ok(message) => {
-                if to_server.send(message).is_err() {
+            if line.len() > max_line && !line.ends_with(b"\n") {
+                drop(line);
+                if skip_rest_of_line(&mut input).is_err() {
                     return;
                 }
+                self.answer(
+                    Value::Null,
+                    -32600,
+                    format!("Invalid request: the line is longer than {max_line} bytes"),
+                );
+                continue;
             }
-            Err(e) => match serde_json::from_slice::<Value>(&line) {
-                Err(_) => answer(Value::Null, -32700, format!("Parse error: {e}")),
-                Ok(value) => {
-                    let id = match value.get("id") {
-                        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
-                        _ => Value::Null,
-                    };
-                    answer(id, -32600, format!("Invalid request: {e}"));
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&line) {
+                Ok(message) => message,
+                Err(e) => {
+                    match serde_json::from_slice::<Value>(&line) {
+                        Err(_) => self.answer(Value::Null, -32700, format!("Parse error: {e}")),
+                        Ok(value) => {
+                            let id = match value.get("id") {
+                                Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+                                _ => Value::Null,
+                            };
+                            self.answer(id, -32600, format!("Invalid request: {e}"));
+                        }
+                    }
+                    continue;
                 }
+            };
+            if !self.admit(&message, line.len()) {
+                continue;
+            }
+            drop(line);
+            if self.to_server.blocking_send(message).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Whether `message` goes on to the server; answers it when it does not.
+    fn admit(&self, message: &ClientJsonRpcMessage, bytes: usize) -> bool {
+        match message {
+            JsonRpcMessage::Request(request) => {
+                let refused = lock(&self.in_flight).admit(&request.id, bytes, self.limits);
+                let id = || serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                match refused {
+                    Ok(()) => true,
+                    Err(Refused::Busy) => {
+                        self.answer(
+                            id(),
+                            BUSY,
+                            format!(
+                                "Server busy: {MAX_IN_FLIGHT} requests (or {} bytes of them) \
+                                 are in flight; send this one again once one is answered",
+                                self.limits.in_flight_bytes
+                            ),
+                        );
+                        false
+                    }
+                    Err(Refused::DuplicateId) => {
+                        self.answer(
+                            id(),
+                            -32600,
+                            "Invalid request: a request with this id is still in flight".into(),
+                        );
+                        false
+                    }
+                }
+            }
+            JsonRpcMessage::Notification(notification) => match &notification.notification {
+                ClientNotification::CancelledNotification(cancelled) => {
+                    let in_flight = cancelled
+                        .params
+                        .request_id
+                        .as_ref()
+                        .is_some_and(|id| lock(&self.in_flight).cancel(id));
+                    // A cancellation of a request in flight stays here: see the module docs.
+                    !in_flight
+                }
+                _ => true,
             },
+            _ => true,
         }
     }
 }
@@ -133,5 +339,62 @@ fn skip_rest_of_line(input: &mut impl BufRead) -> io::Result<()> {
                 input.consume(n);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: i64) -> RequestId {
+        RequestId::Number(n)
+    }
+
+    #[test]
+    fn places_are_counted_in_and_out_and_a_cancelled_one_is_kept_until_it_ends() {
+        let limits = Limits::for_content_cap(1000);
+        let mut in_flight = InFlight::default();
+        for n in 0..MAX_IN_FLIGHT as i64 {
+            assert!(in_flight.admit(&id(n), 10, limits).is_ok());
+        }
+        assert!(matches!(
+            in_flight.admit(&id(99), 10, limits),
+            Err(Refused::Busy)
+        ));
+        assert!(matches!(
+            in_flight.admit(&id(3), 10, limits),
+            Err(Refused::DuplicateId)
+        ));
+        // Cancelling keeps the place; the answer frees it and is to be dropped.
+        assert!(in_flight.cancel(&id(3)));
+        assert!(matches!(
+            in_flight.admit(&id(99), 10, limits),
+            Err(Refused::Busy)
+        ));
+        assert!(in_flight.finish(&id(3)));
+        assert!(in_flight.admit(&id(99), 10, limits).is_ok());
+        // An answer to something not in flight changes nothing.
+        assert!(!in_flight.finish(&id(1000)));
+        assert!(!in_flight.cancel(&id(1000)));
+        for n in 0..MAX_IN_FLIGHT as i64 {
+            in_flight.finish(&id(n));
+        }
+        in_flight.finish(&id(99));
+        assert_eq!((in_flight.requests.len(), in_flight.bytes), (0, 0));
+    }
+
+    #[test]
+    fn bytes_in_flight_are_bounded_too() {
+        let limits = Limits::for_content_cap(1000);
+        assert_eq!(limits.max_line, 2000 + (1 << 20));
+        let mut in_flight = InFlight::default();
+        assert!(in_flight.admit(&id(1), limits.max_line, limits).is_ok());
+        assert!(in_flight.admit(&id(2), limits.max_line, limits).is_ok());
+        assert!(matches!(
+            in_flight.admit(&id(3), 1, limits),
+            Err(Refused::Busy)
+        ));
+        assert!(!in_flight.finish(&id(1)));
+        assert!(in_flight.admit(&id(3), 1, limits).is_ok());
     }
 }

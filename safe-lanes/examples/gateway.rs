@@ -14,6 +14,11 @@ use safe_lanes::{
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // 0. Before anything else: not dumpable, no core file.
+    let hardening = safe_lanes::harden()?;
+    if let Some(warning) = hardening.warning() {
+        println!("warning    {warning}");
+    }
     let tmp = tempfile::tempdir()?;
     let root = StateRoot::open(&tmp.path().join("state"))?;
 

@@ -35,6 +35,10 @@ pub(crate) struct Copied {
 /// (`too_large`) as soon as more than `cap` bytes arrive, then run `finish` (for example an
 /// `fsync`) before returning. On error, what was written stays in `out`: callers write into a
 /// file that has no name yet and drop it.
+///
+/// With a cap, no more than `cap + 1` bytes are ever read from `reader` (the extra byte proves
+/// the input too large) and no more than `cap` written, however long the input goes on: a
+/// source file that grows while it is copied costs at most the cap.
 pub(crate) fn copy_hashed(
     reader: &mut dyn Read,
     out: BorrowedFd<'_>,
@@ -45,7 +49,8 @@ pub(crate) fn copy_hashed(
     let mut total = 0u64;
     let mut buf = vec![0u8; FIRST_CHUNK];
     loop {
-        let n = fill(reader, &mut buf)?;
+        let want = room(buf.len(), total, cap);
+        let n = fill(reader, &mut buf[..want])?;
         if n == 0 {
             finish()?;
             return Ok(Copied {
@@ -119,7 +124,8 @@ fn read_back(
         let worker = scope.spawn(|| hash_written(out, &progress, hasher, hashed_from));
         let written = (|| {
             loop {
-                let n = fill(reader, &mut buf)?;
+                let want = room(buf.len(), total, cap);
+                let n = fill(reader, &mut buf[..want])?;
                 if n == 0 {
                     break;
                 }
@@ -200,6 +206,18 @@ fn write_all(out: BorrowedFd<'_>, mut bytes: &[u8]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// How much of a buffer of `len` bytes the next read may fill, `total` bytes in: never past
+/// `cap + 1` bytes in all.
+fn room(len: usize, total: u64, cap: Option<u64>) -> usize {
+    match cap {
+        Some(limit) => {
+            let left = limit.saturating_add(1).saturating_sub(total);
+            usize::try_from(left).map_or(len, |left| left.min(len))
+        }
+        None => len,
+    }
 }
 
 fn check_cap(total: u64, cap: Option<u64>) -> Result<()> {

@@ -74,6 +74,8 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
     if let Some(why) = &landlock.problem {
         problems.push(format!("confined commands are refused: {why}"));
     }
+    let process = safe_lanes::process::status();
+    let warnings: Vec<&str> = process.warning().into_iter().collect();
     let mut text = format!(
         "state root: {} (from {:?})\n",
         location.path.display(),
@@ -105,6 +107,9 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
             "not fully enforced"
         }
     );
+    for w in &warnings {
+        let _ = writeln!(text, "warning: {w}");
+    }
     for p in &problems {
         let _ = writeln!(text, "problem: {p}");
     }
@@ -116,6 +121,9 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
         "dirs": dirs,
         "kernel": { "openat2": openat2, "landlock": landlock },
         "upload_roots_ignored": ignored,
+        "process": process,
+        "running_as_root": process.running_as_root,
+        "warnings": warnings,
         "problems": problems,
         "ok": problems.is_empty(),
     });

@@ -5,6 +5,7 @@ mod confined;
 mod download;
 mod grant;
 mod hostile;
+mod process;
 mod root;
 mod upload;
 mod util;

@@ -3,6 +3,9 @@
 
 mod downloads;
 mod folders;
+mod limits;
 mod malformed;
+mod process;
+mod raw;
 mod upload;
 mod util;

@@ -103,6 +103,41 @@ async fn upload_file_and_content_run_the_uploader_on_a_staged_copy() {
     );
 }
 
+/// Regression: `upload_file` staged its source whatever its size, while `download_save` and
+/// `upload_content` were capped. A source past `--max-bytes` (here one that grew after it was
+/// saved) is refused with `too_large`, the uploader never runs, and nothing stays staged.
+#[tokio::test]
+async fn upload_file_is_refused_past_the_size_cap() {
+    let seen = tempfile::tempdir().unwrap();
+    let ran = seen.path().join("ran");
+    let uploader = format!("/bin/sh -c 'touch {}' sh {{file}}", ran.display());
+    let w = World::with_args(&["--uploader", &uploader, "--max-bytes", "1000"]).await;
+    let saved = w
+        .ok(
+            "download_save",
+            json!({"filename": "log.txt", "text": "small"}),
+        )
+        .await;
+    let path = saved["path"].as_str().unwrap();
+    std::fs::write(path, vec![b'x'; 5000]).unwrap();
+    assert_eq!(
+        w.refused("upload_file", json!({ "path": path })).await,
+        "too_large"
+    );
+    assert!(!ran.exists(), "the uploader ran");
+    assert!(
+        std::fs::read_dir(w.root().join(".uploads"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+    // At the cap it goes through.
+    std::fs::write(path, vec![b'x'; 1000]).unwrap();
+    let sent = w.ok("upload_file", json!({ "path": path })).await;
+    assert_eq!(sent["source"]["bytes"], 1000);
+    assert!(ran.exists());
+}
+
 #[tokio::test]
 async fn a_failing_uploader_is_an_error_result() {
     let w = World::with_args(&["--uploader", "/bin/sh -c 'echo broken >&2; exit 3'"]).await;

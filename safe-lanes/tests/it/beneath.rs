@@ -248,11 +248,7 @@ fn single_component_operations_refuse_paths() {
         } else {
             Code::Traversal
         };
-        assert!(
-            err.code() == expected,
-            "{bad:?} gave {:?}",
-            err.code()
-        );
+        assert!(err.code() == expected, "{bad:?} gave {:?}", err.code());
     }
     assert_eq!(
         anchor

@@ -118,6 +118,61 @@ fn staging_past_the_cap_is_refused_and_leaves_nothing() {
     assert!(names(&fx.root.uploads_path()).is_empty());
 }
 
+/// An endless source, like a file that keeps growing while it is copied, counting what is read
+/// from it.
+struct Endless {
+    read: u64,
+}
+
+impl std::io::Read for Endless {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        buf.fill(b'x');
+        self.read += buf.len() as u64;
+        Ok(buf.len())
+    }
+}
+
+/// Regression: the copy read whole chunks (up to 256 KiB) past the cap before it refused.
+/// Staging reads at most one byte past the cap, whatever the cap and however long the source
+/// goes on.
+#[test]
+fn staging_reads_no_more_than_one_byte_past_the_cap() {
+    let fx = Fixture::new();
+    for cap in [0, 1, 1000, 100_000, 5 << 20] {
+        let deposit = UploadDeposit::open(&fx.root).unwrap().with_max_bytes(cap);
+        let mut source = Endless { read: 0 };
+        let err = deposit.stage("a.txt", &mut source).unwrap_err();
+        assert_eq!(err.code(), Code::TooLarge);
+        assert_eq!(source.read, cap + 1, "cap {cap}");
+        assert!(names(&fx.root.uploads_path()).is_empty());
+    }
+    // At exactly the cap, the copy succeeds.
+    let deposit = UploadDeposit::open(&fx.root).unwrap().with_max_bytes(3);
+    assert_eq!(deposit.stage("a.txt", &b"abc"[..]).unwrap().bytes(), 3);
+}
+
+/// A source that was small when it was checked and grew before it was copied is refused at the
+/// cap, and the deposit keeps nothing.
+#[test]
+fn a_source_that_grew_after_its_check_is_refused_at_the_cap() {
+    use std::io::Write;
+    let fx = Fixture::new();
+    let lane = safe_lanes::DownloadLane::open(&fx.root).unwrap();
+    let saved = lane.save("log.txt", &b"small"[..]).unwrap();
+    let source = UploadSource::load_with(&fx.root, |_| None).unwrap();
+    let opened = source.open(&saved.path).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&saved.path)
+        .unwrap()
+        .write_all(&vec![b'x'; 1 << 20])
+        .unwrap();
+    let deposit = UploadDeposit::open(&fx.root).unwrap().with_max_bytes(1000);
+    let err = deposit.stage_source(&opened).unwrap_err();
+    assert_eq!(err.code(), Code::TooLarge);
+    assert!(names(&fx.root.uploads_path()).is_empty());
+}
+
 #[test]
 fn a_resolved_source_is_staged_as_an_exact_copy() {
     let fx = Fixture::new();

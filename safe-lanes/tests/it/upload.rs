@@ -185,7 +185,10 @@ fn hostile_path_shapes_are_refused_before_any_lookup() {
         ("allowed1/file.txt".into(), Code::RelativePath),
         ("".into(), Code::RelativePath),
         ("./file".into(), Code::RelativePath),
-        (format!("/{}", "a".repeat(5000)).into(), Code::InvalidArgument),
+        (
+            format!("/{}", "a".repeat(5000)).into(),
+            Code::InvalidArgument,
+        ),
         (
             OsString::from(std::ffi::OsStr::from_bytes(b"/tmp/x\0/etc/passwd")),
             Code::NulByte,

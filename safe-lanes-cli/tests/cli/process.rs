@@ -1,0 +1,106 @@
+//! The process itself: `doctor` reports its hardening and says whether it runs as root.
+//!
+//! The tests run the binary as the tests' user and, when that is root (as in CI), also as
+//! `nobody`, from a copy in a directory every user can enter, on a state root that user owns.
+//! (That hardening leaves confined commands working for an unprivileged user is shown by the
+//! `hostile` suite, which runs every case as `nobody` too.)
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::util::Run;
+
+const NOBODY: u32 = 65534;
+
+/// A directory every user can enter, with a copy (or hard link) of the binary in it.
+struct Shared {
+    tmp: tempfile::TempDir,
+}
+
+impl Shared {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let binary = Path::new(env!("CARGO_BIN_EXE_safe-lanes"));
+        let shared = tmp.path().join("safe-lanes");
+        if std::fs::hard_link(binary, &shared).is_err() {
+            std::fs::copy(binary, &shared).unwrap();
+        }
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Self { tmp }
+    }
+
+    /// A directory `name` owned by `uid`.
+    fn dir_for(&self, name: &str, uid: u32) -> PathBuf {
+        let dir = self.tmp.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::chown(&dir, Some(uid), Some(uid)).unwrap();
+        dir
+    }
+
+    /// Run `safe-lanes --root <home>/state ARGS` as `user` (a uid and gid; `None`: ours),
+    /// with `home` as HOME and working directory.
+    fn run(&self, user: Option<u32>, home: &Path, args: &[&str]) -> Run {
+        let mut command = Command::new(self.tmp.path().join("safe-lanes"));
+        command
+            .arg("--root")
+            .arg(home.join("state"))
+            .args(args)
+            .current_dir(home)
+            .env_clear()
+            .env("HOME", home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::null());
+        if let Some(id) = user {
+            command.uid(id).gid(id);
+        }
+        let out = command.output().unwrap();
+        Run {
+            status: out.status.code().expect("exited"),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// `doctor` reports the process's hardening, and warns (one line, not a problem) exactly when it
+/// runs as root.
+#[test]
+fn doctor_says_whether_it_runs_as_root() {
+    let shared = Shared::new();
+    let me = rustix::process::geteuid();
+    let mut users = vec![(me.as_raw(), None, me.is_root())];
+    if me.is_root() {
+        users.push((NOBODY, Some(NOBODY), false));
+    }
+    for (uid, user, root) in users {
+        let home = shared.dir_for(&format!("home-{uid}"), uid);
+        assert_eq!(shared.run(user, &home, &["init"]).status, 0);
+        let run = shared.run(user, &home, &["--json", "doctor"]);
+        let json = run.json();
+        assert_eq!(json["running_as_root"], root, "uid {uid}: {json}");
+        assert_eq!(json["process"]["running_as_root"], root, "{json}");
+        assert_eq!(json["process"]["not_dumpable"], true, "{json}");
+        assert_eq!(json["process"]["no_core_files"], true, "{json}");
+        let warnings = json["warnings"].as_array().expect("warnings");
+        assert_eq!(warnings.len(), usize::from(root), "{json}");
+        assert!(warnings.iter().all(|w| {
+            let w = w.as_str().unwrap();
+            w.contains("running as root") && !w.contains('\n')
+        }));
+        // A warning, not a problem: doctor still passes.
+        assert_eq!((json["ok"].clone(), run.status), (true.into(), 0), "{json}");
+        let text = shared.run(user, &home, &["doctor"]);
+        assert_eq!(
+            text.stdout
+                .lines()
+                .filter(|l| l.starts_with("warning: running as root"))
+                .count(),
+            usize::from(root),
+            "{}",
+            text.stdout
+        );
+    }
+}
