@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use safe_lanes::beneath::openat2_available;
-use safe_lanes::confine::landlock_support;
+use safe_lanes::confine::sandbox_support;
 use safe_lanes::{RootLocation, StateRoot, UploadSource};
 use serde_json::json;
 
@@ -31,7 +31,8 @@ pub(crate) fn init(flag: Option<&Path>) -> Result<Report> {
 
 pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
     let location = RootLocation::resolve(flag)?;
-    let landlock = landlock_support();
+    let sandbox = sandbox_support();
+    let landlock = &sandbox.landlock;
     let openat2 = openat2_available();
     let mut problems: Vec<String> = Vec::new();
     let mut ignored = Vec::new();
@@ -71,7 +72,7 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
         problems
             .push("openat2 is unavailable: the slower O_NOFOLLOW component walk is used".into());
     }
-    if let Some(why) = &landlock.problem {
+    if let Some(why) = &sandbox.problem {
         problems.push(format!("confined commands are refused: {why}"));
     }
     let process = safe_lanes::process::status();
@@ -107,6 +108,12 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
             "not fully enforced"
         }
     );
+    if sandbox.available {
+        text.push_str("confined commands run under:\n");
+        for layer in &sandbox.layers {
+            let _ = writeln!(text, "  {layer}");
+        }
+    }
     for w in &warnings {
         let _ = writeln!(text, "warning: {w}");
     }
@@ -120,6 +127,7 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
         "root": { "path": path(&location.path), "origin": location.origin },
         "dirs": dirs,
         "kernel": { "openat2": openat2, "landlock": landlock },
+        "sandbox": { "available": sandbox.available, "layers": sandbox.layers, "problem": sandbox.problem },
         "upload_roots_ignored": ignored,
         "process": process,
         "running_as_root": process.running_as_root,

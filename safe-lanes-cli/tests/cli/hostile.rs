@@ -163,6 +163,32 @@ impl Lab {
         command.spawn().unwrap()
     }
 
+    /// `safe-lanes --root <root> ARGS` inside a user namespace in which no further user
+    /// namespace may be made (as on hosts that disable them).
+    fn without_user_namespaces(&self, args: &[&str]) -> Run {
+        let mut command = Command::new("unshare");
+        command
+            .args(["--user", "--map-root-user", "/bin/sh", "-c"])
+            .arg(r#"echo 0 > /proc/sys/user/max_user_namespaces && exec "$@""#)
+            .arg("sh")
+            .arg(&self.binary)
+            .arg("--root")
+            .arg(self.p("state"))
+            .args(args)
+            .env_clear()
+            .env("HOME", self.p("home"))
+            .env("PATH", "/usr/bin:/bin")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        self.as_user(&mut command);
+        let out = spawn(&mut command).wait_with_output().unwrap();
+        Run {
+            status: out.status.code().unwrap(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     fn who(&self) -> String {
         format!("uid {}", self.uid)
     }
@@ -437,44 +463,40 @@ fn scratch_space_leaves_nothing_behind_even_when_the_gateway_dies() {
 #[test]
 fn without_user_namespaces_nothing_runs_and_the_reason_is_given() {
     for lab in Lab::both() {
-        // A user namespace in which no further user namespace may be made.
+        // Here, doctor lists every layer.
+        let doctor = lab.cli(&["--json", "doctor"]).json();
+        assert_eq!(doctor["sandbox"]["available"], true, "{doctor}");
+        assert_eq!(doctor["sandbox"]["layers"].as_array().unwrap().len(), 5);
+        // In a user namespace where no further user namespace may be made: nothing runs.
         let proj = lab.p("proj");
-        let mut command = Command::new("unshare");
-        command
-            .args(["--user", "--map-root-user", "/bin/sh", "-c"])
-            .arg(r#"echo 0 > /proc/sys/user/max_user_namespaces && exec "$@""#)
-            .arg("sh")
-            .arg(&lab.binary)
-            .arg("--root")
-            .arg(lab.p("state"))
-            .args([
-                "--json",
-                "exec",
-                "--",
-                "/bin/sh",
-                "-c",
-                "echo ran > \"$1/ran\"",
-                "sh",
-            ])
-            .arg(&proj)
-            .env_clear()
-            .env("HOME", lab.p("home"))
-            .env("PATH", "/usr/bin:/bin");
-        lab.as_user(&mut command);
-        let out = command.output().unwrap();
-        let run = Run {
-            status: out.status.code().unwrap(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        };
-        assert_eq!(run.status, 3, "{}: {run:?}", lab.who());
-        assert_eq!(run.code(), "sandbox_unavailable", "{}", lab.who());
-        let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        let exec = lab.without_user_namespaces(&[
+            "--json",
+            "exec",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo ran > \"$1/ran\"",
+            "sh",
+            proj.to_str().unwrap(),
+        ]);
+        assert_eq!(exec.status, 3, "{}: {exec:?}", lab.who());
+        assert_eq!(exec.code(), "sandbox_unavailable", "{}", lab.who());
+        let message = exec.json()["error"]["message"].as_str().unwrap().to_owned();
         assert!(message.contains("user namespaces"), "{message}");
         assert!(
             !proj.join("ran").exists(),
             "{}: the command did not run",
             lab.who()
+        );
+        // And doctor says why.
+        let doctor = lab.without_user_namespaces(&["--json", "doctor"]).json();
+        assert_eq!(doctor["sandbox"]["available"], false, "{doctor}");
+        assert!(
+            doctor["sandbox"]["problem"]
+                .as_str()
+                .unwrap()
+                .contains("user namespaces"),
+            "{doctor}"
         );
     }
 }
