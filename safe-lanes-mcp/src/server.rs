@@ -8,9 +8,10 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
+use safe_lanes::grants::AgentGrants;
 use safe_lanes::{
-    Confined, DownloadLane, Grants, Limits, Session, StateRoot, UploadDeposit, UploadSource,
-    Uploader, apply_patch,
+    Confined, DownloadLane, Limits, Session, StateRoot, UploadDeposit, UploadSource, Uploader,
+    apply_patch,
 };
 
 use crate::params::{
@@ -41,7 +42,7 @@ struct State {
     config: Config,
     root: StateRoot,
     lane: DownloadLane,
-    grants: Arc<Grants>,
+    grants: AgentGrants,
     session: Session,
 }
 
@@ -57,7 +58,7 @@ impl Server {
     pub(crate) fn new(config: Config) -> safe_lanes::Result<Self> {
         let root = StateRoot::open(&config.root)?;
         let lane = DownloadLane::open(&root)?.with_max_bytes(config.max_bytes);
-        let grants = Arc::new(Grants::open(&root, config.manifest.as_deref())?);
+        let grants = AgentGrants::open(&root, config.manifest.as_deref())?;
         let session = grants.session();
         let mut tool_router = Self::tool_router();
         if config.uploader.is_none() {
@@ -241,7 +242,6 @@ impl Server {
                 args.access.into(),
                 &args.reason,
                 args.path.as_deref().map(Path::new),
-                "agent",
             )?)
         })
         .await?;

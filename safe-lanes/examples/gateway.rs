@@ -50,7 +50,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sent.outcome.exit_code, sent.outcome.stdout
     );
 
-    // 4. A folder the human granted, and a command confined to it by Landlock.
+    // 4. A folder the human granted (the human's side, `Grants`), and a command the agent
+    //    runs confined to it (the agent's side, `AgentGrants`).
     let project = tmp.path().join("project");
     std::fs::create_dir(&project)?;
     let grants = Arc::new(Grants::open(&root, None)?);
@@ -58,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     match Confined::shell(
         "echo hello > \"$WORKFLOW_FOLDER_PROJECT/out.txt\" && cat /etc/hostname >/dev/null",
     )
-    .run(&grants.session())
+    .run(&grants.agent().session())
     {
         Ok(done) => println!("confined   exit {:?}", done.outcome.exit_code),
         Err(e) => println!("confined   not run: {}: {e}", e.code()),

@@ -3,7 +3,7 @@
 //! Every decision (a saved download, an upload, a grant change, a refusal) is one JSON line:
 //!
 //! ```text
-//! {"seq":7,"ts":"2026-11-30T16:02:11.123Z","event":"download.save","actor":"alice",…,"prev":"<hex>","hash":"<hex>"}
+//! {"seq":7,"ts":"2026-11-30T16:02:11.123Z","event":"download.save","actor":"uid:1000",…,"prev":"<hex>","hash":"<hex>"}
 //! ```
 //!
 //! `prev` is the `hash` of the line before (64 zeros for the first line) and `hash` is the
@@ -118,7 +118,14 @@ impl AuditLog {
     /// # Errors
     ///
     /// `io` when the log cannot be locked, read or written.
-    pub fn append(&self, event: &str, actor: &str, fields: impl Serialize) -> Result<()> {
+    pub fn append(
+        &self,
+        event: &str,
+        actor: impl std::fmt::Display,
+        fields: impl Serialize,
+    ) -> Result<()> {
+        let actor = actor.to_string();
+        let actor = actor.as_str();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         rustix::fs::flock(&inner.fd, FlockOperation::LockExclusive)
             .map_err(|e| Error::io("flock", &self.path, e))?;
@@ -213,7 +220,7 @@ impl AuditLog {
     pub fn refused(
         &self,
         what: &str,
-        actor: &str,
+        actor: impl std::fmt::Display,
         subject: &str,
         error: crate::Error,
     ) -> crate::Error {
@@ -337,15 +344,6 @@ impl io::Read for ReadAt {
         self.offset += n as u64;
         Ok(n)
     }
-}
-
-/// The name recorded as the actor of the human's actions: `$USER`, else `$LOGNAME`, else
-/// `uid:<n>`.
-pub fn os_user() -> String {
-    ["USER", "LOGNAME"]
-        .into_iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| format!("uid:{}", rustix::process::geteuid().as_raw()))
 }
 
 #[cfg(test)]

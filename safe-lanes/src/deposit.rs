@@ -24,6 +24,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::{Anchor, Symlinks};
 use crate::copy::copy_hashed;
@@ -126,7 +127,7 @@ pub struct UploadDeposit {
     path: PathBuf,
     audit: Arc<AuditLog>,
     max_bytes: Option<u64>,
-    actor: String,
+    actor: Actor,
 }
 
 /// A staged file; erased (with its private directory) when dropped.
@@ -166,7 +167,7 @@ impl UploadDeposit {
             path: root.uploads_path(),
             audit: root.audit(),
             max_bytes: None,
-            actor: "agent".to_owned(),
+            actor: Actor::Agent,
         };
         deposit.sweep_stale();
         Ok(deposit)
@@ -178,9 +179,9 @@ impl UploadDeposit {
         self
     }
 
-    /// The actor recorded in the audit log ("agent" by default).
-    pub fn with_actor(mut self, actor: impl Into<String>) -> Self {
-        self.actor = actor.into();
+    /// The actor recorded in the audit log ([`Actor::Agent`] by default).
+    pub fn with_actor(mut self, actor: Actor) -> Self {
+        self.actor = actor;
         self
     }
 
@@ -246,7 +247,7 @@ impl UploadDeposit {
         let outcome = run(&mut command, uploader.limits, None)?;
         self.audit.append(
             "upload.run",
-            &self.actor,
+            self.actor,
             serde_json::json!({
                 "uploader": uploader.program.to_string_lossy(),
                 "staged": relative,

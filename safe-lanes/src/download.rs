@@ -37,6 +37,7 @@ use rustix::fs::FileType;
 use rustix::io::Errno;
 use serde::Serialize;
 
+use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::Anchor;
 use crate::copy::copy_hashed;
@@ -117,7 +118,7 @@ pub struct DownloadLane {
     durability: Durability,
     max_bytes: Option<u64>,
     staging: Staging,
-    actor: String,
+    actor: Actor,
     next_suffix: Mutex<HashMap<String, Next>>,
     /// Hidden staging files left by a crash are swept once, before the first hidden staging.
     swept: Once,
@@ -133,7 +134,7 @@ enum Next {
 }
 
 impl DownloadLane {
-    /// The download lane of `root`: durable, no size cap, actor "agent".
+    /// The download lane of `root`: durable, no size cap, actor [`Actor::Agent`].
     ///
     /// # Errors
     ///
@@ -146,7 +147,7 @@ impl DownloadLane {
             durability: Durability::Durable,
             max_bytes: None,
             staging: Staging::Unnamed,
-            actor: "agent".to_owned(),
+            actor: Actor::Agent,
             next_suffix: Mutex::new(HashMap::new()),
             swept: Once::new(),
         };
@@ -165,9 +166,9 @@ impl DownloadLane {
         self
     }
 
-    /// The actor recorded in the audit log for saves ("agent" by default).
-    pub fn with_actor(mut self, actor: impl Into<String>) -> Self {
-        self.actor = actor.into();
+    /// The actor recorded in the audit log for saves ([`Actor::Agent`] by default).
+    pub fn with_actor(mut self, actor: Actor) -> Self {
+        self.actor = actor;
         self
     }
 
@@ -199,7 +200,7 @@ impl DownloadLane {
         let hint = hint.as_ref();
         self.save_unrecorded(hint, reader).map_err(|e| {
             self.audit
-                .refused("download", &self.actor, &String::from_utf8_lossy(hint), e)
+                .refused("download", self.actor, &String::from_utf8_lossy(hint), e)
         })
     }
 
@@ -227,7 +228,7 @@ impl DownloadLane {
             bytes: copied.bytes,
             sha256: copied.sha256,
         };
-        if let Err(e) = self.audit.append("download.save", &self.actor, &saved) {
+        if let Err(e) = self.audit.append("download.save", self.actor, &saved) {
             // Nothing unrecorded stays in the lane: remove the name, if it is still this file.
             let ours = crate::beneath::identity(staged.fd.as_fd())?;
             if let Ok(st) = self.dir.stat_entry(OsStr::new(&saved.name))
@@ -294,7 +295,7 @@ impl DownloadLane {
         if !removed.is_empty() {
             self.audit.append(
                 "download.prune",
-                &crate::audit::os_user(),
+                Actor::human(),
                 serde_json::json!({ "removed": removed.iter().map(|e| &e.name).collect::<Vec<_>>() }),
             )?;
         }

@@ -61,6 +61,7 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("safe-lanes relies on openat2, O_TMPFILE and Landlock: it builds on Linux only");
 
+pub mod actor;
 pub mod audit;
 pub mod beneath;
 pub mod confine;
@@ -77,6 +78,7 @@ pub mod root;
 pub mod run;
 pub mod upload;
 
+pub use actor::Actor;
 pub use audit::{AuditLog, Verification};
 pub use confine::{Confined, ConfinedOutcome, SandboxSupport, sandbox_support};
 pub use deposit::{Staged, UploadDeposit, Uploader};

@@ -48,6 +48,7 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{FileType, Mode, OFlags};
 use serde::Serialize;
 
+use crate::actor::Actor;
 use crate::beneath::{self, Anchor, Symlinks, identity, kind_of, location_of};
 use crate::error::{Error, Result, Shown};
 use crate::root::{StateRoot, UPLOAD_ROOTS_FILE};
@@ -140,7 +141,7 @@ pub struct UploadSource {
     state_root: PathBuf,
     downloads: PathBuf,
     audit: std::sync::Arc<crate::audit::AuditLog>,
-    actor: String,
+    actor: Actor,
 }
 
 impl UploadSource {
@@ -168,7 +169,7 @@ impl UploadSource {
             state_root,
             downloads: downloads.clone(),
             audit: root.audit(),
-            actor: "agent".to_owned(),
+            actor: Actor::Agent,
         };
         this.roots.push(AllowedRoot {
             path: downloads.clone(),
@@ -267,9 +268,9 @@ impl UploadSource {
         self
     }
 
-    /// The actor recorded in the audit log ("agent" by default).
-    pub fn with_actor(mut self, actor: impl Into<String>) -> Self {
-        self.actor = actor.into();
+    /// The actor recorded in the audit log ([`Actor::Agent`] by default).
+    pub fn with_actor(mut self, actor: Actor) -> Self {
+        self.actor = actor;
         self
     }
 
@@ -298,7 +299,7 @@ impl UploadSource {
     pub fn open(&self, path: &Path) -> Result<Opened> {
         self.open_unrecorded(path).map_err(|e| {
             self.audit
-                .refused("upload", &self.actor, &path.to_string_lossy(), e)
+                .refused("upload", self.actor, &path.to_string_lossy(), e)
         })
     }
 
@@ -339,7 +340,7 @@ impl UploadSource {
             sha256: copied.sha256,
             file: opened.file,
         };
-        self.audit.append("upload.resolve", &self.actor, &source)?;
+        self.audit.append("upload.resolve", self.actor, &source)?;
         Ok(source)
     }
 

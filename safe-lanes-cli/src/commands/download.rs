@@ -14,7 +14,7 @@ use crate::output::{Report, path};
 
 pub(crate) fn run(flag: Option<&Path>, cmd: DownloadCommand) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
-    let lane = DownloadLane::open(&root)?.with_actor(safe_lanes::audit::os_user());
+    let lane = DownloadLane::open(&root)?.with_actor(safe_lanes::Actor::human());
     match cmd {
         DownloadCommand::Save {
             name,

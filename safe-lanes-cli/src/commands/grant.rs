@@ -18,7 +18,7 @@ pub(crate) fn run(
 ) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
     let grants = Grants::open(&root, manifest)?;
-    let me = safe_lanes::audit::os_user();
+    let me = safe_lanes::Actor::human().to_string();
     let who = |actor: Option<String>| actor.unwrap_or_else(|| me.clone());
     match cmd {
         GrantCommand::List => {

@@ -13,7 +13,7 @@ use crate::output::{self, Report};
 
 pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
-    let source = UploadSource::load(&root)?.with_actor(safe_lanes::audit::os_user());
+    let source = UploadSource::load(&root)?.with_actor(safe_lanes::Actor::human());
     match cmd {
         UploadCommand::Check { path } => {
             let checked = source.resolve(&path)?;
@@ -59,7 +59,7 @@ pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
                 timeout: Duration::from_secs(timeout),
                 ..Limits::default()
             });
-            let deposit = UploadDeposit::open(&root)?.with_actor(safe_lanes::audit::os_user());
+            let deposit = UploadDeposit::open(&root)?.with_actor(safe_lanes::Actor::human());
             let staged = deposit.stage_source(&opened)?;
             let sent = deposit.send(staged, &uploader)?;
             let outcome = &sent.outcome;

@@ -137,7 +137,7 @@ impl Manifest {
     /// # Errors
     ///
     /// Whatever `change` returns; `invalid_manifest` when the current file is invalid; `io`.
-    pub fn update<T>(&self, change: impl FnOnce(&mut Document) -> Result<T>) -> Result<T> {
+    pub(crate) fn update<T>(&self, change: impl FnOnce(&mut Document) -> Result<T>) -> Result<T> {
         let _lock = self.lock()?;
         let (_, mut doc) = self.load()?;
         let out = change(&mut doc)?;

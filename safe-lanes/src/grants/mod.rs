@@ -23,6 +23,7 @@
 //! - the host it was approved on is recorded; on another host the grant is unavailable
 //!   (`unavailable_on_host`), never silently active.
 
+mod agent;
 mod manifest;
 mod model;
 mod rules;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use agent::AgentGrants;
 pub use manifest::{CHANGELOG_KEY, Document, GRANTS_KEY, Manifest, REQUESTS_KEY, Stamp};
 pub use model::{
     Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN, MAX_REASON_CHARS, Request,
@@ -41,6 +43,7 @@ pub use model::{
 pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 
+use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::{self, Anchor};
 use crate::download::random_hex;
@@ -120,7 +123,7 @@ impl Grants {
     }
 
     /// The manifest file.
-    pub fn manifest(&self) -> &Manifest {
+    pub(crate) fn manifest(&self) -> &Manifest {
         &self.manifest
     }
 
@@ -490,9 +493,15 @@ impl Grants {
         Ok(request)
     }
 
-    /// A live session over these grants: every operation sees the manifest as it is then.
+    /// A live session over these grants for the human running this process (its operations
+    /// are recorded as [`Actor::human`]): every operation sees the manifest as it is then.
     pub fn session(self: &Arc<Self>) -> Session {
-        Session::new(Arc::clone(self))
+        Session::new(Arc::clone(self), Actor::human())
+    }
+
+    /// The agent's side of these grants ([`AgentGrants`]), for an agent-facing adapter.
+    pub fn agent(self: &Arc<Self>) -> AgentGrants {
+        AgentGrants::new(Arc::clone(self))
     }
 
     /// The grant rules for this state root, manifest and host.

@@ -19,6 +19,7 @@ use super::Grants;
 use super::manifest::{Document, Stamp};
 use super::model::{Access, Action, Alias, Want};
 use super::rules::{Unusable, still_at_path};
+use crate::actor::Actor;
 use crate::beneath::{Anchor, Symlinks};
 use crate::error::{Error, Result, Shown};
 
@@ -188,14 +189,16 @@ pub struct Resolved {
 #[derive(Debug)]
 pub struct Session {
     grants: Arc<Grants>,
+    actor: Actor,
     narrowing: Narrowing,
     current: Mutex<Option<Arc<Snapshot>>>,
 }
 
 impl Session {
-    pub(super) fn new(grants: Arc<Grants>) -> Self {
+    pub(super) fn new(grants: Arc<Grants>, actor: Actor) -> Self {
         Self {
             grants,
+            actor,
             narrowing: Narrowing::none(),
             current: Mutex::new(None),
         }
@@ -206,6 +209,7 @@ impl Session {
     pub fn child(&self, narrowing: Narrowing) -> Session {
         Session {
             grants: Arc::clone(&self.grants),
+            actor: self.actor,
             narrowing: self.narrowing.then(&narrowing),
             current: Mutex::new(None),
         }
@@ -259,15 +263,22 @@ impl Session {
         })
     }
 
-    /// Append an agent operation run in this session to the audit log.
-    pub(crate) fn record(&self, event: &str, fields: impl Serialize) -> Result<()> {
-        self.grants.audit().append(event, "agent", fields)
+    /// Who this session's operations are recorded as.
+    pub fn actor(&self) -> Actor {
+        self.actor
     }
 
-    /// Record a refused agent operation in the audit log and hand the error back (an `io`
+    /// Append an operation run in this session to the audit log, as its actor.
+    pub(crate) fn record(&self, event: &str, fields: impl Serialize) -> Result<()> {
+        self.grants.audit().append(event, self.actor, fields)
+    }
+
+    /// Record a refused operation in the audit log and hand the error back (an `io`
     /// error is handed back unrecorded: see [`AuditLog::refused`](crate::audit::AuditLog::refused)).
     pub(crate) fn refused(&self, what: &str, subject: &str, error: Error) -> Error {
-        self.grants.audit().refused(what, "agent", subject, error)
+        self.grants
+            .audit()
+            .refused(what, self.actor, subject, error)
     }
 
     fn build(&self, stamp: Stamp, doc: &Document) -> Snapshot {

@@ -74,7 +74,7 @@ impl World {
         file: &str,
         diff: &str,
     ) -> safe_lanes::Result<safe_lanes::Patched> {
-        apply_patch(&self.grants.session(), alias, Path::new(file), diff)
+        apply_patch(&self.grants.agent().session(), alias, Path::new(file), diff)
     }
 
     /// Every file of the world with its content.
@@ -191,7 +191,7 @@ fn create_and_delete_through_dev_null() {
 }
 
 #[test]
-fn every_refusal_leaves_everything_unchanged() {
+pub(crate) fn every_refusal_leaves_everything_unchanged() {
     let w = World::new();
     symlink(w.p("outside"), w.p("rw/link-dir")).unwrap();
     symlink(w.p("outside/victim.txt"), w.p("rw/link-file")).unwrap();
@@ -258,11 +258,26 @@ fn every_patch_is_audited() {
         &diff(&original, &original.replace("line 1\n", "one\n")),
     )
     .unwrap();
-    let log = std::fs::read_to_string(w.p("state/audit.jsonl")).unwrap();
-    let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
-    assert_eq!(last["event"], "patch.apply");
-    assert_eq!(last["actor"], "agent");
-    assert_eq!(last["result"]["hunks"], 1);
+    let last = || -> serde_json::Value {
+        let log = std::fs::read_to_string(w.p("state/audit.jsonl")).unwrap();
+        serde_json::from_str(log.lines().last().unwrap()).unwrap()
+    };
+    assert_eq!(last()["event"], "patch.apply");
+    assert_eq!(last()["actor"], "agent", "the agent's session records the agent");
+    assert_eq!(last()["result"]["hunks"], 1);
+    // The human's own session (the CLI's `patch`) records the human, by user id.
+    let edited = original.replace("line 1\n", "one\n");
+    apply_patch(
+        &w.grants.session(),
+        "rw",
+        Path::new("src/lib.rs"),
+        &diff(&edited, &edited.replace("line 2\n", "two\n")),
+    )
+    .unwrap();
+    assert_eq!(
+        last()["actor"],
+        format!("uid:{}", rustix::process::geteuid().as_raw())
+    );
 }
 
 /// Regression (found by the `patch` fuzz target): a target name that is not UTF-8 made the

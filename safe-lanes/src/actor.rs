@@ -1,0 +1,45 @@
+//! Who an operation is done for, as the audit log records it.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// The side an operation comes from.
+///
+/// The agent side (the MCP server, or any adapter that serves a model) is recorded as `agent`;
+/// the human at the trusted side (the CLI) by effective user id, `uid:N` — a value the process
+/// cannot be talked into changing, unlike `$USER`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Actor {
+    /// An agent, through an agent-facing adapter.
+    Agent,
+    /// The human running the trusted side, by effective user id.
+    Human {
+        /// The effective user id.
+        uid: u32,
+    },
+}
+
+impl Actor {
+    /// The human running this process: its effective user id.
+    pub fn human() -> Self {
+        Actor::Human {
+            uid: rustix::process::geteuid().as_raw(),
+        }
+    }
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Actor::Agent => f.write_str("agent"),
+            Actor::Human { uid } => write!(f, "uid:{uid}"),
+        }
+    }
+}
+
+impl Serialize for Actor {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
