@@ -161,7 +161,8 @@ impl AuditLog {
         let (line, hash) = seal(&unsealed);
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
-        write_all(inner.fd.as_fd(), &bytes).map_err(|e| Error::io("write", &self.path, e))?;
+        crate::fd::write_all(inner.fd.as_fd(), &bytes)
+            .map_err(|e| Error::io("write", &self.path, e))?;
         inner.last = Some((size + bytes.len() as u64, seq + 1, hash));
         Ok(())
     }
@@ -244,15 +245,14 @@ impl AuditLog {
     ///
     /// `io` when the log cannot be read.
     pub fn verify(&self) -> Result<Verification> {
-        let file = std::fs::File::from(
-            self.inner
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .fd
-                .try_clone()
-                .map_err(|e| Error::io("dup", &self.path, e))?,
-        );
-        verify_reader(BufReader::new(ReadAt { file, offset: 0 }))
+        let fd = self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fd
+            .try_clone()
+            .map_err(|e| Error::io("dup", &self.path, e))?;
+        verify_reader(BufReader::new(crate::fd::ReadAt::new(fd.as_fd())))
             .map_err(|e| Error::io("read", &self.path, e))
     }
 }
@@ -317,33 +317,6 @@ fn unseal(line: &str) -> Option<&str> {
     let tail = &line[line.len() - SEAL_LEN..];
     let hash = tail.strip_prefix(",\"hash\":\"")?.strip_suffix("\"}")?;
     (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hash)
-}
-
-fn write_all(fd: std::os::fd::BorrowedFd<'_>, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match rustix::io::write(fd, bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-/// Reads a file from offset 0 with `pread`, leaving the shared descriptor's offset alone.
-struct ReadAt {
-    file: std::fs::File,
-    offset: u64,
-}
-
-impl io::Read for ReadAt {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        use std::os::unix::fs::FileExt;
-        let n = self.file.read_at(buf, self.offset)?;
-        self.offset += n as u64;
-        Ok(n)
-    }
 }
 
 #[cfg(test)]

@@ -190,22 +190,8 @@ fn hash_written(
     }
 }
 
-fn write_all(out: BorrowedFd<'_>, mut bytes: &[u8]) -> Result<()> {
-    while !bytes.is_empty() {
-        match rustix::io::write(out, bytes) {
-            Ok(0) => {
-                return Err(Error::io(
-                    "write",
-                    "file",
-                    io::Error::from(io::ErrorKind::WriteZero),
-                ));
-            }
-            Ok(n) => bytes = &bytes[n..],
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(Error::io("write", "file", e)),
-        }
-    }
-    Ok(())
+fn write_all(out: BorrowedFd<'_>, bytes: &[u8]) -> Result<()> {
+    crate::fd::write_all(out, bytes).map_err(|e| Error::io("write", "file", e))
 }
 
 /// How much of a buffer of `len` bytes the next read may fill, `total` bytes in: never past

@@ -28,12 +28,13 @@ use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::{Anchor, Symlinks};
 use crate::copy::copy_hashed;
-use crate::download::random_hex;
 use crate::error::{Error, Result, Shown};
+use crate::fd::ReadAt;
 use crate::name::sanitize;
+use crate::random::random_hex;
 use crate::root::StateRoot;
 use crate::run::{Limits, Outcome, run};
-use crate::upload::{Opened, ReadAt};
+use crate::upload::Opened;
 
 /// Staged entries older than this are crash leftovers.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
@@ -229,7 +230,7 @@ impl UploadDeposit {
             .file_name()
             .map(|n| n.as_encoded_bytes().to_vec())
             .unwrap_or_default();
-        self.stage(hint, ReadAt::new(&source.file))
+        self.stage(hint, ReadAt::new(source.file.as_fd()))
     }
 
     /// Run `uploader` on `staged` with the deposit as its working directory.

@@ -323,7 +323,7 @@ impl DownloadLane {
         }
         self.swept.call_once(|| self.sweep_partials());
         loop {
-            let hidden = format!("{PARTIAL_PREFIX}{}", random_hex());
+            let hidden = format!("{PARTIAL_PREFIX}{}", crate::random::random_hex());
             match self.dir.create_new(OsStr::new(&hidden), FILE_MODE) {
                 Ok(fd) => {
                     return Ok(Staged {
@@ -463,20 +463,4 @@ impl Drop for Staged<'_> {
             let _ = self.lane.remove_file(OsStr::new(hidden));
         }
     }
-}
-
-/// 16 random bytes in hex, for names nobody can guess.
-pub(crate) fn random_hex() -> String {
-    let mut bytes = [0u8; 16];
-    // getrandom only fails before the entropy pool is initialised; the time-and-pid fallback
-    // still gives a unique (if guessable) name, and names are created with O_EXCL anyway.
-    if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
-        let now = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos();
-        bytes[..16].copy_from_slice(&now.to_le_bytes());
-        bytes[0] ^= std::process::id() as u8;
-    }
-    crate::copy::hex(&bytes)
 }

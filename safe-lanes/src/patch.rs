@@ -52,11 +52,10 @@ use std::path::{Component, Path, PathBuf};
 
 use diffy::patch_set::{FileMode, FileOperation, ParseOptions, PatchKind, PatchSet};
 use diffy::{Hunk, Line};
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
-use crate::beneath::{Anchor, Symlinks, kind_of};
-use crate::download::random_hex;
+use crate::beneath::{Anchor, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
 use crate::grants::{Alias, Session, Want};
 
@@ -156,12 +155,12 @@ fn apply(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patc
             Change::Deleted
         }
         Op::Create => {
-            write_beside(&dir, name, &patched, NEW_FILE_MODE, Replace::Never)?;
+            write_beside(&dir, name, &patched, NEW_FILE_MODE, Publish::New)?;
             Change::Created
         }
         Op::Modify => {
             let mode = current.map_or(NEW_FILE_MODE, |c| c.mode);
-            write_beside(&dir, name, &patched, mode, Replace::Always)?;
+            write_beside(&dir, name, &patched, mode, Publish::Replace)?;
             Change::Modified
         }
     };
@@ -554,19 +553,7 @@ fn read_target(dir: &Anchor, name: &OsStr, shown: &Path) -> Result<Option<Curren
         }
         Err(e) => return Err(e),
     };
-    let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", shown, e))?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(Error::NotRegularFile {
-            path: Shown::path(shown),
-            kind: kind_of(&st),
-        });
-    }
-    if st.st_nlink != 1 {
-        return Err(Error::Hardlinked {
-            path: Shown::path(shown),
-            links: st.st_nlink,
-        });
-    }
+    let st = crate::beneath::regular_single_link(fd.as_fd(), shown)?;
     if st.st_size as u64 > MAX_FILE_BYTES {
         return Err(Error::TooLarge {
             what: "the file, in bytes,",
@@ -586,49 +573,22 @@ fn read_target(dir: &Anchor, name: &OsStr, shown: &Path) -> Result<Option<Curren
     }))
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Replace {
-    Always,
-    Never,
-}
-
-/// Write `text` to a temporary file in `dir`, `fsync` it, and rename it to `name`.
-fn write_beside(dir: &Anchor, name: &OsStr, text: &str, mode: u32, replace: Replace) -> Result<()> {
+/// Write `text` as `name` in `dir` atomically ([`Anchor::write_file`]), refusing a file that is
+/// too large; with [`Publish::New`], a file that appeared meanwhile is a rejection.
+fn write_beside(dir: &Anchor, name: &OsStr, text: &str, mode: u32, publish: Publish) -> Result<()> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(Error::TooLarge {
             what: "the file, in bytes,",
             limit: MAX_FILE_BYTES,
         });
     }
-    let tmp = format!(".safe-lanes-patch-{}", random_hex());
-    let tmp = OsStr::new(&tmp);
-    let fd = dir.create_new(tmp, 0o600)?;
-    let result = (|| {
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))
-            .map_err(|e| Error::io("fchmod", "patched file", e))?;
-        let mut rest = text.as_bytes();
-        while !rest.is_empty() {
-            let n = rustix::io::write(fd.as_fd(), rest)
-                .map_err(|e| Error::io("write", "patched file", e))?;
-            rest = &rest[n..];
-        }
-        rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", "patched file", e))?;
-        match replace {
-            Replace::Always => dir.rename_replace(tmp, name)?,
-            Replace::Never => dir.rename_new(tmp, name).map_err(|e| {
-                if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) {
-                    rejected("the file appeared while the patch was applied".into())
-                } else {
-                    e
-                }
-            })?,
-        }
-        dir.sync()
-    })();
-    if result.is_err() {
-        let _ = dir.remove_file(tmp);
-    }
-    result
+    dir.write_file(name, text.as_bytes(), mode, publish)
+        .map_err(|e| match e.raw_os_error() {
+            Some(errno) if errno == rustix::io::Errno::EXIST.raw_os_error() => {
+                rejected("the file appeared while the patch was applied".into())
+            }
+            _ => e,
+        })
 }
 
 fn rejected(why: String) -> Error {

@@ -42,14 +42,13 @@ use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
 use crate::actor::Actor;
-use crate::beneath::{self, Anchor, Symlinks, identity, kind_of, location_of};
+use crate::beneath::{self, Anchor, Symlinks, identity, location_of};
 use crate::error::{Error, Result, Shown};
 use crate::root::{StateRoot, UPLOAD_ROOTS_FILE};
 
@@ -332,7 +331,7 @@ impl UploadSource {
     /// As [`UploadSource::open`], and `io` when reading fails.
     pub fn resolve(&self, path: &Path) -> Result<Source> {
         let opened = self.open(path)?;
-        let copied = crate::copy::sha256_of(&mut ReadAt::new(&opened.file))?;
+        let copied = crate::copy::sha256_of(&mut crate::fd::ReadAt::new(opened.file.as_fd()))?;
         let source = Source {
             path: opened.path,
             root: opened.root,
@@ -396,19 +395,7 @@ impl UploadSource {
         root: &AllowedRoot,
     ) -> Result<Opened> {
         self.guard(&real)?;
-        let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", asked, e))?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(Error::NotRegularFile {
-                path: Shown::path(asked),
-                kind: kind_of(&st),
-            });
-        }
-        if st.st_nlink != 1 {
-            return Err(Error::Hardlinked {
-                path: Shown::path(asked),
-                links: st.st_nlink,
-            });
-        }
+        let st = beneath::regular_single_link(fd.as_fd(), asked)?;
         // Reads need no O_NONBLOCK; it only kept a FIFO from blocking the open.
         rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(|e| Error::io("fcntl", asked, e))?;
         Ok(Opened {
@@ -516,26 +503,6 @@ fn read_roots_file(root: &StateRoot) -> Vec<(String, std::result::Result<String,
             ))
         })
         .collect()
-}
-
-/// Reads a file from offset 0 with `pread`, leaving the handle's own offset untouched.
-pub(crate) struct ReadAt<'f> {
-    file: &'f File,
-    offset: u64,
-}
-
-impl<'f> ReadAt<'f> {
-    pub(crate) fn new(file: &'f File) -> Self {
-        Self { file, offset: 0 }
-    }
-}
-
-impl Read for ReadAt<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.file.read_at(buf, self.offset)?;
-        self.offset += n as u64;
-        Ok(n)
-    }
 }
 
 #[cfg(test)]

@@ -26,8 +26,13 @@
 //! reachable from the anchor's directory by the given path without leaving it, at the moment of
 //! the lookup. Nothing here compares path strings to decide containment.
 
+mod file;
 mod openat2;
+mod publish;
 mod walk;
+
+pub use file::regular_single_link;
+pub use publish::Publish;
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};

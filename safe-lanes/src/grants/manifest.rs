@@ -21,8 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::model::{Change, Grant, Request};
-use crate::beneath::{Anchor, Symlinks};
-use crate::download::random_hex;
+use crate::beneath::{Anchor, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
 
 /// The manifest key holding approved grants.
@@ -174,30 +173,13 @@ impl Manifest {
                 limit: MAX_MANIFEST_BYTES,
             });
         }
-        let mut tmp_name = OsString::from(".");
-        tmp_name.push(&self.name);
-        tmp_name.push(format!(".{}.tmp", random_hex()));
-        let fd = self.dir.create_new(&tmp_name, 0o600)?;
-        let written = (|| {
-            // Keep the mode the human gave the manifest.
-            if let Ok(st) = self.dir.stat_entry(&self.name) {
-                rustix::fs::fchmod(&fd, Mode::from_raw_mode(st.st_mode & 0o777))
-                    .map_err(|e| Error::io("fchmod", &self.path, e))?;
-            }
-            let mut rest = &bytes[..];
-            while !rest.is_empty() {
-                let n =
-                    rustix::io::write(&fd, rest).map_err(|e| Error::io("write", &self.path, e))?;
-                rest = &rest[n..];
-            }
-            rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", &self.path, e))?;
-            self.dir.rename_replace(&tmp_name, &self.name)?;
-            self.dir.sync()
-        })();
-        if written.is_err() {
-            let _ = self.dir.remove_file(&tmp_name);
-        }
-        written
+        // Keep the mode the human gave the manifest.
+        let mode = self
+            .dir
+            .stat_entry(&self.name)
+            .map_or(0o600, |st| st.st_mode & 0o777);
+        self.dir
+            .write_file(&self.name, &bytes, mode, Publish::Replace)
     }
 
     fn invalid(&self, why: String) -> Error {

@@ -46,8 +46,8 @@ pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::{self, Anchor};
-use crate::download::random_hex;
 use crate::error::{Error, Result, Shown};
+use crate::random::random_hex;
 use crate::root::StateRoot;
 use model::clean_reason;
 
