@@ -71,6 +71,7 @@ pub mod download;
 pub mod error;
 mod fd;
 pub mod grants;
+pub mod input;
 mod lossy;
 pub mod name;
 pub mod patch;

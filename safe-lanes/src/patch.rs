@@ -48,7 +48,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::fd::AsFd;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use diffy::patch_set::{FileMode, FileOperation, ParseOptions, PatchKind, PatchSet};
 use diffy::{Hunk, Line};
@@ -505,22 +505,9 @@ fn parse(diff: &str) -> Result<Edit<'_>> {
 
 /// The target's directory (relative to the grant) and its name.
 fn split_target(file: &Path) -> Result<(&Path, &OsStr)> {
-    let bytes = file.as_os_str().as_encoded_bytes();
-    if bytes.contains(&0) {
-        return Err(Error::NulByte {
-            input: Shown::path(file),
-        });
-    }
-    if file.is_absolute() {
-        return Err(Error::AbsolutePath {
-            path: Shown::path(file),
-        });
-    }
-    if file.components().any(|c| c == Component::ParentDir) {
-        return Err(Error::Traversal {
-            path: Shown::path(file),
-        });
-    }
+    let bytes = crate::input::relative(file, crate::input::Parents::None)?
+        .as_os_str()
+        .as_encoded_bytes();
     match (file.parent(), file.file_name()) {
         (Some(parent), Some(name)) if !bytes.ends_with(b"/") => Ok((parent, name)),
         _ => Err(Error::NotRegularFile {

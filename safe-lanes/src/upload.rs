@@ -42,7 +42,7 @@ use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
@@ -52,8 +52,6 @@ use crate::beneath::{self, Anchor, Symlinks, identity, location_of};
 use crate::error::{Error, Result, Shown};
 use crate::root::{StateRoot, UPLOAD_ROOTS_FILE};
 
-/// The longest path the kernel resolves (`PATH_MAX` including the NUL).
-const PATH_MAX: usize = 4095;
 /// Attempts of the followed path when the file is swapped between its two opens.
 const ATTEMPTS: usize = 3;
 /// Environment variables naming extra roots, in the order they are read.
@@ -449,23 +447,7 @@ fn components(path: &Path) -> Vec<&[u8]> {
 }
 
 fn check_lexically(path: &Path) -> Result<()> {
-    let bytes = path.as_os_str().as_bytes();
-    if bytes.contains(&0) {
-        return Err(Error::NulByte {
-            input: Shown::bytes(bytes),
-        });
-    }
-    if !matches!(path.components().next(), Some(Component::RootDir)) {
-        return Err(Error::RelativePath {
-            path: Shown::bytes(bytes),
-        });
-    }
-    if bytes.len() > PATH_MAX {
-        return Err(Error::InvalidArgument {
-            what: Shown::bytes(bytes),
-            why: "the path is longer than the kernel's PATH_MAX (4095 bytes)".into(),
-        });
-    }
+    let bytes = crate::input::absolute(path, false)?.as_os_str().as_bytes();
     if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || bytes.ends_with(b"/..") {
         return Err(Error::NotRegularFile {
             path: Shown::bytes(bytes),

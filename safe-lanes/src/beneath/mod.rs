@@ -238,7 +238,7 @@ impl Anchor {
         mode: Mode,
         symlinks: Symlinks,
     ) -> Result<OwnedFd> {
-        check_relative(path)?;
+        crate::input::relative(path, crate::input::Parents::Inside)?;
         let flags = if flags.contains(OFlags::PATH) {
             // openat2 accepts only O_DIRECTORY and O_CLOEXEC beside O_PATH.
             (flags & (OFlags::PATH | OFlags::DIRECTORY)) | OFlags::CLOEXEC
@@ -608,53 +608,9 @@ pub fn kind_of(stat: &Stat) -> &'static str {
 ///
 /// `nul_byte`, `traversal` (for `.`/`..`/a separator) or `not_found` (empty).
 pub fn component(name: &OsStr) -> Result<&Path> {
-    let bytes = name.as_bytes();
-    if bytes.contains(&0) {
-        return Err(Error::NulByte {
-            input: Shown::bytes(bytes),
-        });
-    }
-    if bytes.is_empty() {
-        return Err(Error::InvalidArgument {
-            what: Shown::bytes(bytes),
-            why: "an empty name".into(),
-        });
-    }
-    if bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
-        return Err(Error::Traversal {
-            path: Shown::bytes(bytes),
-        });
-    }
-    Ok(Path::new(name))
+    crate::input::name(name)
 }
 
-/// Lexical checks every relative path gets before any system call.
-fn check_relative(path: &Path) -> Result<()> {
-    let bytes = path.as_os_str().as_bytes();
-    if bytes.contains(&0) {
-        return Err(Error::NulByte {
-            input: Shown::bytes(bytes),
-        });
-    }
-    if bytes.first() == Some(&b'/') {
-        return Err(Error::AbsolutePath {
-            path: Shown::bytes(bytes),
-        });
-    }
-    let mut depth: usize = 0;
-    for part in bytes.split(|&b| b == b'/') {
-        match part {
-            b"" | b"." => {}
-            b".." => {
-                depth = depth.checked_sub(1).ok_or_else(|| Error::Traversal {
-                    path: Shown::bytes(bytes),
-                })?;
-            }
-            _ => depth += 1,
-        }
-    }
-    Ok(())
-}
 
 fn name_shown(name: &(impl AsRef<OsStr> + ?Sized)) -> Shown {
     Shown::bytes(name.as_ref().as_bytes())

@@ -29,7 +29,7 @@ mod model;
 mod rules;
 mod session;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -51,8 +51,6 @@ use crate::random::random_hex;
 use crate::root::StateRoot;
 use model::clean_reason;
 
-/// The longest path a request may propose (`PATH_MAX` without its NUL).
-const MAX_PATH_BYTES: usize = 4095;
 /// The most requests pending at once; the human approves or denies before more can be filed.
 pub const MAX_PENDING_REQUESTS: usize = 64;
 
@@ -293,30 +291,7 @@ impl Grants {
     ) -> Result<Request> {
         let alias = Alias::new(alias)?;
         if let Some(p) = path {
-            let bytes = p.as_os_str().as_encoded_bytes();
-            if bytes.contains(&0) {
-                return Err(Error::NulByte {
-                    input: Shown::path(p),
-                });
-            }
-            if !p.is_absolute() {
-                return Err(Error::RelativePath {
-                    path: Shown::path(p),
-                });
-            }
-            if bytes.len() > MAX_PATH_BYTES {
-                return Err(Error::InvalidArgument {
-                    what: Shown::path(p),
-                    why: "the proposed path is longer than PATH_MAX (4095 bytes)".into(),
-                });
-            }
-            if p.components()
-                .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
-            {
-                return Err(Error::Traversal {
-                    path: Shown::path(p),
-                });
-            }
+            crate::input::absolute(p, true)?;
             storable(p)?;
         }
         let reason = clean_reason(reason);
@@ -515,17 +490,7 @@ impl Grants {
 
     /// Validate a folder for a grant and return its canonical path.
     fn canonical_folder(&self, path: &Path) -> Result<PathBuf> {
-        let bytes = path.as_os_str().as_encoded_bytes();
-        if bytes.contains(&0) {
-            return Err(Error::NulByte {
-                input: Shown::path(path),
-            });
-        }
-        if !path.is_absolute() {
-            return Err(Error::RelativePath {
-                path: Shown::path(path),
-            });
-        }
+        crate::input::absolute(path, false)?;
         // The path comes from the human (or a request the human approves): opening it by path,
         // following links, is how it is canonicalized; the kernel says where it landed.
         let dir = Anchor::open_unchecked(path)?;
