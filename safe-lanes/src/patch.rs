@@ -122,28 +122,53 @@ fn apply(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patc
     let dir = grant.folder()?.open_dir(parent, Symlinks::Deny)?;
     let edit = parse(diff)?;
     let current = read_target(&dir, name, file)?;
-    let base = match (&edit.op, &current) {
-        (Op::Create, Some(_)) => {
-            return Err(rejected(format!(
-                "{} already exists; the patch creates it",
-                Shown::path(file)
-            )));
-        }
-        (Op::Create, None) => String::new(),
-        (_, None) => {
-            return Err(Error::NotFound {
-                path: Shown::path(file),
-                why: "no such file to patch",
-            });
-        }
-        (_, Some(existing)) => existing.text.clone(),
-    };
+    let base = base_text(&edit.op, current.as_ref(), file)?;
     let mut work = Work::default();
-    let patched = apply_hunks(&base, edit.patch.hunks(), MAX_MATCH_WORK, &mut work)
+    let patched = apply_hunks(base, edit.patch.hunks(), MAX_MATCH_WORK, &mut work)
         .map_err(|miss| rejected(miss.describe(file)))?;
-    let hunks = edit.patch.hunks().len();
-    let path = grant.path.join(file);
-    let change = match edit.op {
+    let change = publish(&dir, name, &edit.op, &patched, current.as_ref())?;
+    let patched = Patched {
+        path: path_clean::clean(grant.path.join(file)),
+        change,
+        hunks: edit.patch.hunks().len(),
+        bytes: if change == Change::Deleted {
+            0
+        } else {
+            patched.len() as u64
+        },
+    };
+    session.record(
+        "patch.apply",
+        serde_json::json!({ "alias": alias, "result": &patched }),
+    )?;
+    Ok(patched)
+}
+
+/// The text the hunks apply to: the file's, or nothing for a file the patch creates.
+fn base_text<'c>(op: &Op, current: Option<&'c Current>, file: &Path) -> Result<&'c str> {
+    match (op, current) {
+        (Op::Create, Some(_)) => Err(rejected(format!(
+            "{} already exists; the patch creates it",
+            Shown::path(file)
+        ))),
+        (Op::Create, None) => Ok(""),
+        (_, None) => Err(Error::NotFound {
+            path: Shown::path(file),
+            why: "no such file to patch",
+        }),
+        (_, Some(existing)) => Ok(&existing.text),
+    }
+}
+
+/// Make the change on disk: remove the file, or write the patched text under its name.
+fn publish(
+    dir: &Anchor,
+    name: &OsStr,
+    op: &Op,
+    patched: &str,
+    current: Option<&Current>,
+) -> Result<Change> {
+    match op {
         Op::Delete => {
             if !patched.is_empty() {
                 return Err(rejected(
@@ -152,34 +177,18 @@ fn apply(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patc
             }
             dir.remove_file(name)?;
             dir.sync()?;
-            Change::Deleted
+            Ok(Change::Deleted)
         }
         Op::Create => {
-            write_beside(&dir, name, &patched, NEW_FILE_MODE, Publish::New)?;
-            Change::Created
+            write_beside(dir, name, patched, NEW_FILE_MODE, Publish::New)?;
+            Ok(Change::Created)
         }
         Op::Modify => {
             let mode = current.map_or(NEW_FILE_MODE, |c| c.mode);
-            write_beside(&dir, name, &patched, mode, Publish::Replace)?;
-            Change::Modified
+            write_beside(dir, name, patched, mode, Publish::Replace)?;
+            Ok(Change::Modified)
         }
-    };
-    let bytes = if change == Change::Deleted {
-        0
-    } else {
-        patched.len() as u64
-    };
-    let patched = Patched {
-        path: path_clean::clean(path),
-        change,
-        hunks,
-        bytes,
-    };
-    session.record(
-        "patch.apply",
-        serde_json::json!({ "alias": alias, "result": &patched }),
-    )?;
-    Ok(patched)
+    }
 }
 
 /// Why the hunks could not be applied.
@@ -383,48 +392,13 @@ fn place(
     if len > total - from {
         return Err(Place::Nowhere);
     }
-    // The rarest line of the hunk; a line the file lacks rules out every position.
-    let mut rarest: Option<(usize, &[u32])> = None;
-    for (k, id) in old.iter().enumerate() {
-        work.lines += 1;
-        let Some(id) = *id else {
-            return Err(Place::Nowhere);
-        };
-        let seen = index.positions(id);
-        if rarest.is_none_or(|(_, best)| seen.len() < best.len()) {
-            rarest = Some((k, seen));
-        }
-    }
-    let Some((k, seen)) = rarest else {
-        return Err(Place::Nowhere);
-    };
+    let (k, seen) = rarest(index, old, work)?;
     // A start `p` puts the rarest line at `p + k`; keep the starts that fit in `from..=total - len`.
     let lowest = from + k;
     let highest = total - len + k;
     let seen = &seen[seen.partition_point(|&q| (q as usize) < lowest)
         ..seen.partition_point(|&q| (q as usize) <= highest)];
-    // Starts below `expected` are tried downwards, the others upwards, nearest first.
-    let split = seen.partition_point(|&q| (q as i64 - k as i64) < expected);
-    let (mut below, mut above) = (split, split);
-    loop {
-        let take_below = match (below.checked_sub(1), seen.get(above)) {
-            (None, None) => return Err(Place::Nowhere),
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(b), Some(&a)) => {
-                let down = expected - (seen[b] as i64 - k as i64);
-                let up = (a as i64 - k as i64) - expected;
-                down <= up
-            }
-        };
-        let q = if take_below {
-            below -= 1;
-            seen[below]
-        } else {
-            above += 1;
-            seen[above - 1]
-        };
-        let start = q as usize - k;
+    for start in nearest_first(seen, k, expected) {
         let here = &index.ids[start..start + len];
         let mut compared = 0;
         let same = old.iter().zip(here).all(|(want, have)| {
@@ -440,6 +414,53 @@ fn place(
             return Err(Place::TooMuchWork);
         }
     }
+    Err(Place::Nowhere)
+}
+
+/// The rarest line of the hunk's `old` lines: its offset in the hunk and the file's positions
+/// of it. A line the file lacks rules out every position.
+fn rarest<'i>(
+    index: &'i Index<'_>,
+    old: &[Option<u32>],
+    work: &mut Work,
+) -> std::result::Result<(usize, &'i [u32]), Place> {
+    let mut rarest: Option<(usize, &[u32])> = None;
+    for (k, id) in old.iter().enumerate() {
+        work.lines += 1;
+        let Some(id) = *id else {
+            return Err(Place::Nowhere);
+        };
+        let seen = index.positions(id);
+        if rarest.is_none_or(|(_, best)| seen.len() < best.len()) {
+            rarest = Some((k, seen));
+        }
+    }
+    rarest.ok_or(Place::Nowhere)
+}
+
+/// The hunk starts that put its line `k` at the (sorted) positions `seen`, nearest to
+/// `expected` first: starts below it are tried downwards, the others upwards, a tie going
+/// below.
+fn nearest_first(seen: &[u32], k: usize, expected: i64) -> impl Iterator<Item = usize> + '_ {
+    let start = move |q: u32| q as i64 - k as i64;
+    let split = seen.partition_point(|&q| start(q) < expected);
+    let (mut below, mut above) = (split, split);
+    std::iter::from_fn(move || {
+        let take_below = match (below.checked_sub(1), seen.get(above)) {
+            (None, None) => return None,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(b), Some(&a)) => expected - start(seen[b]) <= start(a) - expected,
+        };
+        let q = if take_below {
+            below -= 1;
+            seen[below]
+        } else {
+            above += 1;
+            seen[above - 1]
+        };
+        Some(q as usize - k)
+    })
 }
 
 /// What the diff does to its one file.

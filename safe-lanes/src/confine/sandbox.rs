@@ -127,6 +127,44 @@ pub(crate) struct View<'a> {
     pub(crate) grants: &'a [Mount<'a>],
 }
 
+impl View<'_> {
+    /// The entries of the new root, parents before children; at the same depth in this order
+    /// (the sort is stable): links, the scratch `tmpfs`, the system set, devices, masks, and
+    /// the grants last, so that what the human granted is mounted over the rest.
+    fn entries(&self) -> Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for (path, target) in self.symlinks {
+            entries.push(Entry {
+                components: components(path)?,
+                source: Source::Symlink(c_string(target.as_os_str().as_bytes())?),
+            });
+        }
+        entries.push(Entry {
+            components: components(Path::new(SCRATCH))?,
+            source: Source::Scratch,
+        });
+        for m in self.system {
+            bind_entry(&mut entries, m, false)?;
+        }
+        for m in self.devices {
+            bind_entry(&mut entries, m, true)?;
+        }
+        for (path, directory) in self.masked {
+            entries.push(Entry {
+                components: components(path)?,
+                source: Source::Mask {
+                    directory: *directory,
+                },
+            });
+        }
+        for m in self.grants {
+            bind_entry(&mut entries, m, false)?;
+        }
+        entries.sort_by_key(|e| e.components.len());
+        Ok(entries)
+    }
+}
+
 /// A folder or file of the gateway's to show in the sandbox.
 #[derive(Debug)]
 pub(crate) struct Mount<'a> {
@@ -155,37 +193,7 @@ impl Plan {
         abi: ABI,
         filters: &'static Filters,
     ) -> Result<Self> {
-        let mut entries = Vec::new();
-        for (path, target) in view.symlinks {
-            entries.push(Entry {
-                components: components(path)?,
-                source: Source::Symlink(c_string(target.as_os_str().as_bytes())?),
-            });
-        }
-        entries.push(Entry {
-            components: components(Path::new(SCRATCH))?,
-            source: Source::Scratch,
-        });
-        for m in view.system {
-            bind(&mut entries, m, false)?;
-        }
-        for m in view.devices {
-            bind(&mut entries, m, true)?;
-        }
-        for (path, directory) in view.masked {
-            entries.push(Entry {
-                components: components(path)?,
-                source: Source::Mask {
-                    directory: *directory,
-                },
-            });
-        }
-        // Grants last: at the same depth, what the human granted is mounted over the rest.
-        for m in view.grants {
-            bind(&mut entries, m, false)?;
-        }
-        // Parents before children; at the same depth, in the order above (the sort is stable).
-        entries.sort_by_key(|e| e.components.len());
+        let entries = view.entries()?;
         let uid = rustix::process::geteuid().as_raw();
         let gid = rustix::process::getegid().as_raw();
         let mut unshare = UnshareFlags::NEWUSER
@@ -382,12 +390,7 @@ impl Plan {
                 let scratch = new_tmpfs(c"0700", SCRATCH_SIZE)?;
                 attach(&scratch, &at)?;
                 own[1] = device_of(&scratch)?;
-                let ruleset = self.ruleset.take().ok_or(Errno::INVAL)?;
-                let ruleset = ruleset
-                    .add_rule(PathBeneath::new(&scratch, self.scratch_access))
-                    .map_err(|_| Errno::NOTRECOVERABLE)?;
-                self.ruleset = Some(ruleset);
-                Ok(())
+                self.allow_scratch(&scratch)
             }
             Source::Bind {
                 directory,
@@ -398,14 +401,6 @@ impl Plan {
             } => {
                 let at = mount_point(&parent, name, *directory, own)?;
                 let source = reopened.take().ok_or(Errno::INVAL)?;
-                let tree = rustix::mount::open_tree(
-                    &source,
-                    c"",
-                    OpenTreeFlags::OPEN_TREE_CLONE
-                        | OpenTreeFlags::OPEN_TREE_CLOEXEC
-                        | OpenTreeFlags::AT_EMPTY_PATH
-                        | OpenTreeFlags::AT_RECURSIVE,
-                )?;
                 let mut flags = MountAttrFlags::MOUNT_ATTR_NOSUID;
                 if !*device {
                     flags |= MountAttrFlags::MOUNT_ATTR_NODEV;
@@ -413,30 +408,29 @@ impl Plan {
                 if *read_only {
                     flags |= MountAttrFlags::MOUNT_ATTR_RDONLY;
                 }
-                set_flags(&tree, flags, true)?;
-                attach(&tree, &at)
+                bind(&source, &at, flags, true)
             }
             Source::Mask { directory } => {
                 let at = mount_point(&parent, name, *directory, own)?;
                 let (dir, file) = self.masks.as_ref().ok_or(Errno::INVAL)?;
-                let tree = rustix::mount::open_tree(
-                    if *directory { dir } else { file },
-                    c"",
-                    OpenTreeFlags::OPEN_TREE_CLONE
-                        | OpenTreeFlags::OPEN_TREE_CLOEXEC
-                        | OpenTreeFlags::AT_EMPTY_PATH,
-                )?;
-                set_flags(
-                    &tree,
-                    MountAttrFlags::MOUNT_ATTR_RDONLY
-                        | MountAttrFlags::MOUNT_ATTR_NOSUID
-                        | MountAttrFlags::MOUNT_ATTR_NODEV
-                        | MountAttrFlags::MOUNT_ATTR_NOEXEC,
-                    false,
-                )?;
-                attach(&tree, &at)
+                let flags = MountAttrFlags::MOUNT_ATTR_RDONLY
+                    | MountAttrFlags::MOUNT_ATTR_NOSUID
+                    | MountAttrFlags::MOUNT_ATTR_NODEV
+                    | MountAttrFlags::MOUNT_ATTR_NOEXEC;
+                bind(if *directory { dir } else { file }, &at, flags, false)
             }
         }
+    }
+
+    /// Let the command do anything in its scratch `tmpfs` (a Landlock rule the gateway could
+    /// not add: the file system did not exist yet).
+    fn allow_scratch(&mut self, scratch: &OwnedFd) -> rustix::io::Result<()> {
+        let ruleset = self.ruleset.take().ok_or(Errno::INVAL)?;
+        let ruleset = ruleset
+            .add_rule(PathBeneath::new(scratch, self.scratch_access))
+            .map_err(|_| Errno::NOTRECOVERABLE)?;
+        self.ruleset = Some(ruleset);
+        Ok(())
     }
 
     /// Drop into Landlock, then seccomp.
@@ -460,7 +454,7 @@ impl Plan {
 }
 
 /// Add a bind mount of `m` (a device node when `device`) to `entries`.
-fn bind(entries: &mut Vec<Entry>, m: &Mount<'_>, device: bool) -> Result<()> {
+fn bind_entry(entries: &mut Vec<Entry>, m: &Mount<'_>, device: bool) -> Result<()> {
     let stat = rustix::fs::fstat(m.fd).map_err(|e| Error::io("fstat", m.path, e))?;
     entries.push(Entry {
         components: components(m.path)?,
@@ -631,6 +625,25 @@ fn attach(tree: &OwnedFd, at: &OwnedFd) -> rustix::io::Result<()> {
         c"",
         MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
     )
+}
+
+/// Bind a copy of the mount (tree, when `recursive`) at `source` on the mount point `at`,
+/// with `flags` added.
+fn bind(
+    source: &OwnedFd,
+    at: &OwnedFd,
+    flags: MountAttrFlags,
+    recursive: bool,
+) -> rustix::io::Result<()> {
+    let mut clone = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+        | OpenTreeFlags::AT_EMPTY_PATH;
+    if recursive {
+        clone |= OpenTreeFlags::AT_RECURSIVE;
+    }
+    let tree = rustix::mount::open_tree(source, c"", clone)?;
+    set_flags(&tree, flags, recursive)?;
+    attach(&tree, at)
 }
 
 /// Add `flags` to the mount (tree, when `recursive`) `mount` refers to.

@@ -83,93 +83,111 @@ pub(crate) fn filters(network: bool) -> Result<&'static Filters> {
         .map_err(|why| Error::SandboxUnavailable { why: why.clone() })
 }
 
-fn compile_filters(network: bool) -> Result<Filters> {
-    let unavailable = |e: seccompiler::BackendError| Error::SandboxUnavailable {
+/// System calls refused whatever their arguments.
+const ALWAYS_REFUSED: [i64; 12] = [
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_syslog,
+];
+
+/// Rules keyed by system call number: a call matching any rule gets the filter's errno.
+type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+
+fn unavailable(e: seccompiler::BackendError) -> Error {
+    Error::SandboxUnavailable {
         why: format!("seccomp filter: {e}"),
-    };
-    let cond = |arg, op, value| {
-        SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(unavailable)
-    };
-    let mut eperm: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    let always = Vec::new;
-    let socket = if network {
-        vec![
-            SeccompRule::new(vec![
-                cond(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
-                cond(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
-            ])
-            .map_err(unavailable)?,
-        ]
-    } else {
-        always()
-    };
-    eperm.insert(libc::SYS_socket, socket);
-    let dword = |arg, value: u64| {
-        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
+    }
+}
+
+/// A rule matching when argument `arg` compared (`len` bits) by `op` with `value` holds.
+fn rule(arg: u8, len: SeccompCmpArgLen, op: SeccompCmpOp, value: u64) -> Result<SeccompRule> {
+    let condition = SeccompCondition::new(arg, len, op, value).map_err(unavailable)?;
+    SeccompRule::new(vec![condition]).map_err(unavailable)
+}
+
+fn compile_filters(network: bool) -> Result<Filters> {
+    let mut eperm = Rules::new();
+    eperm.insert(libc::SYS_socket, socket_rules(network)?);
+    // socketpair(domain, type, …): SOCK_DGRAM (2) and SOCK_RAW (3), whatever the flags.
+    let socketpair = [libc::SOCK_DGRAM, libc::SOCK_RAW].map(|kind| {
+        rule(
+            1,
+            SeccompCmpArgLen::Qword,
+            SeccompCmpOp::MaskedEq(0xf),
+            kind as u64,
+        )
+    });
+    eperm.insert(
+        libc::SYS_socketpair,
+        socketpair.into_iter().collect::<Result<_>>()?,
+    );
+    // ioctl(fd, request, …): the requests that push input into a terminal (the kernel
+    // compares the request as 32 bits).
+    let ioctl = [TIOCSTI, TIOCLINUX]
+        .map(|request| rule(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request));
+    eperm.insert(libc::SYS_ioctl, ioctl.into_iter().collect::<Result<_>>()?);
+    let clone = CLONE_FLAGS_REFUSED.map(|flag| {
+        rule(
+            0,
+            SeccompCmpArgLen::Qword,
+            SeccompCmpOp::MaskedEq(flag),
+            flag,
+        )
+    });
+    eperm.insert(libc::SYS_clone, clone.into_iter().collect::<Result<_>>()?);
+    for nr in ALWAYS_REFUSED {
+        eperm.insert(nr, Vec::new());
+    }
+    let mut enosys = Rules::new();
+    enosys.insert(libc::SYS_clone3, Vec::new());
+    Ok(Filters {
+        eperm: compile(with_x32(eperm), libc::EPERM)?,
+        enosys: compile(with_x32(enosys), libc::ENOSYS)?,
+    })
+}
+
+/// `socket(domain, …)`: refused always without network; with it, for every domain but
+/// `AF_INET` and `AF_INET6`.
+fn socket_rules(network: bool) -> Result<Vec<SeccompRule>> {
+    if !network {
+        return Ok(Vec::new());
+    }
+    let not = |domain: i32| {
+        SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, domain as u64)
             .map_err(unavailable)
     };
-    // socketpair(domain, type, …): SOCK_DGRAM (2) and SOCK_RAW (3), whatever the flags.
-    let mut socketpair = Vec::new();
-    for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW] {
-        socketpair.push(
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::MaskedEq(0xf), kind as u64)?])
-                .map_err(unavailable)?,
-        );
-    }
-    eperm.insert(libc::SYS_socketpair, socketpair);
-    // ioctl(fd, request, …): the requests that push input into a terminal.
-    let mut ioctl = Vec::new();
-    for request in [TIOCSTI, TIOCLINUX] {
-        ioctl.push(SeccompRule::new(vec![dword(1, request)?]).map_err(unavailable)?);
-    }
-    eperm.insert(libc::SYS_ioctl, ioctl);
-    let mut clone = Vec::new();
-    for flag in CLONE_FLAGS_REFUSED {
-        clone.push(
-            SeccompRule::new(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?])
-                .map_err(unavailable)?,
-        );
-    }
-    eperm.insert(libc::SYS_clone, clone);
-    for nr in [
-        libc::SYS_unshare,
-        libc::SYS_setns,
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
-        libc::SYS_keyctl,
-        libc::SYS_add_key,
-        libc::SYS_request_key,
-        libc::SYS_bpf,
-        libc::SYS_perf_event_open,
-        libc::SYS_userfaultfd,
-        libc::SYS_syslog,
-    ] {
-        eperm.insert(nr, always());
-    }
-    let mut enosys: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    enosys.insert(libc::SYS_clone3, always());
+    Ok(vec![
+        SeccompRule::new(vec![not(libc::AF_INET)?, not(libc::AF_INET6)?]).map_err(unavailable)?,
+    ])
+}
+
+/// `rules` plus the same rules for the x32 numbers of the same calls, where there are such.
+fn with_x32(mut rules: Rules) -> Rules {
     if let Some(bit) = X32 {
-        for map in [&mut eperm, &mut enosys] {
-            let x32: Vec<(i64, Vec<SeccompRule>)> = map
-                .iter()
-                .map(|(nr, rules)| (nr | bit, rules.clone()))
-                .collect();
-            map.extend(x32);
-        }
+        let x32: Vec<(i64, Vec<SeccompRule>)> =
+            rules.iter().map(|(nr, r)| (nr | bit, r.clone())).collect();
+        rules.extend(x32);
     }
-    let compile = |rules, errno: i32| -> Result<BpfProgram> {
-        let filter = SeccompFilter::new(
-            rules,
-            SeccompAction::Allow,
-            SeccompAction::Errno(errno as u32),
-            ARCH,
-        )
-        .map_err(unavailable)?;
-        filter.try_into().map_err(unavailable)
-    };
-    Ok(Filters {
-        eperm: compile(eperm, libc::EPERM)?,
-        enosys: compile(enosys, libc::ENOSYS)?,
-    })
+    rules
+}
+
+/// A program allowing everything but what `rules` match, which fails with `errno`.
+fn compile(rules: Rules, errno: i32) -> Result<BpfProgram> {
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        ARCH,
+    )
+    .map_err(unavailable)?;
+    filter.try_into().map_err(unavailable)
 }

@@ -354,48 +354,26 @@ impl Grants {
         let given = path.map(|p| self.canonical_folder(p)).transpose()?;
         let (grant, request) = self.manifest.update(|doc| {
             let request = take_request(doc, request_id)?;
-            // The folder the request proposes, as the human saw it: it must already be
-            // canonical, or a symbolic link planted by the agent could turn an innocent-looking
-            // path into another folder. The human can always name the folder with `--path`.
-            let proposed = match (&given, &request.path) {
-                (None, Some(proposed)) => {
-                    let canonical = self.canonical_folder(proposed)?;
-                    if &canonical != proposed {
-                        return Err(Error::SymlinkEscape {
-                            path: Shown::path(proposed),
-                            why: "the proposed folder is not canonical (a symbolic link or `..` \
-                                  leads elsewhere); approve it with an explicit --path",
-                        });
-                    }
-                    Some(canonical)
-                }
-                _ => None,
+            let folder = match given.clone() {
+                Some(given) => Some(given),
+                None => self.proposed_folder(&request)?,
             };
-            let folder = given.clone().or(proposed);
-            let grant = if let Ok(existing) = find(doc, &request.alias) {
-                // A request for an alias that exists changes its access, on the same folder.
-                if let Some(folder) = folder.as_ref().filter(|f| **f != existing.path) {
-                    return Err(Error::AliasTaken {
-                        alias: Shown::text(request.alias.as_str()),
-                        why: format!(
-                            "already granted for {}, not for {}",
-                            Shown::path(&existing.path),
-                            Shown::path(folder)
-                        ),
-                    });
+            let grant = match find(doc, &request.alias) {
+                Ok(existing) => {
+                    let existing = existing.clone();
+                    widen(doc, &existing, &request, folder.as_deref())?
                 }
-                set_access_in(doc, &request.alias, request.access)?;
-                find(doc, &request.alias)?.clone()
-            } else {
-                let Some(path) = folder else {
-                    return Err(Error::InvalidArgument {
-                        what: Shown::text(&request.id),
-                        why: "the request names no folder: approve it with a path".into(),
-                    });
-                };
-                let grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
-                doc.grants.push(grant.clone());
-                grant
+                Err(_) => {
+                    let Some(path) = folder else {
+                        return Err(Error::InvalidArgument {
+                            what: Shown::text(&request.id),
+                            why: "the request names no folder: approve it with a path".into(),
+                        });
+                    };
+                    let grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
+                    doc.grants.push(grant.clone());
+                    grant
+                }
             };
             doc.changelog.push(
                 self.change(Action::Approve, actor, reason, &grant.alias, |c| {
@@ -413,6 +391,24 @@ impl Grants {
             serde_json::json!({ "reason": clean_reason(reason), "request": request, "grant": &grant }),
         )?;
         Ok(grant)
+    }
+
+    /// The folder `request` proposes, as the human saw it: it must already be canonical, or a
+    /// symbolic link planted by the agent could turn an innocent-looking path into another
+    /// folder. The human can always name the folder explicitly instead.
+    fn proposed_folder(&self, request: &Request) -> Result<Option<PathBuf>> {
+        let Some(proposed) = &request.path else {
+            return Ok(None);
+        };
+        let canonical = self.canonical_folder(proposed)?;
+        if &canonical != proposed {
+            return Err(Error::SymlinkEscape {
+                path: Shown::path(proposed),
+                why: "the proposed folder is not canonical (a symbolic link or `..` leads \
+                      elsewhere); approve it with an explicit --path",
+            });
+        }
+        Ok(Some(canonical))
     }
 
     /// Deny a pending request (the human's action); the changelog records why.
@@ -579,6 +575,28 @@ fn find<'d>(doc: &'d Document, alias: &Alias) -> Result<&'d Grant> {
         .ok_or_else(|| Error::UnknownAlias {
             alias: Shown::text(alias.as_str()),
         })
+}
+
+/// Approve `request` for the alias `existing` already has: its access changes, on the same
+/// folder (a request can never move an alias to another folder).
+fn widen(
+    doc: &mut Document,
+    existing: &Grant,
+    request: &Request,
+    folder: Option<&Path>,
+) -> Result<Grant> {
+    if let Some(folder) = folder.filter(|f| *f != existing.path) {
+        return Err(Error::AliasTaken {
+            alias: Shown::text(request.alias.as_str()),
+            why: format!(
+                "already granted for {}, not for {}",
+                Shown::path(&existing.path),
+                Shown::path(folder)
+            ),
+        });
+    }
+    set_access_in(doc, &request.alias, request.access)?;
+    Ok(find(doc, &request.alias)?.clone())
 }
 
 fn set_access_in(doc: &mut Document, alias: &Alias, access: Access) -> Result<()> {
