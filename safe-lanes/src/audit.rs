@@ -223,13 +223,13 @@ impl AuditLog {
         what: &str,
         actor: impl std::fmt::Display,
         subject: &str,
-        error: crate::Error,
-    ) -> crate::Error {
-        if error.code() == crate::Code::Io {
+        error: crate::error::Error,
+    ) -> crate::error::Error {
+        if error.code() == crate::error::Code::Io {
             return error;
         }
         let fields = serde_json::json!({
-            "subject": crate::Shown::text(subject).as_str(),
+            "subject": crate::error::Shown::text(subject).as_str(),
             "code": error.code().as_str(),
             "message": error.to_string(),
         });

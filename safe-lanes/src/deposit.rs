@@ -27,13 +27,13 @@ use serde::Serialize;
 use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::{Anchor, Symlinks};
+use crate::child::{Limits, Outcome, run};
 use crate::copy::copy_hashed;
 use crate::error::{Error, Result, Shown};
 use crate::fd::ReadAt;
 use crate::name::sanitize;
 use crate::random::random_hex;
 use crate::root::StateRoot;
-use crate::run::{Limits, Outcome, run};
 use crate::upload::Opened;
 
 /// Staged entries older than this are crash leftovers.

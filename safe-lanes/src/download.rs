@@ -303,11 +303,11 @@ impl DownloadLane {
     }
 
     /// A writable file with no final name yet.
-    fn stage(&self) -> Result<Staged<'_>> {
+    fn stage(&self) -> Result<Unpublished<'_>> {
         if self.staging == Staging::Unnamed {
             match self.dir.create_unnamed(FILE_MODE) {
                 Ok(fd) => {
-                    return Ok(Staged {
+                    return Ok(Unpublished {
                         fd,
                         hidden: None,
                         lane: &self.dir,
@@ -326,7 +326,7 @@ impl DownloadLane {
             let hidden = format!("{PARTIAL_PREFIX}{}", crate::random::random_hex());
             match self.dir.create_new(OsStr::new(&hidden), FILE_MODE) {
                 Ok(fd) => {
-                    return Ok(Staged {
+                    return Ok(Unpublished {
                         fd,
                         hidden: Some(hidden),
                         lane: &self.dir,
@@ -339,7 +339,7 @@ impl DownloadLane {
     }
 
     /// Give `staged` the first free name among `name`, `name (1)`, …; return it.
-    fn publish(&self, name: &SafeName, staged: &Staged<'_>) -> Result<String> {
+    fn publish(&self, name: &SafeName, staged: &Unpublished<'_>) -> Result<String> {
         for _ in 0..MAX_COLLISIONS {
             let n = self.reserve(name);
             let candidate = name.numbered(n);
@@ -450,13 +450,13 @@ impl DownloadLane {
 }
 
 /// A file being written; a hidden name is removed when this is dropped.
-struct Staged<'lane> {
+struct Unpublished<'lane> {
     fd: OwnedFd,
     hidden: Option<String>,
     lane: &'lane Anchor,
 }
 
-impl Drop for Staged<'_> {
+impl Drop for Unpublished<'_> {
     fn drop(&mut self) {
         if let Some(hidden) = &self.hidden {
             // After a successful publish the hidden name is gone already (ENOENT).

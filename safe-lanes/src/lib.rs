@@ -64,6 +64,7 @@ compile_error!("safe-lanes relies on openat2, O_TMPFILE and Landlock: it builds 
 pub mod actor;
 pub mod audit;
 pub mod beneath;
+pub mod child;
 pub mod confine;
 mod copy;
 pub mod deposit;
@@ -78,11 +79,11 @@ pub mod patch;
 pub mod process;
 mod random;
 pub mod root;
-pub mod run;
 pub mod upload;
 
 pub use actor::Actor;
 pub use audit::{AuditLog, Verification};
+pub use child::{Limits, Outcome};
 pub use confine::{Confined, ConfinedOutcome, SandboxSupport, sandbox_support};
 pub use deposit::{Staged, UploadDeposit, Uploader};
 pub use download::{DownloadLane, Durability, Saved};
@@ -92,5 +93,4 @@ pub use name::{SafeName, sanitize};
 pub use patch::{Patched, apply_patch};
 pub use process::{Hardening, harden};
 pub use root::{RootLocation, RootOrigin, StateRoot};
-pub use run::{Limits, Outcome};
 pub use upload::{Opened, Source, UploadSource};

@@ -137,7 +137,7 @@ impl StateRoot {
             beneath::create_dir_all_unchecked(path, DIR_MODE)?;
         }
         let anchor = Anchor::open_unchecked(path).map_err(|e| match e.code() {
-            crate::Code::Io => e,
+            crate::error::Code::Io => e,
             _ => insecure(path, format!("not a usable directory ({e})")),
         })?;
         check_private(path, &anchor.stat()?)?;
@@ -278,7 +278,7 @@ fn open_lane(root: &Anchor, root_path: &Path, name: &str) -> Result<Anchor> {
     let lane = root
         .open_dir(Path::new(name), Symlinks::Deny)
         .map_err(|e| match e.code() {
-            crate::Code::Io => e,
+            crate::error::Code::Io => e,
             _ => insecure(&lane_path, format!("not a real directory ({e})")),
         })?;
     check_private(&lane_path, &lane.stat()?)?;

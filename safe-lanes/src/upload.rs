@@ -225,7 +225,7 @@ impl UploadSource {
             Ok(anchor) => anchor,
             Err(e) => {
                 self.ignored.push(ignore(match e.code() {
-                    crate::Code::NotFound => "missing, or not a directory".to_owned(),
+                    crate::error::Code::NotFound => "missing, or not a directory".to_owned(),
                     _ => e.to_string(),
                 }));
                 return;

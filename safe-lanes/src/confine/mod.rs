@@ -55,9 +55,9 @@ use serde::Serialize;
 
 pub use probe::{LandlockSupport, REQUIRED_ABI, landlock_support};
 
+use crate::child::{Limits, Outcome, run};
 use crate::error::{Error, Result, Shown};
 use crate::grants::{Access, Alias, Effective, Session, Snapshot, Want};
-use crate::run::{Limits, Outcome, run};
 
 /// How often a running command's grants are compared with the manifest.
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);

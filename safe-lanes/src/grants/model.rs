@@ -283,7 +283,7 @@ mod tests {
         ] {
             assert_eq!(
                 Alias::new(bad).unwrap_err().code(),
-                crate::Code::InvalidAlias,
+                crate::error::Code::InvalidAlias,
                 "{bad:?}"
             );
         }
