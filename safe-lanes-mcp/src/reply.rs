@@ -10,6 +10,7 @@
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject};
+use safe_lanes::Code;
 use serde_json::json;
 
 /// Why a tool call did not succeed.
@@ -30,8 +31,9 @@ impl IntoCallToolResult for Failure {
     }
 }
 
-/// A refusal result with a stable code.
-pub(crate) fn refusal(code: &str, message: &str) -> Failure {
+/// A refusal result with one of the library's stable codes.
+pub(crate) fn refusal(code: Code, message: &str) -> Failure {
+    let code = code.as_str();
     let mut result =
         CallToolResult::structured_error(json!({ "error": { "code": code, "message": message } }));
     result.content = vec![ContentBlock::text(format!("{code}: {message}"))];
@@ -40,7 +42,7 @@ pub(crate) fn refusal(code: &str, message: &str) -> Failure {
 
 impl From<safe_lanes::Error> for Failure {
     fn from(e: safe_lanes::Error) -> Self {
-        refusal(e.code().as_str(), &e.to_string())
+        refusal(e.code(), &e.to_string())
     }
 }
 
@@ -75,7 +77,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
         Err(e) => {
             tracing::error!(error = %e, "a tool call panicked");
             Err(refusal(
-                "io",
+                Code::Io,
                 "internal error: the operation failed unexpectedly",
             ))
         }

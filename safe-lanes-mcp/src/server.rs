@@ -10,8 +10,8 @@ use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use safe_lanes::grants::AgentGrants;
 use safe_lanes::{
-    Confined, DownloadLane, Limits, Session, StateRoot, UploadDeposit, UploadSource, Uploader,
-    apply_patch,
+    Code, Confined, DownloadLane, Limits, Session, StateRoot, UploadDeposit, UploadSource,
+    Uploader, apply_patch,
 };
 
 use crate::params::{
@@ -352,7 +352,7 @@ impl State {
         self.config
             .uploader
             .as_ref()
-            .ok_or_else(|| refusal("unavailable_on_host", "no uploader is configured"))
+            .ok_or_else(|| refusal(Code::NotConfigured, "no uploader is configured"))
     }
 
     /// The exact command the human runs to approve `request`.
@@ -396,7 +396,7 @@ fn uploaded(
             .rev()
             .collect();
         return Err(refusal(
-            "io",
+            Code::Io,
             &format!("the uploader {how}: {}", tail.trim()),
         ));
     }
