@@ -29,7 +29,9 @@ pub enum Parents {
 ///
 /// # Errors
 ///
-/// `nul_byte`; `absolute_path`; `traversal` for a `..` that `parents` does not allow.
+/// `nul_byte`; `absolute_path`; `traversal` for a `..` that `parents` does not allow;
+/// `invalid_argument` when it is longer than [`PATH_MAX`] (the kernel would refuse it, and
+/// the primitive's component walk, which never passes it whole, must refuse it too).
 pub fn relative(path: &Path, parents: Parents) -> Result<&Path> {
     let bytes = nul_free(path.as_os_str())?;
     if bytes.first() == Some(&b'/') {
@@ -54,6 +56,7 @@ pub fn relative(path: &Path, parents: Parents) -> Result<&Path> {
             _ => depth += 1,
         }
     }
+    not_too_long(bytes)?;
     Ok(path)
 }
 
@@ -93,12 +96,7 @@ pub fn absolute(path: &Path, normalized: bool) -> Result<&Path> {
             path: Shown::bytes(bytes),
         });
     }
-    if bytes.len() > PATH_MAX {
-        return Err(Error::InvalidArgument {
-            what: Shown::bytes(bytes),
-            why: format!("the path is longer than PATH_MAX ({PATH_MAX} bytes)"),
-        });
-    }
+    not_too_long(bytes)?;
     let dotted = bytes
         .split(|&b| b == b'/')
         .any(|part| part == b"." || part == b"..");
@@ -108,6 +106,17 @@ pub fn absolute(path: &Path, normalized: bool) -> Result<&Path> {
         });
     }
     Ok(path)
+}
+
+/// Refuse a path longer than [`PATH_MAX`].
+fn not_too_long(bytes: &[u8]) -> Result<()> {
+    if bytes.len() > PATH_MAX {
+        return Err(Error::InvalidArgument {
+            what: Shown::bytes(bytes),
+            why: format!("the path is longer than PATH_MAX ({PATH_MAX} bytes)"),
+        });
+    }
+    Ok(())
 }
 
 /// The bytes of `raw`, refused if they hold a NUL (which would end the string at the kernel).

@@ -20,6 +20,14 @@
 //!
 //! [`Backend::Auto`] uses `openat2` and remembers, process-wide, if the kernel lacks it.
 //!
+//! Anchors the library opens for itself (lanes, grant folders, allowed roots) take the
+//! backend of [`Anchor::new`]: [`Backend::Auto`], unless a test forced another on its own
+//! thread with [`force_backend`], which is how every escape table runs on both backends.
+//!
+//! With the `cap-std` feature, an anchor converts to and from a `cap_std::fs::Dir`
+//! (`TryFrom<Dir> for Anchor`, `From<Anchor> for Dir`), for gateways that already hold their
+//! folders as cap-std capabilities.
+//!
 //! # Guarantee
 //!
 //! A descriptor returned by [`Anchor::open`] (and the other methods) refers to an inode that was
@@ -27,6 +35,8 @@
 //! the lookup. Nothing here compares path strings to decide containment.
 
 mod file;
+#[cfg(feature = "cap-std")]
+mod interop;
 mod openat2;
 mod publish;
 mod walk;
@@ -34,7 +44,9 @@ mod walk;
 pub use file::regular_single_link;
 pub use publish::Publish;
 
+use std::cell::Cell;
 use std::ffi::{OsStr, OsString};
+use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -93,6 +105,44 @@ pub fn openat2_available() -> bool {
     }
 }
 
+thread_local! {
+    /// The backend [`Anchor::new`] gives on this thread ([`force_backend`]).
+    static DEFAULT_BACKEND: Cell<Backend> = const { Cell::new(Backend::Auto) };
+}
+
+/// For tests: every anchor this thread creates with [`Anchor::new`] (hence
+/// [`Anchor::open_unchecked`], [`Anchor::open_canonical`] and every lane, grant folder and
+/// allowed root the library opens) uses `backend` until the returned guard is dropped.
+///
+/// The library opens most anchors itself, so this is how a table of grant or patch cases runs
+/// on the walk. The setting is per thread, so tests running beside it on other threads keep
+/// [`Backend::Auto`]; anchors that already exist keep their backend. Either backend confines
+/// (module documentation): this chooses a mechanism, never whether paths are confined.
+#[doc(hidden)]
+pub fn force_backend(backend: Backend) -> ForcedBackend {
+    let previous = DEFAULT_BACKEND.replace(backend);
+    ForcedBackend {
+        previous,
+        _same_thread: PhantomData,
+    }
+}
+
+/// Restores the thread's previous default backend when dropped (see [`force_backend`]).
+#[doc(hidden)]
+#[derive(Debug)]
+#[must_use = "the backend is forced only while the guard lives"]
+pub struct ForcedBackend {
+    previous: Backend,
+    /// Not `Send`: the guard must be dropped on the thread whose setting it restores.
+    _same_thread: PhantomData<*const ()>,
+}
+
+impl Drop for ForcedBackend {
+    fn drop(&mut self) {
+        DEFAULT_BACKEND.set(self.previous);
+    }
+}
+
 /// A directory descriptor that confined operations are relative to.
 ///
 /// Cloning is by `dup`: the clone refers to the same directory.
@@ -133,13 +183,14 @@ impl Anchor {
         Self::open_unchecked(Path::new("/"))?.open_dir(rest, Symlinks::Deny)
     }
 
-    /// Wrap an open directory descriptor, with the [`Backend::Auto`] backend.
+    /// Wrap an open directory descriptor, with the [`Backend::Auto`] backend (or the one a
+    /// test forced on this thread with [`force_backend`]).
     pub fn new(fd: OwnedFd) -> Self {
-        Self::with_backend(fd, Backend::Auto)
+        Self::with_backend(fd, DEFAULT_BACKEND.get())
     }
 
-    /// Wrap an open directory descriptor with a chosen backend (tests run every table against
-    /// both backends through this).
+    /// Wrap an open directory descriptor with a chosen backend (for anchors the library opens
+    /// itself, tests use [`force_backend`]).
     pub fn with_backend(fd: OwnedFd, backend: Backend) -> Self {
         Self { fd, backend }
     }
@@ -610,7 +661,6 @@ pub fn kind_of(stat: &Stat) -> &'static str {
 pub fn component(name: &OsStr) -> Result<&Path> {
     crate::input::name(name)
 }
-
 
 fn name_shown(name: &(impl AsRef<OsStr> + ?Sized)) -> Shown {
     Shown::bytes(name.as_ref().as_bytes())

@@ -66,21 +66,25 @@ pub(super) fn open(
             }
             continue;
         }
-        // The last component: open it for real, never following a link implicitly.
+        // The last component: open it for real, never following a link implicitly. A link
+        // there fails with `ELOOP`, or `ENOTDIR` under `O_DIRECTORY` (`O_PATH` opens it).
         let link = match rustix::fs::openat(cur, name, flags | OFlags::NOFOLLOW, mode) {
             Ok(fd) if flags.contains(OFlags::PATH) && file_type(&fd)? == FileType::Symlink => fd,
             Ok(fd) => return Ok(fd),
-            Err(Errno::LOOP) => rustix::fs::openat(
-                cur,
-                name,
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?,
+            Err(e @ (Errno::LOOP | Errno::NOTDIR)) => {
+                let fd = rustix::fs::openat(
+                    cur,
+                    name,
+                    OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                if file_type(&fd)? != FileType::Symlink {
+                    return Err(e);
+                }
+                fd
+            }
             Err(e) => return Err(e),
         };
-        if file_type(&link)? != FileType::Symlink {
-            return Err(Errno::LOOP);
-        }
         want_dir |= expand(&link, &mut queue, &mut links, symlinks, true)?;
     }
     let cur = stack.last().map_or(anchor, |fd| fd.as_fd());

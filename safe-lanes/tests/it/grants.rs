@@ -693,7 +693,7 @@ fn a_moved_folder_is_unavailable_in_the_listing_and_refused_by_an_open_session()
 }
 
 #[test]
-fn resolution_inside_a_grant_refuses_every_escape() {
+pub(crate) fn resolution_inside_a_grant_refuses_every_escape() {
     let w = World::new();
     w.add("proj", "proj", Access::ReadWrite).unwrap();
     w.add("docs-ro", "other", Access::ReadOnly).unwrap();

@@ -3,11 +3,14 @@
 //! Every module holds the tests of one library module; `util` holds the shared helpers.
 
 mod audit;
+mod backends;
 mod beneath;
 mod confine;
 mod deposit;
 mod download;
 mod grants;
+#[cfg(feature = "cap-std")]
+mod interop;
 mod name;
 mod patch;
 mod root;

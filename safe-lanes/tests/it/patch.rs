@@ -263,7 +263,11 @@ fn every_patch_is_audited() {
         serde_json::from_str(log.lines().last().unwrap()).unwrap()
     };
     assert_eq!(last()["event"], "patch.apply");
-    assert_eq!(last()["actor"], "agent", "the agent's session records the agent");
+    assert_eq!(
+        last()["actor"],
+        "agent",
+        "the agent's session records the agent"
+    );
     assert_eq!(last()["result"]["hunks"], 1);
     // The human's own session (the CLI's `patch`) records the human, by user id.
     let edited = original.replace("line 1\n", "one\n");

@@ -1,9 +1,9 @@
 //! The upload-source allowlist: a table of legitimate and refused sources, the hard guard, and
 //! a race with a thread swapping a directory and a symbolic link to outside.
 //!
-//! The table and the race run with each backend for the roots' anchors (the fast path and the
-//! confirming re-open); the step that follows links to learn where a path leads is always the
-//! kernel's own resolution.
+//! The table (by `backends`) and the race run with each backend for the roots' anchors (the
+//! fast path and the confirming re-open); the step that follows links to learn where a path
+//! leads is always the kernel's own resolution.
 
 use std::ffi::OsString;
 use std::os::fd::AsFd;
@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{CWD, RenameFlags};
-use safe_lanes::beneath::{Backend, identity};
+use safe_lanes::beneath::{force_backend, identity};
 use safe_lanes::upload::Origin;
 use safe_lanes::{Code, StateRoot, UploadSource};
 use sha2::Digest;
 
+use crate::backends::BACKENDS;
 use crate::util::mkfifo;
 
 /// A state root with a token, three allowed roots (one listed through a symbolic link), and
@@ -145,33 +146,33 @@ fn sha256(data: &[u8]) -> String {
         .collect()
 }
 
+/// The table on this thread's default backend; `backends` runs it on each one.
 #[test]
-fn the_source_table_holds_against_both_backends() {
+pub(crate) fn the_source_table_holds() {
     let w = World::new();
+    let source = w.source();
+    let backend = crate::backends::default_backend();
     let mut failures = Vec::new();
-    for backend in [Backend::Openat2, Backend::Walk] {
-        let source = w.source().with_backend(backend);
-        for &(rel, expect) in TABLE {
-            let asked = w.p(rel);
-            let got = source.resolve(&asked);
-            let ok = match (expect, &got) {
-                (Allowed(path, root), Ok(s)) => {
-                    let content = std::fs::read(w.p(path)).unwrap();
-                    s.path == w.p(path)
-                        && s.root == w.p(root)
-                        && s.bytes == content.len() as u64
-                        && s.sha256 == sha256(&content)
-                }
-                (Refused(code), Err(e)) => e.code() == code,
-                _ => false,
-            };
-            if !ok {
-                failures.push(format!(
-                    "{backend:?} {rel:?}: expected {expect:?}, got {:?}",
-                    got.map(|s| (s.path, s.root))
-                        .map_err(|e| (e.code(), e.to_string()))
-                ));
+    for &(rel, expect) in TABLE {
+        let asked = w.p(rel);
+        let got = source.resolve(&asked);
+        let ok = match (expect, &got) {
+            (Allowed(path, root), Ok(s)) => {
+                let content = std::fs::read(w.p(path)).unwrap();
+                s.path == w.p(path)
+                    && s.root == w.p(root)
+                    && s.bytes == content.len() as u64
+                    && s.sha256 == sha256(&content)
             }
+            (Refused(code), Err(e)) => e.code() == code,
+            _ => false,
+        };
+        if !ok {
+            failures.push(format!(
+                "{backend:?} {rel:?}: expected {expect:?}, got {:?}",
+                got.map(|s| (s.path, s.root))
+                    .map_err(|e| (e.code(), e.to_string()))
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -336,8 +337,9 @@ fn a_swapped_directory_never_yields_a_handle_outside() {
     let forbidden = std::fs::metadata(t.join("outside/file.txt")).unwrap();
     let forbidden = (forbidden.dev(), forbidden.ino());
 
-    for backend in [Backend::Openat2, Backend::Walk] {
-        let source = w.source().with_backend(backend);
+    for backend in BACKENDS {
+        let _forced = force_backend(backend);
+        let source = w.source();
         let stop = Arc::new(AtomicBool::new(false));
         let swapper = {
             let (a, b) = (t.join("allowed1/swap"), t.join("allowed1/swaplink"));

@@ -1,0 +1,252 @@
+//! Every escape table on every resolution backend, and the two backends against each other.
+//!
+//! The library opens most of its anchors itself (a grant's folder by its canonical path, the
+//! upload side's allowed roots, the lanes), so a table of grant or patch cases cannot choose a
+//! backend by hand. Each table is written once, in the module of its area, against the backend
+//! anchors get by default; [`on_each_backend!`] runs it again with this thread's default forced
+//! to each backend in turn ([`force_backend`]). The setting is per thread: the tests running
+//! beside these on other threads keep [`Backend::Auto`].
+//!
+//! Every table asserts the exact code of each refusal, so passing on both backends means the
+//! same refusal on both. The last test compares the backends directly, without expectations, on
+//! every short path over the primitive's tree.
+
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{Mode, OFlags};
+use safe_lanes::beneath::{Anchor, Backend, Symlinks, force_backend, identity};
+use safe_lanes::{Access, Code, Grants, StateRoot};
+
+/// The backends every table runs on.
+pub(crate) const BACKENDS: [Backend; 2] = [Backend::Openat2, Backend::Walk];
+
+/// The backend an anchor created now, on this thread, gets (for failure messages).
+pub(crate) fn default_backend() -> Backend {
+    Anchor::open_unchecked(Path::new("/")).unwrap().backend()
+}
+
+/// `area: table;` → a module `area` with one test per backend (`area::openat2`,
+/// `area::walk`), each running `table()` with this thread's default backend forced.
+macro_rules! on_each_backend {
+    ($($area:ident: $table:path;)*) => {$(
+        mod $area {
+            use safe_lanes::beneath::{Backend, force_backend};
+
+            #[test]
+            fn openat2() {
+                let _forced = force_backend(Backend::Openat2);
+                $table();
+            }
+
+            #[test]
+            fn walk() {
+                let _forced = force_backend(Backend::Walk);
+                $table();
+            }
+        }
+    )*};
+}
+
+on_each_backend! {
+    primitive: crate::beneath::escape_table;
+    upload: crate::upload::the_source_table_holds;
+    grants: crate::grants::resolution_inside_a_grant_refuses_every_escape;
+    patch: crate::patch::every_refusal_leaves_everything_unchanged;
+}
+
+/// The switch reaches every anchor the library opens on this thread (so the tables above do
+/// run on the backend they are named after), and no other thread.
+#[test]
+fn a_forced_backend_reaches_the_anchors_the_library_opens_on_this_thread_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("folder/sub")).unwrap();
+    let folder = tmp.path().join("folder").canonicalize().unwrap();
+    assert_eq!(default_backend(), Backend::Auto);
+    for backend in BACKENDS {
+        let forced = force_backend(backend);
+        let anchor = Anchor::open_unchecked(tmp.path()).unwrap();
+        assert_eq!(anchor.backend(), backend, "open_unchecked");
+        assert_eq!(
+            Anchor::open_canonical(&folder).unwrap().backend(),
+            backend,
+            "open_canonical"
+        );
+        assert_eq!(
+            anchor
+                .open_dir(Path::new("folder/sub"), Symlinks::Deny)
+                .unwrap()
+                .backend(),
+            backend,
+            "open_dir keeps its parent's backend"
+        );
+        let root = StateRoot::open(&tmp.path().join(format!("state-{backend:?}"))).unwrap();
+        assert_eq!(root.downloads().backend(), backend, "the download lane");
+        let grants = Arc::new(Grants::open(&root, None).unwrap());
+        grants
+            .add("folder", &folder, Access::ReadWrite, "", "test")
+            .unwrap();
+        let snapshot = grants.session().snapshot().unwrap();
+        assert_eq!(
+            snapshot.grants[0].folder().unwrap().backend(),
+            backend,
+            "a grant's folder"
+        );
+        let elsewhere = std::thread::spawn(default_backend).join().unwrap();
+        assert_eq!(elsewhere, Backend::Auto, "another thread is not forced");
+        {
+            let _inner = force_backend(Backend::Auto);
+            assert_eq!(default_backend(), Backend::Auto, "a nested force");
+        }
+        assert_eq!(default_backend(), backend, "the nested guard restored it");
+        drop(forced);
+        assert_eq!(default_backend(), Backend::Auto, "the guard restored Auto");
+    }
+}
+
+/// What one lookup gave: the file it opened, or the refusal.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Opened((u64, u64)),
+    Refused(Code),
+}
+
+const FLAGS: [OFlags; 3] = [
+    OFlags::RDONLY.union(OFlags::NONBLOCK),
+    OFlags::RDONLY.union(OFlags::DIRECTORY),
+    OFlags::PATH,
+];
+const POLICIES: [Symlinks; 2] = [Symlinks::Beneath, Symlinks::Deny];
+
+fn lookup(anchor: &Anchor, path: &Path, flags: OFlags, symlinks: Symlinks) -> Outcome {
+    match anchor.open(path, flags, Mode::empty(), symlinks) {
+        Ok(fd) => Outcome::Opened(identity(fd.as_fd()).unwrap()),
+        Err(e) => Outcome::Refused(e.code()),
+    }
+}
+
+/// Every path of up to three components over the names of the primitive's tree (files,
+/// directories, links of every kind, `.`, `..`, a missing name), with and without a trailing
+/// slash, opened for reading, as a directory and as `O_PATH`, under both link policies: the
+/// backends open the same file or give the same refusal.
+#[test]
+fn the_backends_agree_on_every_short_path() {
+    let t = crate::beneath::tree();
+    let mut names: Vec<Vec<u8>> = vec![b".".to_vec(), b"..".to_vec(), b"missing".to_vec()];
+    for dir in [
+        PathBuf::new(),
+        PathBuf::from("dir"),
+        PathBuf::from("dir/sub"),
+    ] {
+        for entry in std::fs::read_dir(t.base.join(&dir)).unwrap() {
+            let name = entry.unwrap().file_name().as_bytes().to_vec();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    let mut paths: Vec<Vec<u8>> = names.clone();
+    let mut last = names.clone();
+    for _ in 1..3 {
+        last = last
+            .iter()
+            .flat_map(|p| names.iter().map(move |n| [&p[..], b"/", n].concat()))
+            .collect();
+        paths.extend(last.iter().cloned());
+    }
+    let slashed: Vec<Vec<u8>> = paths.iter().map(|p| [&p[..], b"/"].concat()).collect();
+    paths.extend(slashed);
+
+    let anchors = BACKENDS.map(|b| Anchor::open_unchecked(&t.base).unwrap().into_backend(b));
+    let (mut opened, mut differ) = (0usize, Vec::new());
+    for path in &paths {
+        let path = Path::new(std::ffi::OsStr::from_bytes(path));
+        for (flags, symlinks) in FLAGS.into_iter().flat_map(|f| POLICIES.map(|s| (f, s))) {
+            let [a, b] = [&anchors[0], &anchors[1]].map(|a| lookup(a, path, flags, symlinks));
+            if a != b {
+                differ.push(format!(
+                    "{flags:?} {symlinks:?} {path:?}: {a:?} by openat2, {b:?} by the walk"
+                ));
+            } else if matches!(a, Outcome::Opened(_)) {
+                opened += 1;
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+    let lookups = paths.len() * FLAGS.len() * POLICIES.len();
+    assert!(
+        opened > 500 && opened < lookups,
+        "both opens and refusals were compared ({opened} of {lookups} opened)"
+    );
+}
+
+/// Regression (found when the patch table first ran on the walk): for a last component that is
+/// a symbolic link, `O_DIRECTORY | O_NOFOLLOW` fails with `ENOTDIR`, not `ELOOP`, so the walk
+/// neither followed a link to a directory nor refused a link as a link.
+#[test]
+fn a_directory_wanted_through_a_last_link_is_followed_or_refused_as_a_link() {
+    let t = crate::beneath::tree();
+    let dir = std::fs::metadata(t.base.join("dir")).unwrap();
+    for backend in BACKENDS {
+        let anchor = Anchor::open_unchecked(&t.base)
+            .unwrap()
+            .into_backend(backend);
+        let opened = anchor.open_dir(Path::new("link_dir"), Symlinks::Beneath);
+        assert_eq!(
+            identity(opened.unwrap().as_fd()).unwrap(),
+            (dir.dev(), dir.ino()),
+            "{backend:?}"
+        );
+        for (path, symlinks) in [
+            ("link_dir", Symlinks::Deny),
+            ("link_up", Symlinks::Beneath),
+            ("dir/link_parent", Symlinks::Deny),
+        ] {
+            let err = anchor.open_dir(Path::new(path), symlinks).unwrap_err();
+            assert_eq!(
+                err.code(),
+                Code::SymlinkEscape,
+                "{backend:?} {symlinks:?} {path}"
+            );
+        }
+        let err = anchor
+            .open_dir(Path::new("file.txt"), Symlinks::Beneath)
+            .unwrap_err();
+        assert_eq!(
+            err.code(),
+            Code::NotFound,
+            "{backend:?}: a file is not a directory"
+        );
+    }
+}
+
+/// Regression (found with the `backends` fuzz target, on a hand-made input): a relative path longer than the kernel
+/// takes was refused by openat2 (`ENAMETOOLONG`) but opened by the walk, which passes the
+/// kernel one component at a time. At the limit both open it; one byte over, both refuse.
+#[test]
+fn a_path_longer_than_path_max_is_refused_by_both_backends() {
+    let t = crate::beneath::tree();
+    let file = std::fs::metadata(t.base.join("file.txt")).unwrap();
+    // `.` then slashes then `file.txt`: `len` bytes that name file.txt.
+    let path = |len: usize| format!(".{}file.txt", "/".repeat(len - 9));
+    for backend in BACKENDS {
+        let anchor = Anchor::open_unchecked(&t.base)
+            .unwrap()
+            .into_backend(backend);
+        let at_limit = anchor
+            .open_read(Path::new(&path(4095)), Symlinks::Beneath)
+            .unwrap();
+        assert_eq!(
+            identity(at_limit.as_fd()).unwrap(),
+            (file.dev(), file.ino()),
+            "{backend:?}"
+        );
+        let err = anchor
+            .open_read(Path::new(&path(4096)), Symlinks::Beneath)
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{backend:?}: {err}");
+    }
+}
