@@ -185,18 +185,19 @@ impl StateRoot {
         &self.path
     }
 
-    /// The root directory descriptor.
-    pub fn anchor(&self) -> &Anchor {
+    /// The root directory descriptor (the library's own: nothing outside it may open files
+    /// in the state root).
+    pub(crate) fn anchor(&self) -> &Anchor {
         &self.anchor
     }
 
     /// The `.downloads` lane descriptor.
-    pub fn downloads(&self) -> &Anchor {
+    pub(crate) fn downloads(&self) -> &Anchor {
         &self.downloads
     }
 
     /// The `.uploads` deposit descriptor.
-    pub fn uploads(&self) -> &Anchor {
+    pub(crate) fn uploads(&self) -> &Anchor {
         &self.uploads
     }
 

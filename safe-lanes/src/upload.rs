@@ -251,20 +251,6 @@ impl UploadSource {
         });
     }
 
-    /// Resolve beneath the roots with `backend` (tests run every table against both).
-    #[doc(hidden)]
-    pub fn with_backend(mut self, backend: beneath::Backend) -> Self {
-        self.roots = self
-            .roots
-            .into_iter()
-            .map(|r| AllowedRoot {
-                anchor: r.anchor.into_backend(backend),
-                ..r
-            })
-            .collect();
-        self
-    }
-
     /// The actor recorded in the audit log ([`Actor::Agent`] by default).
     pub fn with_actor(mut self, actor: Actor) -> Self {
         self.actor = actor;
