@@ -37,6 +37,10 @@ use rustix::fs::{Mode, OFlags};
 use safe_lanes::Code;
 use safe_lanes::beneath::{Anchor, Backend, Symlinks, identity, location_of};
 
+/// Test fixtures are opened by their paths.
+const BY_PATH: safe_lanes::beneath::Ambient =
+    safe_lanes::beneath::Ambient::because("a test fixture");
+
 struct Fixture {
     base: PathBuf,
     openat2: Anchor,
@@ -96,7 +100,7 @@ fn fixture() -> &'static Fixture {
             };
             symlink(target, base.join(format!("c{i}"))).unwrap();
         }
-        let open = || Anchor::open_unchecked(&base).unwrap();
+        let open = || Anchor::open_ambient(&base, BY_PATH).unwrap();
         let cap = Dir::open_ambient_dir(&base, cap_std::ambient_authority()).unwrap();
         Fixture {
             openat2: open().into_backend(Backend::Openat2),

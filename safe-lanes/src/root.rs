@@ -21,7 +21,7 @@ use std::sync::Arc;
 use rustix::fs::{FileType, Mode, Stat};
 
 use crate::audit::AuditLog;
-use crate::beneath::{self, Anchor, Symlinks};
+use crate::beneath::{self, Ambient, Anchor, Symlinks};
 use crate::error::{Error, Result, Shown};
 
 /// The download lane's directory name under the root.
@@ -37,6 +37,9 @@ pub const AUDIT_FILE: &str = "audit.jsonl";
 
 /// The mode of the root and of each lane.
 const DIR_MODE: u32 = 0o700;
+/// Why the state root is opened by path: it is the one the human chose (`--root`, the
+/// environment, or the default under their home).
+const CHOSEN: Ambient = Ambient::because("the state root the human chose");
 
 /// Where the state root location came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -134,9 +137,9 @@ impl StateRoot {
     /// cannot be created or opened.
     pub fn open(path: &Path) -> Result<Self> {
         if !path.exists() {
-            beneath::create_dir_all_unchecked(path, DIR_MODE)?;
+            beneath::create_dir_all(path, DIR_MODE, CHOSEN)?;
         }
-        let anchor = Anchor::open_unchecked(path).map_err(|e| match e.code() {
+        let anchor = Anchor::open_ambient(path, CHOSEN).map_err(|e| match e.code() {
             crate::error::Code::Io => e,
             _ => insecure(path, format!("not a usable directory ({e})")),
         })?;

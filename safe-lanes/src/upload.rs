@@ -48,7 +48,7 @@ use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
 use crate::actor::Actor;
-use crate::beneath::{self, Anchor, Symlinks, identity, location_of};
+use crate::beneath::{self, Ambient, Anchor, Symlinks, identity, location_of};
 use crate::error::{Error, Result, Shown};
 use crate::root::{StateRoot, UPLOAD_ROOTS_FILE};
 
@@ -221,7 +221,8 @@ impl UploadSource {
             return;
         }
         // The entry is the human's: opening it by path, following links, is intended.
-        let anchor = match Anchor::open_unchecked(&spelled) {
+        let why = Ambient::because("an upload root the human configured");
+        let anchor = match Anchor::open_ambient(&spelled, why) {
             Ok(anchor) => anchor,
             Err(e) => {
                 self.ignored.push(ignore(match e.code() {
@@ -342,7 +343,11 @@ impl UploadSource {
     /// the allowed root that contains it.
     fn open_followed(&self, path: &Path, parts: &[&[u8]]) -> Result<Opened> {
         for _ in 0..ATTEMPTS {
-            let (followed, real) = beneath::locate_unchecked(path)?;
+            let why = Ambient::because(
+                "where the kernel finds a source, only to pick its allowed root; the file is \
+                 re-opened beneath that root and compared by inode",
+            );
+            let (followed, real) = beneath::locate(path, why)?;
             self.guard(&real)?;
             let Some(root) = self.roots.iter().find(|r| is_within(&r.path, &real)) else {
                 return Err(self.classify_outside(path, parts, &real));

@@ -34,6 +34,7 @@
 //! reachable from the anchor's directory by the given path without leaving it, at the moment of
 //! the lookup. Nothing here compares path strings to decide containment.
 
+mod ambient;
 mod file;
 #[cfg(feature = "cap-std")]
 mod interop;
@@ -41,6 +42,7 @@ mod openat2;
 mod publish;
 mod walk;
 
+pub use ambient::{Ambient, create_dir_all, locate, open_path};
 pub use file::regular_single_link;
 pub use publish::Publish;
 
@@ -111,7 +113,7 @@ thread_local! {
 }
 
 /// For tests: every anchor this thread creates with [`Anchor::new`] (hence
-/// [`Anchor::open_unchecked`], [`Anchor::open_canonical`] and every lane, grant folder and
+/// [`Anchor::open_ambient`], [`Anchor::open_canonical`] and every lane, grant folder and
 /// allowed root the library opens) uses `backend` until the returned guard is dropped.
 ///
 /// The library opens most anchors itself, so this is how a table of grant or patch cases runs
@@ -153,22 +155,6 @@ pub struct Anchor {
 }
 
 impl Anchor {
-    /// Unconfined: opens the directory at `path` (a trusted path from the human or the
-    /// configuration, never from an agent), following symbolic links.
-    ///
-    /// # Errors
-    ///
-    /// `not_found` when nothing is there or it is not a directory, `io` otherwise.
-    pub fn open_unchecked(path: &Path) -> Result<Self> {
-        let fd = rustix::fs::open(
-            path,
-            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| refusal(e, path, Symlinks::Beneath, "open"))?;
-        Ok(Self::new(fd))
-    }
-
     /// Opens the directory at the absolute, canonical `path` (one a human approved earlier),
     /// refusing any symbolic link on the way: resolution starts at `/` and goes through the
     /// primitive with [`Symlinks::Deny`].
@@ -180,7 +166,9 @@ impl Anchor {
         let rest = path.strip_prefix("/").map_err(|_| Error::RelativePath {
             path: Shown::path(path),
         })?;
-        Self::open_unchecked(Path::new("/"))?.open_dir(rest, Symlinks::Deny)
+        // Resolution starts at `/`; from there every component goes through the primitive.
+        let root = ambient::Ambient::because("the root directory, where a canonical path starts");
+        Self::open_ambient(Path::new("/"), root)?.open_dir(rest, Symlinks::Deny)
     }
 
     /// Wrap an open directory descriptor, with the [`Backend::Auto`] backend (or the one a
@@ -546,33 +534,6 @@ impl AsFd for Anchor {
     }
 }
 
-/// Unconfined: create the directory `path` and any missing parents, each new one with `mode`
-/// (a trusted path, such as the state root the human configured). Existing directories are left
-/// as they are.
-///
-/// # Errors
-///
-/// `io` when a directory cannot be created.
-pub fn create_dir_all_unchecked(path: &Path, mode: u32) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(mode)
-        .create(path)
-        .map_err(|e| Error::io("mkdir", path, e))
-}
-
-/// Unconfined: an `O_PATH` descriptor of the trusted, absolute `path` (following links), which
-/// can neither read nor write — what Landlock rules are attached to.
-///
-/// # Errors
-///
-/// `not_found` when nothing is there, `io` otherwise.
-pub fn open_path_unchecked(path: &Path) -> Result<OwnedFd> {
-    rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| refusal(e, path, Symlinks::Beneath, "open"))
-}
-
 /// The current location of an open file, as the kernel reports it for the descriptor
 /// (`readlink("/proc/self/fd/N")`).
 ///
@@ -595,37 +556,6 @@ pub fn location_of(fd: BorrowedFd<'_>) -> Result<PathBuf> {
         ));
     }
     Ok(target)
-}
-
-/// Unconfined: resolve the absolute `path` the way the kernel does — following symbolic
-/// links anywhere, but refusing `/proc` magic links — to an `O_PATH` descriptor, and report
-/// where it landed ([`location_of`]).
-///
-/// An `O_PATH` descriptor can neither read nor write. Callers use the pair to *decide which
-/// anchor to use*, then open the file for real beneath that anchor and compare
-/// [`identity`] with this descriptor, so a swap between the two is detected, never trusted.
-///
-/// # Errors
-///
-/// `not_found`, `symlink_escape` (a loop or a magic link), `io`.
-pub fn locate_unchecked(path: &Path) -> Result<(OwnedFd, PathBuf)> {
-    let fd = rustix::fs::openat2(
-        rustix::fs::CWD,
-        path,
-        OFlags::PATH | OFlags::CLOEXEC,
-        Mode::empty(),
-        rustix::fs::ResolveFlags::NO_MAGICLINKS,
-    )
-    .or_else(|e| match e {
-        // Without openat2 the magic-link refusal is lost; O_PATH still cannot read or write.
-        Errno::NOSYS | Errno::PERM => {
-            rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
-        }
-        other => Err(other),
-    })
-    .map_err(|e| refusal(e, path, Symlinks::Beneath, "openat2"))?;
-    let location = location_of(fd.as_fd())?;
-    Ok((fd, location))
 }
 
 /// `(device, inode)`: the identity of an open file.

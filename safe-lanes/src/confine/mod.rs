@@ -55,6 +55,7 @@ use serde::Serialize;
 
 pub use probe::{LandlockSupport, REQUIRED_ABI, landlock_support};
 
+use crate::beneath::{self, Ambient};
 use crate::child::{Limits, Outcome, run};
 use crate::error::{Error, Result, Shown};
 use crate::grants::{Access, Alias, Effective, Session, Snapshot, Want};
@@ -68,6 +69,8 @@ const SYSTEM_DIRS: &[&str] = &[
 ];
 /// Device files readable by every confined program.
 const READABLE_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
+/// Why the sandbox opens the system set by path: the system's, the same for every command.
+const SYSTEM_SET: Ambient = Ambient::because("the system set every confined command sees");
 /// The `PATH` of confined programs.
 const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
@@ -394,7 +397,7 @@ impl SystemSet {
                 if let Ok(target) = rustix::fs::readlink(path, Vec::new()) {
                     set.links
                         .push((path, PathBuf::from(OsStr::from_bytes(target.as_bytes()))));
-                } else if let Ok(fd) = crate::beneath::open_path_unchecked(path) {
+                } else if let Ok(fd) = beneath::open_path(path, SYSTEM_SET) {
                     set.dirs.push((path, fd, false));
                 }
             }
@@ -403,7 +406,7 @@ impl SystemSet {
                 .map(|d| (d, false))
                 .chain([(&"/dev/null", true)])
             {
-                if let Ok(fd) = crate::beneath::open_path_unchecked(Path::new(dev)) {
+                if let Ok(fd) = beneath::open_path(Path::new(dev), SYSTEM_SET) {
                     set.devices.push((Path::new(*dev), fd, writable));
                 }
             }
@@ -448,7 +451,8 @@ const MASK_ENTRIES: usize = 20_000;
 /// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files without `o+r`, directories without `o+rx` (not searched further). Those are the
 /// owner's — root's — alone, and a command of a gateway running as root would own them.
 fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
-    let Ok(anchor) = crate::beneath::Anchor::open_unchecked(dir) else {
+    let why = Ambient::because("the system set, searched for what only root may read");
+    let Ok(anchor) = crate::beneath::Anchor::open_ambient(dir, why) else {
         return;
     };
     let mut stack = vec![(anchor, dir.to_path_buf(), 0)];

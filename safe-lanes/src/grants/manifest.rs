@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::model::{Change, Grant, Request};
-use crate::beneath::{Anchor, Publish, Symlinks};
+use crate::beneath::{Ambient, Anchor, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
 
 /// The manifest key holding approved grants.
@@ -76,7 +76,8 @@ impl Manifest {
                 why: "not a file path".to_owned(),
             });
         };
-        let dir = Anchor::open_unchecked(parent)?;
+        let why = Ambient::because("the manifest's folder, chosen by the human");
+        let dir = Anchor::open_ambient(parent, why)?;
         let parent = crate::beneath::location_of(dir.as_fd()).unwrap_or_else(|_| parent.into());
         Ok(Self {
             path: parent.join(name),

@@ -45,7 +45,7 @@ pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 
 use crate::actor::Actor;
 use crate::audit::AuditLog;
-use crate::beneath::{self, Anchor};
+use crate::beneath::{self, Ambient, Anchor};
 use crate::error::{Error, Result, Shown};
 use crate::random::random_hex;
 use crate::root::StateRoot;
@@ -489,7 +489,7 @@ impl Grants {
         crate::input::absolute(path, false)?;
         // The path comes from the human (or a request the human approves): opening it by path,
         // following links, is how it is canonicalized; the kernel says where it landed.
-        let dir = Anchor::open_unchecked(path)?;
+        let dir = Anchor::open_ambient(path, Ambient::because("a folder the human grants"))?;
         let canonical = beneath::location_of(dir.as_fd())?;
         self.rules()
             .placement(&canonical)

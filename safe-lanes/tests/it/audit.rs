@@ -5,6 +5,10 @@ use serde_json::json;
 
 use crate::util::Fixture;
 
+/// Test fixtures are opened by their paths.
+const FIXTURE: safe_lanes::beneath::Ambient =
+    safe_lanes::beneath::Ambient::because("a test fixture");
+
 fn log_with(lines: usize) -> (Fixture, std::path::PathBuf) {
     let fx = Fixture::new();
     let audit = fx.root.audit();
@@ -104,7 +108,8 @@ fn writers_in_parallel_keep_one_chain() {
             let root_path = root_path.clone();
             s.spawn(move || {
                 // A separate log handle per thread, as separate processes would have.
-                let anchor = safe_lanes::beneath::Anchor::open_unchecked(&root_path).unwrap();
+                let anchor =
+                    safe_lanes::beneath::Anchor::open_ambient(&root_path, FIXTURE).unwrap();
                 let log = AuditLog::open(&anchor, &root_path, "audit.jsonl").unwrap();
                 for i in 0..50 {
                     log.append("parallel", "t", json!({ "t": t, "i": i }))
@@ -127,7 +132,7 @@ fn a_last_line_longer_than_a_read_chunk_still_chains() {
         .append("big", "t", json!({ "blob": "x".repeat(300_000) }))
         .unwrap();
     // Another handle (another process) appends next: it must find the start of that line.
-    let anchor = safe_lanes::beneath::Anchor::open_unchecked(&root_path).unwrap();
+    let anchor = safe_lanes::beneath::Anchor::open_ambient(&root_path, FIXTURE).unwrap();
     let other = AuditLog::open(&anchor, &root_path, "audit.jsonl").unwrap();
     other.append("after", "t", json!({})).unwrap();
     let v = fx.root.audit().verify().unwrap();

@@ -21,12 +21,18 @@ use rustix::fs::{Mode, OFlags};
 use safe_lanes::beneath::{Anchor, Backend, Symlinks, force_backend, identity};
 use safe_lanes::{Access, Code, Grants, StateRoot};
 
+/// Test fixtures are opened by their paths.
+const FIXTURE: safe_lanes::beneath::Ambient =
+    safe_lanes::beneath::Ambient::because("a test fixture");
+
 /// The backends every table runs on.
 pub(crate) const BACKENDS: [Backend; 2] = [Backend::Openat2, Backend::Walk];
 
 /// The backend an anchor created now, on this thread, gets (for failure messages).
 pub(crate) fn default_backend() -> Backend {
-    Anchor::open_unchecked(Path::new("/")).unwrap().backend()
+    Anchor::open_ambient(Path::new("/"), FIXTURE)
+        .unwrap()
+        .backend()
 }
 
 /// `area: table;` → a module `area` with one test per backend (`area::openat2`,
@@ -68,8 +74,8 @@ fn a_forced_backend_reaches_the_anchors_the_library_opens_on_this_thread_only() 
     assert_eq!(default_backend(), Backend::Auto);
     for backend in BACKENDS {
         let forced = force_backend(backend);
-        let anchor = Anchor::open_unchecked(tmp.path()).unwrap();
-        assert_eq!(anchor.backend(), backend, "open_unchecked");
+        let anchor = Anchor::open_ambient(tmp.path(), FIXTURE).unwrap();
+        assert_eq!(anchor.backend(), backend, "open_ambient");
         assert_eq!(
             Anchor::open_canonical(&folder).unwrap().backend(),
             backend,
@@ -159,7 +165,11 @@ fn the_backends_agree_on_every_short_path() {
     let slashed: Vec<Vec<u8>> = paths.iter().map(|p| [&p[..], b"/"].concat()).collect();
     paths.extend(slashed);
 
-    let anchors = BACKENDS.map(|b| Anchor::open_unchecked(&t.base).unwrap().into_backend(b));
+    let anchors = BACKENDS.map(|b| {
+        Anchor::open_ambient(&t.base, FIXTURE)
+            .unwrap()
+            .into_backend(b)
+    });
     let (mut opened, mut differ) = (0usize, Vec::new());
     for path in &paths {
         let path = Path::new(std::ffi::OsStr::from_bytes(path));
@@ -190,7 +200,7 @@ fn a_directory_wanted_through_a_last_link_is_followed_or_refused_as_a_link() {
     let t = crate::beneath::tree();
     let dir = std::fs::metadata(t.base.join("dir")).unwrap();
     for backend in BACKENDS {
-        let anchor = Anchor::open_unchecked(&t.base)
+        let anchor = Anchor::open_ambient(&t.base, FIXTURE)
             .unwrap()
             .into_backend(backend);
         let opened = anchor.open_dir(Path::new("link_dir"), Symlinks::Beneath);
@@ -232,7 +242,7 @@ fn a_path_longer_than_path_max_is_refused_by_both_backends() {
     // `.` then slashes then `file.txt`: `len` bytes that name file.txt.
     let path = |len: usize| format!(".{}file.txt", "/".repeat(len - 9));
     for backend in BACKENDS {
-        let anchor = Anchor::open_unchecked(&t.base)
+        let anchor = Anchor::open_ambient(&t.base, FIXTURE)
             .unwrap()
             .into_backend(backend);
         let at_limit = anchor

@@ -27,6 +27,10 @@ enum Expect {
 }
 use Expect::{Opens, Refused};
 
+/// Test fixtures are opened by their paths.
+const FIXTURE: safe_lanes::beneath::Ambient =
+    safe_lanes::beneath::Ambient::because("a test fixture");
+
 /// A base directory with links of every kind, and a file outside it.
 pub(crate) struct Tree {
     _tmp: tempfile::TempDir,
@@ -196,7 +200,7 @@ const TABLE: &[(&str, Expect, Expect)] = &[
 #[test]
 pub(crate) fn escape_table() {
     let t = tree();
-    let anchor = Anchor::open_unchecked(&t.base).unwrap();
+    let anchor = Anchor::open_ambient(&t.base, FIXTURE).unwrap();
     let backend = anchor.backend();
     let mut failures = Vec::new();
     for &(path, beneath, deny) in TABLE {
@@ -225,7 +229,7 @@ pub(crate) fn escape_table() {
 #[test]
 fn nul_bytes_are_refused_before_any_system_call() {
     let t = tree();
-    let anchor = Anchor::open_unchecked(&t.base).unwrap();
+    let anchor = Anchor::open_ambient(&t.base, FIXTURE).unwrap();
     let path = Path::new(OsStr::from_bytes(b"file.txt\0/../../etc/passwd"));
     let err = anchor.open_read(path, Symlinks::Beneath).unwrap_err();
     assert_eq!(err.code(), Code::NulByte);
@@ -238,7 +242,7 @@ fn nul_bytes_are_refused_before_any_system_call() {
 #[test]
 fn single_component_operations_refuse_paths() {
     let t = tree();
-    let anchor = Anchor::open_unchecked(&t.base).unwrap();
+    let anchor = Anchor::open_ambient(&t.base, FIXTURE).unwrap();
     for bad in ["", ".", "..", "a/b", "../x", "/etc"] {
         let err = anchor.create_new(OsStr::new(bad), 0o600).unwrap_err();
         let expected = if bad.is_empty() {
@@ -260,7 +264,7 @@ fn single_component_operations_refuse_paths() {
 #[test]
 fn a_fifo_opens_without_blocking_and_a_symlink_is_never_created_through() {
     let t = tree();
-    let anchor = Anchor::open_unchecked(&t.base).unwrap();
+    let anchor = Anchor::open_ambient(&t.base, FIXTURE).unwrap();
     assert!(anchor.open_read(Path::new("fifo"), Symlinks::Deny).is_ok());
     // O_EXCL on a dangling link is EEXIST, never a file created at its target.
     let err = anchor
@@ -305,7 +309,9 @@ fn a_directory_swapped_with_an_escaping_symlink_never_yields_the_outside_file() 
         let forbidden = std::fs::metadata(outside.join("secret.txt")).unwrap();
         let forbidden = (forbidden.dev(), forbidden.ino());
 
-        let anchor = Anchor::open_unchecked(&base).unwrap().into_backend(backend);
+        let anchor = Anchor::open_ambient(&base, FIXTURE)
+            .unwrap()
+            .into_backend(backend);
         let stop = Arc::new(AtomicBool::new(false));
         let thread = swapper(base.clone(), "swap", "swaplink", Arc::clone(&stop));
         let (mut inside, mut escapes, mut refused) = (0u32, 0u32, 0u32);
@@ -342,7 +348,9 @@ fn a_directory_moved_out_mid_lookup_never_lets_dotdot_escape() {
         let forbidden = std::fs::metadata(tmp.path().join("far/target.txt")).unwrap();
         let forbidden = (forbidden.dev(), forbidden.ino());
 
-        let anchor = Anchor::open_unchecked(&base).unwrap().into_backend(backend);
+        let anchor = Anchor::open_ambient(&base, FIXTURE)
+            .unwrap()
+            .into_backend(backend);
         let stop = Arc::new(AtomicBool::new(false));
         let mover = {
             let (inside, away) = (base.join("a/b"), far.join("b"));

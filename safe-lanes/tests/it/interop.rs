@@ -9,6 +9,10 @@ use cap_std::fs::Dir;
 use safe_lanes::Code;
 use safe_lanes::beneath::{Anchor, Symlinks, identity};
 
+/// Test fixtures are opened by their paths.
+const FIXTURE: safe_lanes::beneath::Ambient =
+    safe_lanes::beneath::Ambient::because("a test fixture");
+
 fn tree() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("base")).unwrap();
@@ -62,7 +66,7 @@ fn a_dir_that_is_not_a_directory_is_refused() {
 #[test]
 fn an_anchor_handed_to_cap_std_keeps_its_directory() {
     let tmp = tree();
-    let anchor = Anchor::open_unchecked(&tmp.path().join("base")).unwrap();
+    let anchor = Anchor::open_ambient(&tmp.path().join("base"), FIXTURE).unwrap();
     let before = identity(anchor.as_fd()).unwrap();
     let dir = Dir::from(anchor);
     assert_eq!(identity(dir.as_fd()).unwrap(), before);
