@@ -155,6 +155,12 @@ pub struct Anchor {
 }
 
 impl Anchor {
+    /// Where this directory is, for an error message: the kernel's path for the descriptor,
+    /// or its number. Only called on an error path.
+    fn shown(&self) -> Shown {
+        shown_fd(self.fd.as_fd())
+    }
+
     /// Opens the directory at the absolute, canonical `path` (one a human approved earlier),
     /// refusing any symbolic link on the way: resolution starts at `/` and goes through the
     /// primitive with [`Symlinks::Deny`].
@@ -197,7 +203,7 @@ impl Anchor {
         let fd = self
             .fd
             .try_clone()
-            .map_err(|e| Error::io("dup", "directory descriptor", e))?;
+            .map_err(|e| Error::io("dup", self.shown(), e))?;
         Ok(Self::with_backend(fd, self.backend))
     }
 
@@ -217,7 +223,7 @@ impl Anchor {
     ///
     /// `io` if the call fails.
     pub fn stat(&self) -> Result<Stat> {
-        rustix::fs::fstat(&self.fd).map_err(|e| Error::io("fstat", "directory descriptor", e))
+        rustix::fs::fstat(&self.fd).map_err(|e| Error::io("fstat", self.shown(), e))
     }
 
     /// Opens `path` beneath the anchor for reading, without blocking on FIFOs or taking a
@@ -318,7 +324,7 @@ impl Anchor {
             OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
             Mode::from_raw_mode(mode),
         )
-        .map_err(|e| Error::io("open(O_TMPFILE)", "lane", e))
+        .map_err(|e| Error::io("open(O_TMPFILE)", self.shown(), e))
     }
 
     /// Gives the unnamed file `file` (from [`Anchor::create_unnamed`]) the name `name` in the
@@ -500,10 +506,10 @@ impl Anchor {
     /// `io` when the directory cannot be read.
     pub fn entries(&self) -> Result<Vec<(OsString, Stat)>> {
         let dir = rustix::fs::Dir::read_from(&self.fd)
-            .map_err(|e| Error::io("opendir", "directory descriptor", e))?;
+            .map_err(|e| Error::io("opendir", self.shown(), e))?;
         let mut out = Vec::new();
         for entry in dir {
-            let entry = entry.map_err(|e| Error::io("readdir", "directory descriptor", e))?;
+            let entry = entry.map_err(|e| Error::io("readdir", self.shown(), e))?;
             let name = entry.file_name().to_bytes();
             if name == b"." || name == b".." {
                 continue;
@@ -524,7 +530,7 @@ impl Anchor {
     ///
     /// `io` if the call fails.
     pub fn sync(&self) -> Result<()> {
-        rustix::fs::fsync(&self.fd).map_err(|e| Error::io("fsync", "directory", e))
+        rustix::fs::fsync(&self.fd).map_err(|e| Error::io("fsync", self.shown(), e))
     }
 }
 
@@ -564,7 +570,7 @@ pub fn location_of(fd: BorrowedFd<'_>) -> Result<PathBuf> {
 ///
 /// `io` if `fstat` fails.
 pub fn identity(fd: BorrowedFd<'_>) -> Result<(u64, u64)> {
-    let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", "descriptor", e))?;
+    let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", shown_fd(fd), e))?;
     Ok((st.st_dev, st.st_ino))
 }
 
@@ -590,6 +596,14 @@ pub fn kind_of(stat: &Stat) -> &'static str {
 /// `nul_byte`, `traversal` (for `.`/`..`/a separator) or `not_found` (empty).
 pub fn component(name: &OsStr) -> Result<&Path> {
     crate::input::name(name)
+}
+
+/// An open descriptor for an error message: where the kernel says it is, or its number.
+fn shown_fd(fd: BorrowedFd<'_>) -> Shown {
+    location_of(fd).map_or_else(
+        |_| Shown::text(&format!("descriptor {}", fd.as_raw_fd())),
+        |path| Shown::path(&path),
+    )
 }
 
 fn name_shown(name: &(impl AsRef<OsStr> + ?Sized)) -> Shown {
