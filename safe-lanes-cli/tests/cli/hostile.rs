@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{HEARTBEAT, Run, stops_writing};
+use crate::util::{HEARTBEAT, Run, appears, stops_writing};
 
 /// The unprivileged user of the second run.
 const NOBODY: u32 = 65534;
@@ -121,11 +121,7 @@ impl Lab {
 
     fn cli(&self, args: &[&str]) -> Run {
         let out = spawn(&mut self.command(args)).wait_with_output().unwrap();
-        Run {
-            status: out.status.code().expect("exited"),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Run::from(out)
     }
 
     /// Run `script` with `/bin/sh` in `proj`, `$1…` = `args`; the JSON outcome.
@@ -182,11 +178,7 @@ impl Lab {
             .stderr(Stdio::piped());
         self.as_user(&mut command);
         let out = spawn(&mut command).wait_with_output().unwrap();
-        Run {
-            status: out.status.code().unwrap(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Run::from(out)
     }
 
     fn who(&self) -> String {
@@ -269,14 +261,7 @@ fn everything_a_command_started_dies_when_the_gateway_is_killed() {
         let script = format!(r#"setsid sh -c '{HEARTBEAT}' sh "$1" & sleep 60"#);
         let mut gateway = lab.spawn_exec(&script);
         let beat = lab.p("proj/beat");
-        assert!(
-            (0..250).any(|_| {
-                std::thread::sleep(Duration::from_millis(20));
-                beat.exists()
-            }),
-            "{}: the writer started",
-            lab.who()
-        );
+        assert!(appears(&beat), "{}: the writer started", lab.who());
         gateway.kill().unwrap();
         gateway.wait().unwrap();
         assert!(
@@ -442,14 +427,7 @@ fn scratch_space_leaves_nothing_behind_even_when_the_gateway_dies() {
         let script = r#"cd "$HOME" && for i in $(seq 300); do mkdir d && cd d || exit 1; done && touch "$1/deep" && sleep 60"#;
         let mut gateway = lab.spawn_exec(script);
         let deep = lab.p("proj/deep");
-        assert!(
-            (0..500).any(|_| {
-                std::thread::sleep(Duration::from_millis(20));
-                deep.exists()
-            }),
-            "{}: the tree was made",
-            lab.who()
-        );
+        assert!(appears(&deep), "{}: the tree was made", lab.who());
         gateway.kill().unwrap();
         gateway.wait().unwrap();
     }

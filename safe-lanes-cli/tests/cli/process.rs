@@ -57,11 +57,7 @@ impl Shared {
             command.uid(id).gid(id);
         }
         let out = command.output().unwrap();
-        Run {
-            status: out.status.code().expect("exited"),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Run::from(out)
     }
 }
 

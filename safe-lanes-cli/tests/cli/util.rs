@@ -14,6 +14,16 @@ pub(crate) struct Run {
     pub(crate) stderr: String,
 }
 
+impl From<std::process::Output> for Run {
+    fn from(out: std::process::Output) -> Self {
+        Run {
+            status: out.status.code().expect("exited"),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 impl Run {
     /// The single JSON object on stdout.
     pub(crate) fn json(&self) -> Value {
@@ -109,12 +119,7 @@ pub(crate) fn run_in(
         .spawn()
         .expect("spawn safe-lanes");
     child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    Run {
-        status: out.status.code().expect("exited"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Run::from(child.wait_with_output().unwrap())
 }
 
 /// Every path below `dir`, relative, sorted.
@@ -151,5 +156,13 @@ pub(crate) fn stops_writing(beat: &Path) -> bool {
         let before = read();
         std::thread::sleep(std::time::Duration::from_millis(500));
         before == read()
+    })
+}
+
+/// Whether `path` exists within ten seconds.
+pub(crate) fn appears(path: &Path) -> bool {
+    (0..500).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        path.exists()
     })
 }
