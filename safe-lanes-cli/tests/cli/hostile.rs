@@ -135,6 +135,17 @@ impl Lab {
         run.json()
     }
 
+    /// Run the attacks of `script` (lines from [`attempt`]) and assert that every one held.
+    fn all_held(&self, script: &str, args: &[&str]) {
+        let out = self.exec(script, args);
+        assert_eq!(
+            got_through(&out),
+            Vec::<String>::new(),
+            "{} {out}",
+            self.who()
+        );
+    }
+
     /// Start `safe-lanes exec` on `script` without waiting for it.
     fn spawn_exec(&self, script: &str) -> Child {
         let lab = self.p("proj");
@@ -235,13 +246,7 @@ fn other_processes_and_their_limits_are_out_of_reach() {
             attempt("kill the parent", r#"[ "$PPID" -gt 1 ] && kill -0 "$PPID""#),
         ]
         .concat();
-        let out = lab.exec(&script, &[&pid]);
-        assert_eq!(
-            got_through(&out),
-            Vec::<String>::new(),
-            "{} {out}",
-            lab.who()
-        );
+        lab.all_held(&script, &[&pid]);
         assert!(
             victim.try_wait().unwrap().is_none(),
             "{}: the victim lives",
@@ -295,13 +300,7 @@ fn system_v_ipc_of_the_host_is_invisible() {
             let flag = kind.to_lowercase();
             script += &attempt(&format!("ipcrm {flag} {id}"), &format!("ipcrm {flag} {id}"));
         }
-        let out = lab.exec(&script, &[]);
-        assert_eq!(
-            got_through(&out),
-            Vec::<String>::new(),
-            "{} {out}",
-            lab.who()
-        );
+        lab.all_held(&script, &[]);
         for (kind, id) in &ids {
             let mut command = Command::new("ipcrm");
             command.args([kind.to_lowercase().as_str(), id.as_str()]);
@@ -354,13 +353,7 @@ sys.exit(0 if r == 0 or ctypes.get_errno() != 1 else 1)
             attempt("accounting", r#"/usr/bin/python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).acct(b"/tmp/acct"))'"#),
         ]
         .concat();
-        let out = lab.exec(&script, &[]);
-        assert_eq!(
-            got_through(&out),
-            Vec::<String>::new(),
-            "{} {out}",
-            lab.who()
-        );
+        lab.all_held(&script, &[]);
         assert!(!lab.p("proj/tty").exists());
     }
 }
@@ -390,15 +383,9 @@ sys.exit(0 if fd >= 0 and libc.inotify_add_watch(fd, sys.argv[1].encode(), 0xfff
             attempt("write the root", "mkdir /planted"),
         ]
         .concat();
-        let out = lab.exec(
+        lab.all_held(
             &script,
             &[outside.to_str().unwrap(), readme.to_str().unwrap()],
-        );
-        assert_eq!(
-            got_through(&out),
-            Vec::<String>::new(),
-            "{} {out}",
-            lab.who()
         );
         let after = std::fs::metadata(&readme).unwrap();
         assert_eq!(

@@ -94,13 +94,7 @@ fn requests_beyond_the_bound_in_flight_are_answered_busy_and_places_come_back() 
     let (first, second) = (tmp.path().join("first"), tmp.path().join("second"));
     fill(&mut server, 1, &first);
     // Nothing can be answered before `first` exists, so these are the next lines out.
-    server.call(100, "downloads_list", json!({}));
-    let busy = server.recv();
-    assert_eq!(
-        (busy["id"].clone(), busy["error"]["code"].clone()),
-        (json!(100), json!(-32000)),
-        "{busy}"
-    );
+    assert_busy(&mut server, 100);
     server.send(&json!({"jsonrpc": "2.0", "id": 100, "method": "ping"}));
     assert_eq!(server.recv()["error"]["code"], -32000);
     server.call(5, "downloads_list", json!({}));
@@ -122,6 +116,17 @@ fn requests_beyond_the_bound_in_flight_are_answered_busy_and_places_come_back() 
     assert_eq!(server.recv()["id"], 301);
 }
 
+/// Send call `id` and assert it is answered at once with the "server busy" error.
+fn assert_busy(server: &mut Raw, id: i64) {
+    server.call(id, "downloads_list", json!({}));
+    let busy = server.recv();
+    assert_eq!(
+        (busy["id"].clone(), busy["error"]["code"].clone()),
+        (json!(id), json!(-32000)),
+        "{busy}"
+    );
+}
+
 /// A cancelled call keeps its place until its work ends (cancelling does not make room for
 /// more work), and its answer is never written.
 #[test]
@@ -134,13 +139,7 @@ fn a_cancelled_request_keeps_its_place_until_it_ends_and_gets_no_answer() {
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 32, "reason": "changed my mind"}}),
     );
-    server.call(100, "downloads_list", json!({}));
-    let busy = server.recv();
-    assert_eq!(
-        (busy["id"].clone(), busy["error"]["code"].clone()),
-        (json!(100), json!(-32000)),
-        "{busy}"
-    );
+    assert_busy(&mut server, 100);
     std::fs::write(&release, "").unwrap();
     assert_eq!(answers(&mut server, 31), (1..=31).collect::<Vec<_>>());
     // At the end of input the server finishes what runs and writes what is left to write.

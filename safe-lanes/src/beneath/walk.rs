@@ -52,12 +52,7 @@ pub(super) fn open(
         let was_last = queue.is_empty();
         if !was_last || want_dir {
             // A component to enter: it must be a directory or a link to one.
-            let fd = rustix::fs::openat(
-                cur,
-                name,
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
+            let fd = node(cur, name)?;
             match file_type(&fd)? {
                 FileType::Directory => stack.push(fd),
                 FileType::Symlink => expand(&fd, &mut queue, &mut links, symlinks, was_last)
@@ -72,12 +67,7 @@ pub(super) fn open(
             Ok(fd) if flags.contains(OFlags::PATH) && file_type(&fd)? == FileType::Symlink => fd,
             Ok(fd) => return Ok(fd),
             Err(e @ (Errno::LOOP | Errno::NOTDIR)) => {
-                let fd = rustix::fs::openat(
-                    cur,
-                    name,
-                    OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )?;
+                let fd = node(cur, name)?;
                 if file_type(&fd)? != FileType::Symlink {
                     return Err(e);
                 }
@@ -138,4 +128,14 @@ fn split(bytes: &[u8]) -> VecDeque<Vec<u8>> {
 fn ends_like_dir(bytes: &[u8]) -> bool {
     let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or_default();
     bytes.ends_with(b"/") || last == b"." || last == b".."
+}
+
+/// An `O_PATH` descriptor of the entry `name` itself (a link is not followed).
+fn node(dir: BorrowedFd<'_>, name: &Path) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
 }
