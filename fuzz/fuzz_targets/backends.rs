@@ -36,6 +36,7 @@ use libfuzzer_sys::fuzz_target;
 use rustix::fs::{Mode, OFlags};
 use safe_lanes::Code;
 use safe_lanes::beneath::{Anchor, Backend, Symlinks, identity, location_of};
+use safe_lanes::input::RelPath;
 
 /// Test fixtures are opened by their paths.
 const BY_PATH: safe_lanes::beneath::Ambient =
@@ -171,7 +172,9 @@ fuzz_target!(|data: &[u8]| {
     };
 
     let lookup = |anchor: &Anchor, symlinks| {
-        outcome(&f.base, anchor.open(path, flags, Mode::empty(), symlinks))
+        let opened =
+            RelPath::new(path).and_then(|p| anchor.open(p, flags, Mode::empty(), symlinks));
+        outcome(&f.base, opened)
     };
     let mut beneath = None;
     for symlinks in [Symlinks::Beneath, Symlinks::Deny] {

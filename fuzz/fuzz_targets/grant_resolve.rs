@@ -12,7 +12,8 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use safe_lanes::beneath::location_of;
-use safe_lanes::{Access, Grants, Session, StateRoot, Want};
+use safe_lanes::input::RelPath;
+use safe_lanes::{Access, Alias, Grants, Session, StateRoot, Want};
 
 struct Fixture {
     base: PathBuf,
@@ -39,28 +40,53 @@ fn fixture() -> &'static Fixture {
             symlink("..", base.join(g).join("sub/up")).unwrap();
         }
         let grants = Arc::new(Grants::open(&root, None).unwrap());
-        grants.add("ro", &base.join("ro"), Access::ReadOnly, "", "fuzz").unwrap();
-        grants.add("rw", &base.join("rw"), Access::ReadWrite, "", "fuzz").unwrap();
+        grants
+            .add("ro", &base.join("ro"), Access::ReadOnly, "", "fuzz")
+            .unwrap();
+        grants
+            .add("rw", &base.join("rw"), Access::ReadWrite, "", "fuzz")
+            .unwrap();
         let session = grants.session();
-        Fixture { base, session, _tmp: tmp }
+        Fixture {
+            base,
+            session,
+            _tmp: tmp,
+        }
     })
 }
 
 fuzz_target!(|data: &[u8]| {
     let f = fixture();
-    let Some((&flag, rest)) = data.split_first() else { return };
-    let want = if flag & 1 == 0 { Want::Read } else { Want::Write };
+    let Some((&flag, rest)) = data.split_first() else {
+        return;
+    };
+    let want = if flag & 1 == 0 {
+        Want::Read
+    } else {
+        Want::Write
+    };
     let (alias, rel) = match rest.iter().position(|&b| b == 0xff) {
         Some(at) => (&rest[..at], &rest[at + 1..]),
         None => (&b"rw"[..], rest),
     };
     let alias = String::from_utf8_lossy(alias);
-    let Ok(resolved) = f.session.resolve(&alias, Path::new(OsStr::from_bytes(rel)), want) else {
+    // The agent's strings become typed inputs as an adapter makes them, then resolve.
+    let rel = Path::new(OsStr::from_bytes(rel));
+    let typed = Alias::new(&alias).and_then(|a| Ok((a, RelPath::new(rel)?)));
+    let Ok(resolved) = typed.and_then(|(a, rel)| f.session.resolve(&a, rel, want)) else {
         return;
     };
     let grant = f.base.join(alias.as_ref());
     let real = location_of(resolved.fd.as_fd()).unwrap();
-    assert!(real.starts_with(&grant), "{} escaped {}", real.display(), grant.display());
-    assert!(want == Want::Read || alias == "rw", "a write resolved under {alias}");
+    assert!(
+        real.starts_with(&grant),
+        "{} escaped {}",
+        real.display(),
+        grant.display()
+    );
+    assert!(
+        want == Want::Read || alias == "rw",
+        "a write resolved under {alias}"
+    );
     assert!(resolved.access == Access::ReadWrite || want == Want::Read);
 });

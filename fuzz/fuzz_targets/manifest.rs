@@ -7,7 +7,9 @@ use libfuzzer_sys::fuzz_target;
 use safe_lanes::grants::Document;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(doc) = Document::parse(data) else { return };
+    let Ok(doc) = Document::parse(data) else {
+        return;
+    };
     let written = doc.to_json().expect("a parsed manifest can be written");
     let again = Document::parse(&written).expect("a written manifest parses");
     assert_eq!(again.grants, doc.grants);

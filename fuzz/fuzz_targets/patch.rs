@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use safe_lanes::{Access, Grants, Session, StateRoot, apply_patch};
+use safe_lanes::{Access, Alias, Grants, Session, StateRoot, apply_patch};
 
 struct Fixture {
     outside: PathBuf,
@@ -53,12 +53,21 @@ fn fixture() -> &'static Fixture {
         symlink(base.join("outside"), base.join("rw/out")).unwrap();
         symlink(base.join("outside/victim.txt"), base.join("rw/victim-link")).unwrap();
         let grants = Arc::new(Grants::open(&root, None).unwrap());
-        grants.add("rw", &base.join("rw"), Access::ReadWrite, "", "fuzz").unwrap();
-        grants.add("ro", &base.join("outside/ro"), Access::ReadOnly, "", "fuzz").unwrap();
+        grants
+            .add("rw", &base.join("rw"), Access::ReadWrite, "", "fuzz")
+            .unwrap();
+        grants
+            .add("ro", &base.join("outside/ro"), Access::ReadOnly, "", "fuzz")
+            .unwrap();
         let outside = base.join("outside");
         let before = listing(&outside);
         let session = grants.session();
-        Fixture { outside, before, session, _tmp: tmp }
+        Fixture {
+            outside,
+            before,
+            session,
+            _tmp: tmp,
+        }
     })
 }
 
@@ -71,7 +80,11 @@ fuzz_target!(|data: &[u8]| {
     let diff = String::from_utf8_lossy(diff);
     let target = Path::new(OsStr::from_bytes(target));
     for alias in ["rw", "ro"] {
-        let _ = apply_patch(&f.session, alias, target, &diff);
+        let _ = apply_patch(&f.session, &Alias::new(alias).unwrap(), target, &diff);
     }
-    assert_eq!(listing(&f.outside), f.before, "something outside the read-write grant changed");
+    assert_eq!(
+        listing(&f.outside),
+        f.before,
+        "something outside the read-write grant changed"
+    );
 });

@@ -44,14 +44,29 @@ fn fixture() -> &'static Fixture {
         symlink("..", base.join("a/sub/up")).unwrap();
         std::fs::hard_link(state.join("token"), base.join("a/token-link")).unwrap();
         let fifo = base.join("a/fifo");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
         std::fs::write(
             state.join(".upload-roots"),
-            format!("{}\n{}\n{}\n", base.join("a").display(), base.join("b").display(), base.display()),
+            format!(
+                "{}\n{}\n{}\n",
+                base.join("a").display(),
+                base.join("b").display(),
+                base.display()
+            ),
         )
         .unwrap();
         let source = UploadSource::load_with(&root, |_| None).unwrap();
-        Fixture { base, state, source, _tmp: tmp }
+        Fixture {
+            base,
+            state,
+            source,
+            _tmp: tmp,
+        }
     })
 }
 
@@ -62,8 +77,14 @@ fuzz_target!(|data: &[u8]| {
     } else {
         f.base.join(OsStr::from_bytes(data))
     };
-    let Ok(opened) = f.source.open(&path) else { return };
-    let allowed = f.source.roots().iter().any(|r| opened.path.starts_with(&r.path));
+    let Ok(opened) = f.source.open(&path) else {
+        return;
+    };
+    let allowed = f
+        .source
+        .roots()
+        .iter()
+        .any(|r| opened.path.starts_with(&r.path));
     assert!(allowed, "{} is outside every root", opened.path.display());
     assert!(
         !opened.path.starts_with(&f.state) || opened.path.starts_with(f.state.join(".downloads")),

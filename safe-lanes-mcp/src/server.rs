@@ -268,12 +268,9 @@ impl Server {
         let args: FolderPatch = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let done = blocking(move || {
-            Ok(apply_patch(
-                &state.session,
-                &args.alias,
-                Path::new(&args.path),
-                &args.diff,
-            )?)
+            let alias = state.session.alias("patch", &args.alias)?;
+            let file = Path::new(&args.path);
+            Ok(apply_patch(&state.session, &alias, file, &args.diff)?)
         })
         .await?;
         Ok(Json(Patched {
@@ -308,8 +305,8 @@ impl Server {
                 timeout: Duration::from_secs(timeout),
                 max_output: SHELL_OUTPUT,
             });
-            if let Some(alias) = args.cwd {
-                command = command.cwd(alias);
+            if let Some(alias) = &args.cwd {
+                command = command.cwd(state.session.alias("exec", alias)?);
             }
             Ok(command.run(&state.session)?)
         })

@@ -28,6 +28,7 @@ use serde::Serialize;
 use crate::beneath::{Anchor, Symlinks};
 use crate::copy::sha256_hex;
 use crate::error::{Error, Result};
+use crate::input::RelPath;
 
 /// `prev` of the first line.
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -97,7 +98,7 @@ impl AuditLog {
     /// `symlink_escape` when the log is a symbolic link, `io` otherwise.
     pub fn open(root: &Anchor, root_path: &Path, name: &str) -> Result<Self> {
         let fd = root.open(
-            Path::new(name),
+            RelPath::new(name)?,
             OFlags::RDWR | OFlags::APPEND | OFlags::CREATE,
             Mode::from_raw_mode(0o600),
             Symlinks::Deny,

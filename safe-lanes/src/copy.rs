@@ -13,6 +13,7 @@ use std::sync::{Condvar, Mutex};
 
 use sha2::{Digest, Sha256};
 
+use crate::beneath::shown_fd;
 use crate::error::{Error, Result};
 
 /// The largest read/write chunk.
@@ -143,7 +144,7 @@ fn read_back(
         let hashed = worker.join().unwrap_or_else(|_| {
             Err(Error::io(
                 "hash",
-                "file",
+                shown_fd(out),
                 io::Error::other("hashing panicked"),
             ))
         });
@@ -175,13 +176,13 @@ fn hash_written(
         let n = loop {
             match rustix::io::pread(out, &mut buf[..want], hashed) {
                 Err(rustix::io::Errno::INTR) => continue,
-                other => break other.map_err(|e| Error::io("pread", "file", e))?,
+                other => break other.map_err(|e| Error::io("pread", shown_fd(out), e))?,
             }
         };
         if n == 0 {
             return Err(Error::io(
                 "pread",
-                "file",
+                shown_fd(out),
                 io::Error::other("the file shrank while it was written"),
             ));
         }
@@ -191,7 +192,7 @@ fn hash_written(
 }
 
 fn write_all(out: BorrowedFd<'_>, bytes: &[u8]) -> Result<()> {
-    crate::fd::write_all(out, bytes).map_err(|e| Error::io("write", "file", e))
+    crate::fd::write_all(out, bytes).map_err(|e| Error::io("write", shown_fd(out), e))
 }
 
 /// How much of a buffer of `len` bytes the next read may fill, `total` bytes in: never past
@@ -224,7 +225,7 @@ fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io("read", "input", e)),
+            Err(e) => return Err(Error::io("read", "the content being received", e)),
         }
     }
     Ok(filled)

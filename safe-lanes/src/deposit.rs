@@ -14,7 +14,7 @@
 //! Staged entries older than an hour (left by a crash or a kill) are swept when a deposit is
 //! opened.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,7 @@ use crate::child::{Limits, Outcome, run};
 use crate::copy::copy_hashed;
 use crate::error::{Error, Result, Shown};
 use crate::fd::ReadAt;
+use crate::input::{Name, RelPath};
 use crate::name::sanitize;
 use crate::random::random_hex;
 use crate::root::StateRoot;
@@ -203,7 +204,7 @@ impl UploadDeposit {
     pub fn stage(&self, hint: impl AsRef<[u8]>, mut reader: impl Read) -> Result<Staged<'_>> {
         let name = sanitize(hint).as_str().to_owned();
         let dir = random_hex();
-        self.dir.create_dir(OsStr::new(&dir), 0o700)?;
+        self.dir.create_dir(Name::new(&dir)?, 0o700)?;
         let mut staged = Staged {
             deposit: self,
             dir,
@@ -211,8 +212,10 @@ impl UploadDeposit {
             bytes: 0,
             sha256: String::new(),
         };
-        let sub = self.dir.open_dir(Path::new(&staged.dir), Symlinks::Deny)?;
-        let fd = sub.create_new(OsStr::new(&staged.name), 0o600)?;
+        let sub = self
+            .dir
+            .open_dir(RelPath::new(&staged.dir)?, Symlinks::Deny)?;
+        let fd = sub.create_new(Name::new(&staged.name)?, 0o600)?;
         let copied = copy_hashed(&mut reader, fd.as_fd(), self.max_bytes, || Ok(()))?;
         staged.bytes = copied.bytes;
         staged.sha256 = copied.sha256;
@@ -289,7 +292,7 @@ impl UploadDeposit {
             if mtime >= cutoff {
                 continue;
             }
-            let _ = self.dir.remove_all(&name);
+            let _ = Name::new(&name).and_then(|name| self.dir.remove_all(name));
             tracing::info!(entry = %Shown::bytes(name.as_encoded_bytes()), "swept a stale staged upload");
         }
     }
@@ -319,7 +322,8 @@ impl Staged<'_> {
 
 impl Drop for Staged<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.deposit.dir.remove_all(OsStr::new(&self.dir)) {
+        let removed = Name::new(&self.dir).and_then(|dir| self.deposit.dir.remove_all(dir));
+        if let Err(e) = removed {
             tracing::warn!(error = %e, "could not erase a staged upload");
         }
     }

@@ -26,7 +26,6 @@
 //! pick the same suffix are sorted out by `linkat` itself: one wins, the others move on.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
@@ -42,6 +41,7 @@ use crate::audit::AuditLog;
 use crate::beneath::Anchor;
 use crate::copy::copy_hashed;
 use crate::error::{Error, Result};
+use crate::input::Name;
 use crate::name::{SafeName, sanitize};
 use crate::root::StateRoot;
 
@@ -231,10 +231,11 @@ impl DownloadLane {
         if let Err(e) = self.audit.append("download.save", self.actor, &saved) {
             // Nothing unrecorded stays in the lane: remove the name, if it is still this file.
             let ours = crate::beneath::identity(staged.fd.as_fd())?;
-            if let Ok(st) = self.dir.stat_entry(OsStr::new(&saved.name))
+            let name = Name::new(&saved.name)?;
+            if let Ok(st) = self.dir.stat_entry(name)
                 && (st.st_dev, st.st_ino) == ours
             {
-                let _ = self.dir.remove_file(OsStr::new(&saved.name));
+                let _ = self.dir.remove_file(name);
             }
             return Err(e);
         }
@@ -288,7 +289,7 @@ impl DownloadLane {
         let mut removed = Vec::new();
         for entry in self.list()? {
             if entry.mtime < cutoff {
-                self.dir.remove_file(OsStr::new(&entry.name))?;
+                self.dir.remove_file(Name::new(&entry.name)?)?;
                 removed.push(entry);
             }
         }
@@ -324,7 +325,7 @@ impl DownloadLane {
         self.swept.call_once(|| self.sweep_partials());
         loop {
             let hidden = format!("{PARTIAL_PREFIX}{}", crate::random::random_hex());
-            match self.dir.create_new(OsStr::new(&hidden), FILE_MODE) {
+            match self.dir.create_new(Name::new(&hidden)?, FILE_MODE) {
                 Ok(fd) => {
                     return Ok(Unpublished {
                         fd,
@@ -343,11 +344,10 @@ impl DownloadLane {
         for _ in 0..MAX_COLLISIONS {
             let n = self.reserve(name);
             let candidate = name.numbered(n);
+            let to = Name::new(&candidate)?;
             let attempt = match &staged.hidden {
-                None => self.dir.link_new(staged.fd.as_fd(), OsStr::new(&candidate)),
-                Some(hidden) => self
-                    .dir
-                    .rename_new(OsStr::new(hidden), OsStr::new(&candidate)),
+                None => self.dir.link_new(staged.fd.as_fd(), to),
+                Some(hidden) => self.dir.rename_new(Name::new(hidden)?, to),
             };
             match attempt {
                 Ok(()) => return Ok(candidate),
@@ -398,7 +398,7 @@ impl DownloadLane {
     fn first_free(&self, name: &SafeName, from: u32) -> u32 {
         let taken = |n: u32| {
             !matches!(
-                self.dir.stat_entry(OsStr::new(&name.numbered(n))),
+                Name::new(&name.numbered(n)).and_then(|n| self.dir.stat_entry(n)),
                 Err(Error::NotFound { .. })
             )
         };
@@ -443,7 +443,7 @@ impl DownloadLane {
                 && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
                 && mtime < cutoff
             {
-                let _ = self.dir.remove_file(&name);
+                let _ = Name::new(&name).and_then(|name| self.dir.remove_file(name));
             }
         }
     }
@@ -460,7 +460,7 @@ impl Drop for Unpublished<'_> {
     fn drop(&mut self) {
         if let Some(hidden) = &self.hidden {
             // After a successful publish the hidden name is gone already (ENOENT).
-            let _ = self.lane.remove_file(OsStr::new(hidden));
+            let _ = Name::new(hidden).and_then(|hidden| self.lane.remove_file(hidden));
         }
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! Every lexical rule about a path or a name an agent (or a configuration file) hands the
 //! library lives here: no NUL byte, absolute or relative as required, at most `PATH_MAX`
-//! bytes, and what `..` may do. The primitive and every lane, grant and patch call these
-//! functions; none restates a rule. What a path *resolves to* is decided by the kernel beneath
-//! a descriptor ([`crate::beneath`]), never here.
+//! bytes, and what `..` may do. Each rule is the constructor of a type — [`RelPath`],
+//! [`Name`], [`AbsPath`] — and the primitive accepts only those types, so a string from
+//! outside is checked once, where it enters, and never restated. What a path *resolves to* is
+//! decided by the kernel beneath a descriptor ([`crate::beneath`]), never here.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -15,24 +16,156 @@ use crate::error::{Error, Result, Shown};
 /// The longest path the kernel resolves (`PATH_MAX` without its NUL).
 pub const PATH_MAX: usize = 4095;
 
-/// What a relative path may do with `..`.
+/// A path relative to a folder, checked: no NUL byte, not absolute, at most [`PATH_MAX`]
+/// bytes, and no `..` that climbs above its start (`a/../b` is allowed: the primitive resolves
+/// it beneath its directory).
+///
+/// The primitive ([`crate::beneath::Anchor`]) takes only this type, so no path reaches a
+/// system call unchecked. It borrows the caller's string; [`RelPath::without_parents`] makes
+/// the stricter kind a patch target needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Parents {
-    /// `..` is allowed while it stays at or below the path's start (`a/../b`); the
-    /// primitive then resolves it beneath its directory.
-    Inside,
-    /// No `..` at all (a file a patch names).
-    None,
+pub struct RelPath<'a>(&'a Path);
+
+impl<'a> RelPath<'a> {
+    /// Check `path` as a path relative to a folder (`..` allowed while it stays inside).
+    ///
+    /// # Errors
+    ///
+    /// `nul_byte`; `absolute_path`; `traversal` for a `..` that climbs above the start;
+    /// `invalid_argument` when it is longer than [`PATH_MAX`] (the kernel would refuse it, and
+    /// the primitive's component walk, which never passes it whole, must refuse it too).
+    pub fn new<P: AsRef<Path> + ?Sized>(path: &'a P) -> Result<Self> {
+        relative(path.as_ref(), true).map(Self)
+    }
+
+    /// Check `path` as a relative path with no `..` component at all (a file a patch names).
+    ///
+    /// # Errors
+    ///
+    /// As [`RelPath::new`], and `traversal` for any `..`.
+    pub fn without_parents<P: AsRef<Path> + ?Sized>(path: &'a P) -> Result<Self> {
+        relative(path.as_ref(), false).map(Self)
+    }
+
+    /// The folder itself (`.`).
+    pub fn here() -> RelPath<'static> {
+        RelPath(Path::new("."))
+    }
+
+    /// The checked path.
+    pub fn as_path(self) -> &'a Path {
+        self.0
+    }
 }
 
-/// Check `path` as a path relative to a folder.
+impl AsRef<Path> for RelPath<'_> {
+    fn as_ref(&self) -> &Path {
+        self.0
+    }
+}
+
+/// One entry of a directory, checked: not empty, not `.` or `..`, no `/`, no NUL byte.
 ///
-/// # Errors
+/// The primitive's single-directory operations (create, link, rename, remove) take only this
+/// type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Name<'a>(&'a Path);
+
+impl<'a> Name<'a> {
+    /// Check `name` as one entry of a directory.
+    ///
+    /// # Errors
+    ///
+    /// `nul_byte`; `invalid_argument` for an empty name; `traversal` otherwise.
+    pub fn new<N: AsRef<OsStr> + ?Sized>(name: &'a N) -> Result<Self> {
+        let name = name.as_ref();
+        let bytes = nul_free(name)?;
+        if bytes.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: Shown::bytes(bytes),
+                why: "an empty name".into(),
+            });
+        }
+        if bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+            return Err(Error::Traversal {
+                path: Shown::bytes(bytes),
+            });
+        }
+        Ok(Self(Path::new(name)))
+    }
+
+    /// The checked name.
+    pub fn as_os_str(self) -> &'a OsStr {
+        self.0.as_os_str()
+    }
+
+    /// The checked name, as a one-component relative path.
+    pub fn as_rel(self) -> RelPath<'a> {
+        RelPath(self.0)
+    }
+}
+
+impl AsRef<Path> for Name<'_> {
+    fn as_ref(&self) -> &Path {
+        self.0
+    }
+}
+
+/// An absolute path from outside (an upload source, a grant's folder), checked: it starts at
+/// `/`, holds no NUL byte and is at most [`PATH_MAX`] bytes. [`AbsPath::normalized`] also
+/// refuses `.` and `..` components (a path to be stored as it is).
 ///
-/// `nul_byte`; `absolute_path`; `traversal` for a `..` that `parents` does not allow;
-/// `invalid_argument` when it is longer than [`PATH_MAX`] (the kernel would refuse it, and
-/// the primitive's component walk, which never passes it whole, must refuse it too).
-pub fn relative(path: &Path, parents: Parents) -> Result<&Path> {
+/// Where it leads is decided by the primitive, component by component, never by this type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbsPath<'a>(&'a Path);
+
+impl<'a> AbsPath<'a> {
+    /// Check `path` as an absolute path (`..` allowed: the resolver decides where it leads).
+    ///
+    /// # Errors
+    ///
+    /// `nul_byte`; `relative_path`; `invalid_argument` when it is too long.
+    pub fn new<P: AsRef<Path> + ?Sized>(path: &'a P) -> Result<Self> {
+        absolute(path.as_ref(), false).map(Self)
+    }
+
+    /// Check `path` as an absolute path with no `.` or `..` component.
+    ///
+    /// # Errors
+    ///
+    /// As [`AbsPath::new`], and `traversal` for a `.` or `..` component.
+    pub fn normalized<P: AsRef<Path> + ?Sized>(path: &'a P) -> Result<Self> {
+        absolute(path.as_ref(), true).map(Self)
+    }
+
+    /// The checked path.
+    pub fn as_path(self) -> &'a Path {
+        self.0
+    }
+
+    /// The path below `/` (`.` for `/` itself), for resolution beneath the root directory.
+    ///
+    /// # Errors
+    ///
+    /// `traversal` when a `..` climbs above `/` (`/a/../..`).
+    pub fn below_root(self) -> Result<RelPath<'a>> {
+        let rest = self.0.strip_prefix("/").unwrap_or(self.0);
+        if rest.as_os_str().is_empty() {
+            Ok(RelPath::here())
+        } else {
+            RelPath::new(rest)
+        }
+    }
+}
+
+impl AsRef<Path> for AbsPath<'_> {
+    fn as_ref(&self) -> &Path {
+        self.0
+    }
+}
+
+/// The relative-path rule; `parents` says whether `..` may appear (while it stays inside).
+fn relative(path: &Path, parents: bool) -> Result<&Path> {
     let bytes = nul_free(path.as_os_str())?;
     if bytes.first() == Some(&b'/') {
         return Err(Error::AbsolutePath {
@@ -43,7 +176,7 @@ pub fn relative(path: &Path, parents: Parents) -> Result<&Path> {
     for part in bytes.split(|&b| b == b'/') {
         match part {
             b"" | b"." => {}
-            b".." if parents == Parents::Inside => {
+            b".." if parents => {
                 depth = depth.checked_sub(1).ok_or_else(|| Error::Traversal {
                     path: Shown::bytes(bytes),
                 })?;
@@ -60,36 +193,8 @@ pub fn relative(path: &Path, parents: Parents) -> Result<&Path> {
     Ok(path)
 }
 
-/// Check `name` as one entry of a directory: not empty, not `.` or `..`, no `/`.
-///
-/// # Errors
-///
-/// `nul_byte`; `invalid_argument` for an empty name; `traversal` otherwise.
-pub fn name(name: &OsStr) -> Result<&Path> {
-    let bytes = nul_free(name)?;
-    if bytes.is_empty() {
-        return Err(Error::InvalidArgument {
-            what: Shown::bytes(bytes),
-            why: "an empty name".into(),
-        });
-    }
-    if bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
-        return Err(Error::Traversal {
-            path: Shown::bytes(bytes),
-        });
-    }
-    Ok(Path::new(name))
-}
-
-/// Check `path` as an absolute path from outside (an upload source, a grant's folder): it
-/// starts at `/` and is at most [`PATH_MAX`] bytes; with `normalized`, it also has no `.` or
-/// `..` component (a path to be stored as it is).
-///
-/// # Errors
-///
-/// `nul_byte`; `relative_path`; `invalid_argument` when it is too long; `traversal` for a
-/// `.` or `..` component of a path that must be normalized.
-pub fn absolute(path: &Path, normalized: bool) -> Result<&Path> {
+/// The absolute-path rule; `normalized` refuses `.` and `..` components.
+fn absolute(path: &Path, normalized: bool) -> Result<&Path> {
     let bytes = nul_free(path.as_os_str())?;
     if !matches!(path.components().next(), Some(Component::RootDir)) {
         return Err(Error::RelativePath {
@@ -141,8 +246,8 @@ mod tests {
 
     #[test]
     fn relative_paths() {
-        let inside = |p: &str| code(relative(Path::new(p), Parents::Inside));
-        let plain = |p: &str| code(relative(Path::new(p), Parents::None));
+        let inside = |p: &str| code(RelPath::new(p));
+        let plain = |p: &str| code(RelPath::without_parents(p));
         for ok in ["a", "a/b", "./a", "a/../b", "a/b/../..", "a//b/"] {
             assert_eq!(inside(ok), None, "{ok}");
         }
@@ -156,7 +261,7 @@ mod tests {
 
     #[test]
     fn names() {
-        let n = |s: &str| code(name(OsStr::new(s)));
+        let n = |s: &str| code(Name::new(s));
         assert_eq!(n("file.txt"), None);
         assert_eq!(n(""), Some(Code::InvalidArgument));
         for bad in [".", "..", "a/b", "/"] {
@@ -167,7 +272,13 @@ mod tests {
 
     #[test]
     fn absolute_paths() {
-        let a = |p: &str, normalized| code(absolute(Path::new(p), normalized));
+        let a = |p: &str, normalized| {
+            code(if normalized {
+                AbsPath::normalized(p)
+            } else {
+                AbsPath::new(p)
+            })
+        };
         assert_eq!(a("/home/u/proj", true), None);
         assert_eq!(a("/home/u/../proj", false), None);
         assert_eq!(a("/home/u/../proj", true), Some(Code::Traversal));
@@ -177,5 +288,17 @@ mod tests {
         let long = format!("/{}", "a".repeat(PATH_MAX));
         assert_eq!(a(&long, false), Some(Code::InvalidArgument));
         assert_eq!(a(&long[..PATH_MAX], false), None);
+        let below = |p: &str| {
+            AbsPath::new(p)
+                .unwrap()
+                .below_root()
+                .unwrap()
+                .as_path()
+                .to_owned()
+        };
+        assert_eq!(below("/"), Path::new("."));
+        assert_eq!(below("/home/u"), Path::new("home/u"));
+        let climbs = AbsPath::new("/a/../..").unwrap().below_root();
+        assert_eq!(code(climbs), Some(Code::Traversal));
     }
 }

@@ -45,7 +45,6 @@
 //! quickly, whatever the diff.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -58,6 +57,7 @@ use serde::Serialize;
 use crate::beneath::{Anchor, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
 use crate::grants::{Alias, Session, Want};
+use crate::input::{Name, RelPath};
 
 /// The largest file a patch may read or produce.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
@@ -76,7 +76,7 @@ const NEW_FILE_MODE: u32 = 0o644;
 /// What a patch did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Change {
+pub enum FileChange {
     /// An existing file was rewritten.
     Modified,
     /// A new file was created.
@@ -92,7 +92,7 @@ pub struct Patched {
     #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// What happened to it.
-    pub change: Change,
+    pub change: FileChange,
     /// Hunks applied.
     pub hunks: usize,
     /// Its size afterwards.
@@ -108,16 +108,17 @@ pub struct Patched {
 ///
 /// # Security
 ///
-/// `alias`, `file` and `diff` are untrusted.
-pub fn apply_patch(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patched> {
+/// `file` and `diff` are untrusted and checked here, a refusal recorded in the audit log; the
+/// agent's alias was checked when it became an [`Alias`] (by [`Session::alias`], which
+/// records its refusal the same way).
+pub fn apply_patch(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Patched> {
     apply(session, alias, file, diff)
         .map_err(|e| session.refused("patch", &format!("{alias}:{}", file.to_string_lossy()), e))
 }
 
-fn apply(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patched> {
-    let alias = Alias::new(alias)?;
+fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Patched> {
     let snapshot = session.snapshot()?;
-    let grant = snapshot.folder(&alias, Want::Write)?;
+    let grant = snapshot.folder(alias, Want::Write)?;
     let (parent, name) = split_target(file)?;
     let dir = grant.folder()?.open_dir(parent, Symlinks::Deny)?;
     let edit = parse(diff)?;
@@ -131,7 +132,7 @@ fn apply(session: &Session, alias: &str, file: &Path, diff: &str) -> Result<Patc
         path: path_clean::clean(grant.path.join(file)),
         change,
         hunks: edit.patch.hunks().len(),
-        bytes: if change == Change::Deleted {
+        bytes: if change == FileChange::Deleted {
             0
         } else {
             patched.len() as u64
@@ -163,11 +164,11 @@ fn base_text<'c>(op: &Op, current: Option<&'c Current>, file: &Path) -> Result<&
 /// Make the change on disk: remove the file, or write the patched text under its name.
 fn publish(
     dir: &Anchor,
-    name: &OsStr,
+    name: Name<'_>,
     op: &Op,
     patched: &str,
     current: Option<&Current>,
-) -> Result<Change> {
+) -> Result<FileChange> {
     match op {
         Op::Delete => {
             if !patched.is_empty() {
@@ -177,16 +178,16 @@ fn publish(
             }
             dir.remove_file(name)?;
             dir.sync()?;
-            Ok(Change::Deleted)
+            Ok(FileChange::Deleted)
         }
         Op::Create => {
             write_beside(dir, name, patched, NEW_FILE_MODE, Publish::New)?;
-            Ok(Change::Created)
+            Ok(FileChange::Created)
         }
         Op::Modify => {
             let mode = current.map_or(NEW_FILE_MODE, |c| c.mode);
             write_beside(dir, name, patched, mode, Publish::Replace)?;
-            Ok(Change::Modified)
+            Ok(FileChange::Modified)
         }
     }
 }
@@ -525,12 +526,15 @@ fn parse(diff: &str) -> Result<Edit<'_>> {
 }
 
 /// The target's directory (relative to the grant) and its name.
-fn split_target(file: &Path) -> Result<(&Path, &OsStr)> {
-    let bytes = crate::input::relative(file, crate::input::Parents::None)?
+fn split_target(file: &Path) -> Result<(RelPath<'_>, Name<'_>)> {
+    let bytes = RelPath::without_parents(file)?
+        .as_path()
         .as_os_str()
         .as_encoded_bytes();
     match (file.parent(), file.file_name()) {
-        (Some(parent), Some(name)) if !bytes.ends_with(b"/") => Ok((parent, name)),
+        (Some(parent), Some(name)) if !bytes.ends_with(b"/") => {
+            Ok((RelPath::without_parents(parent)?, Name::new(name)?))
+        }
         _ => Err(Error::NotRegularFile {
             path: Shown::path(file),
             kind: "a directory",
@@ -544,9 +548,9 @@ struct Current {
 }
 
 /// The target's content and mode, or `None` when it does not exist.
-fn read_target(dir: &Anchor, name: &OsStr, shown: &Path) -> Result<Option<Current>> {
+fn read_target(dir: &Anchor, name: Name<'_>, shown: &Path) -> Result<Option<Current>> {
     let fd = match dir.open(
-        Path::new(name),
+        name.as_rel(),
         OFlags::RDONLY | OFlags::NONBLOCK,
         Mode::empty(),
         Symlinks::Deny,
@@ -583,7 +587,13 @@ fn read_target(dir: &Anchor, name: &OsStr, shown: &Path) -> Result<Option<Curren
 
 /// Write `text` as `name` in `dir` atomically ([`Anchor::write_file`]), refusing a file that is
 /// too large; with [`Publish::New`], a file that appeared meanwhile is a rejection.
-fn write_beside(dir: &Anchor, name: &OsStr, text: &str, mode: u32, publish: Publish) -> Result<()> {
+fn write_beside(
+    dir: &Anchor,
+    name: Name<'_>,
+    text: &str,
+    mode: u32,
+    publish: Publish,
+) -> Result<()> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(Error::TooLarge {
             what: "the file, in bytes,",

@@ -14,7 +14,7 @@
 //! another user owns or that others may write to: such a directory could be swapped or
 //! filled by someone else, and nothing built on it would be safe.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,6 +23,7 @@ use rustix::fs::{FileType, Mode, Stat};
 use crate::audit::AuditLog;
 use crate::beneath::{self, Ambient, Anchor, Symlinks};
 use crate::error::{Error, Result, Shown};
+use crate::input::{Name, RelPath};
 
 /// The download lane's directory name under the root.
 pub const DOWNLOADS_DIR: &str = ".downloads";
@@ -274,13 +275,13 @@ fn octal<S: serde::Serializer>(mode: &u32, s: S) -> std::result::Result<S::Ok, S
 
 fn open_lane(root: &Anchor, root_path: &Path, name: &str) -> Result<Anchor> {
     let lane_path = root_path.join(name);
-    match root.create_dir(OsStr::new(name), DIR_MODE) {
+    match root.create_dir(Name::new(name)?, DIR_MODE) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) => {}
         Err(e) => return Err(e),
     }
     let lane = root
-        .open_dir(Path::new(name), Symlinks::Deny)
+        .open_dir(RelPath::new(name)?, Symlinks::Deny)
         .map_err(|e| match e.code() {
             crate::error::Code::Io => e,
             _ => insecure(&lane_path, format!("not a real directory ({e})")),

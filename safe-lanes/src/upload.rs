@@ -50,6 +50,7 @@ use serde::Serialize;
 use crate::actor::Actor;
 use crate::beneath::{self, Ambient, Anchor, Symlinks, identity, location_of};
 use crate::error::{Error, Result, Shown};
+use crate::input::{AbsPath, RelPath};
 use crate::root::{StateRoot, UPLOAD_ROOTS_FILE};
 
 /// Attempts of the followed path when the file is swapped between its two opens.
@@ -60,7 +61,7 @@ pub const ENV_VARS: [&str; 2] = ["SAFE_LANES_UPLOAD_ROOTS", "GWSA_UPLOAD_ROOTS"]
 /// Where an allowed root came from.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Origin {
+pub enum AllowedBy {
     /// `<root>/.downloads`, always allowed.
     Downloads,
     /// A line of `<root>/.upload-roots`.
@@ -76,7 +77,7 @@ pub struct AllowedRoot {
     #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
     /// Where it came from.
-    pub origin: Origin,
+    pub origin: AllowedBy,
     /// The entry as written (a line of the file, or an element of the variable).
     pub entry: String,
     /// Whether the root contains the state root (the hard guard then refuses everything
@@ -90,7 +91,7 @@ pub struct AllowedRoot {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct IgnoredEntry {
     /// Where it came from.
-    pub origin: Origin,
+    pub origin: AllowedBy,
     /// The entry as written (escaped for display).
     pub entry: String,
     /// For the file, the 1-based line number; for a variable, its name.
@@ -170,16 +171,16 @@ impl UploadSource {
         };
         this.roots.push(AllowedRoot {
             path: downloads.clone(),
-            origin: Origin::Downloads,
+            origin: AllowedBy::Downloads,
             entry: downloads.to_string_lossy().into_owned(),
             covers_state_root: false,
             anchor: root.downloads().try_clone()?,
         });
         for (at, line) in read_roots_file(root) {
             match line {
-                Ok(line) => this.add(Origin::File, at, line.as_bytes()),
+                Ok(line) => this.add(AllowedBy::File, at, line.as_bytes()),
                 Err(why) => this.ignored.push(IgnoredEntry {
-                    origin: Origin::File,
+                    origin: AllowedBy::File,
                     entry: UPLOAD_ROOTS_FILE.to_owned(),
                     at,
                     why,
@@ -193,7 +194,7 @@ impl UploadSource {
                     .split(|&b| b == b':')
                     .filter(|e| !e.is_empty())
                 {
-                    this.add(Origin::Env, var.to_owned(), entry);
+                    this.add(AllowedBy::Env, var.to_owned(), entry);
                 }
             }
         }
@@ -203,7 +204,7 @@ impl UploadSource {
         Ok(this)
     }
 
-    fn add(&mut self, origin: Origin, at: String, entry: &[u8]) {
+    fn add(&mut self, origin: AllowedBy, at: String, entry: &[u8]) {
         let shown = Shown::bytes(entry).to_string();
         let ignore = |why: String| IgnoredEntry {
             origin: origin.clone(),
@@ -291,12 +292,11 @@ impl UploadSource {
         check_lexically(path)?;
         let parts = components(path);
         if let Some((root, rest)) = self.lexical_root(&parts) {
-            match root.anchor.open(
-                &rest,
-                OFlags::RDONLY | OFlags::NONBLOCK,
-                Mode::empty(),
-                Symlinks::Deny,
-            ) {
+            let opened = RelPath::new(&rest).and_then(|rest| {
+                let flags = OFlags::RDONLY | OFlags::NONBLOCK;
+                root.anchor.open(rest, flags, Mode::empty(), Symlinks::Deny)
+            });
+            match opened {
                 Ok(fd) => {
                     let real = path_clean::clean(root.path.join(&rest));
                     return self.accept(path, fd, real, root);
@@ -353,12 +353,11 @@ impl UploadSource {
                 return Err(self.classify_outside(path, parts, &real));
             };
             let rest = real.strip_prefix(&root.path).unwrap_or(Path::new(""));
-            let fd = match root.anchor.open(
-                rest,
-                OFlags::RDONLY | OFlags::NONBLOCK,
-                Mode::empty(),
-                Symlinks::Deny,
-            ) {
+            let opened = RelPath::new(rest).and_then(|rest| {
+                let flags = OFlags::RDONLY | OFlags::NONBLOCK;
+                root.anchor.open(rest, flags, Mode::empty(), Symlinks::Deny)
+            });
+            let fd = match opened {
                 Ok(fd) => fd,
                 // Moved or swapped since the kernel reported it: look again.
                 Err(Error::SymlinkEscape { .. } | Error::NotFound { .. }) => continue,
@@ -438,7 +437,7 @@ fn components(path: &Path) -> Vec<&[u8]> {
 }
 
 fn check_lexically(path: &Path) -> Result<()> {
-    let bytes = crate::input::absolute(path, false)?.as_os_str().as_bytes();
+    let bytes = AbsPath::new(path)?.as_path().as_os_str().as_bytes();
     if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || bytes.ends_with(b"/..") {
         return Err(Error::NotRegularFile {
             path: Shown::bytes(bytes),
@@ -451,10 +450,9 @@ fn check_lexically(path: &Path) -> Result<()> {
 /// The lines of `.upload-roots` with their line numbers; one error entry when the file
 /// cannot be read (a missing file is simply no lines).
 fn read_roots_file(root: &StateRoot) -> Vec<(String, std::result::Result<String, String>)> {
-    let fd = match root
-        .anchor()
-        .open_read(Path::new(UPLOAD_ROOTS_FILE), Symlinks::Deny)
-    {
+    let opened = RelPath::new(UPLOAD_ROOTS_FILE)
+        .and_then(|name| root.anchor().open_read(name, Symlinks::Deny));
+    let fd = match opened {
         Ok(fd) => fd,
         Err(Error::NotFound { .. }) => return Vec::new(),
         Err(e) => return vec![("0".to_owned(), Err(format!("unreadable: {e}")))],

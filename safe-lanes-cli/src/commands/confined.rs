@@ -35,7 +35,7 @@ pub(crate) fn exec(
             ..Limits::default()
         });
     if let Some(alias) = cwd {
-        confined = confined.cwd(alias);
+        confined = confined.cwd(session.alias("exec", &alias)?);
     }
     let done = confined.run(&session)?;
     let out = &done.outcome;
@@ -91,7 +91,8 @@ pub(crate) fn patch(
             .read_to_string(&mut text)
             .context("cannot read the diff from standard input")?,
     };
-    let done = apply_patch(&session, alias, file, &text)?;
+    let alias = session.alias("patch", alias)?;
+    let done = apply_patch(&session, &alias, file, &text)?;
     let summary = format!(
         "{} {} ({} hunk{}, {} bytes)",
         format!("{:?}", done.change).to_lowercase(),

@@ -18,69 +18,16 @@ pub(crate) fn run(
 ) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
     let grants = Grants::open(&root, manifest)?;
-    let me = safe_lanes::Actor::human().to_string();
-    let who = |actor: Option<String>| actor.unwrap_or_else(|| me.clone());
     match cmd {
-        GrantCommand::List => {
-            let listing = grants.list()?;
-            let mut text = String::new();
-            for g in &listing.grants {
-                let _ = writeln!(
-                    text,
-                    "{:<20} {:<10} {}  ({}{})",
-                    g.grant.alias,
-                    g.grant.access,
-                    g.grant.path.display(),
-                    g.env,
-                    g.unavailable
-                        .as_deref()
-                        .map(|why| format!("; unavailable: {why}"))
-                        .unwrap_or_default()
-                );
-            }
-            if listing.grants.is_empty() {
-                text.push_str("no folder grants\n");
-            }
-            text.push_str(&requests_text(&listing.requests));
-            Ok(Report::ok(json!(listing), text))
-        }
+        GrantCommand::List => list(&grants),
         GrantCommand::Requests => {
             let requests = grants.list()?.requests;
-            Ok(Report::ok(
-                json!({ "requests": requests }),
-                requests_text(&requests),
-            ))
+            let text = requests_text(&requests);
+            Ok(Report::ok(json!({ "requests": requests }), text))
         }
         GrantCommand::Log => {
             let log = grants.changelog()?;
             Ok(Report::ok(json!({ "changelog": log }), log_text(&log)))
-        }
-        GrantCommand::Add {
-            alias,
-            path,
-            access,
-            reason,
-            actor,
-        } => {
-            let g = grants.add(&alias, &path, access.into(), &reason, &who(actor))?;
-            Ok(grant_report("granted", g))
-        }
-        GrantCommand::SetAccess {
-            alias,
-            access,
-            reason,
-            actor,
-        } => {
-            let g = grants.set_access(&alias, access.into(), &reason, &who(actor))?;
-            Ok(grant_report("changed", g))
-        }
-        GrantCommand::Revoke {
-            alias,
-            reason,
-            actor,
-        } => {
-            let g = grants.revoke(&alias, &reason, &who(actor))?;
-            Ok(grant_report("revoked", g))
         }
         GrantCommand::Request {
             alias,
@@ -96,15 +43,6 @@ pub(crate) fn run(
             );
             Ok(Report::ok(json!(r), text))
         }
-        GrantCommand::Approve {
-            request_id,
-            path,
-            reason,
-            actor,
-        } => {
-            let g = grants.approve(&request_id, path.as_deref(), &reason, &who(actor))?;
-            Ok(grant_report("approved", g))
-        }
         GrantCommand::Deny {
             request_id,
             alias,
@@ -116,12 +54,86 @@ pub(crate) fn run(
                 (None, Some(alias)) => grants.deny_alias(&alias, &reason, &who(actor))?,
                 (None, None) => anyhow::bail!("give a request id or --alias"),
             };
-            Ok(Report::ok(
-                json!(r),
-                format!("denied {} ({})", r.id, r.alias),
-            ))
+            let text = format!("denied {} ({})", r.id, r.alias);
+            Ok(Report::ok(json!(r), text))
         }
+        change => decide(&grants, change),
     }
+}
+
+/// Who a change is recorded as: `--actor`, or the human running the command (`uid:N`).
+fn who(actor: Option<String>) -> String {
+    actor.unwrap_or_else(|| safe_lanes::Actor::human().to_string())
+}
+
+/// `grant list`: every grant with its variable and availability, then pending requests.
+fn list(grants: &Grants) -> Result<Report> {
+    let listing = grants.list()?;
+    let mut text = String::new();
+    for g in &listing.grants {
+        let unavailable = g.unavailable.as_deref();
+        let _ = writeln!(
+            text,
+            "{:<20} {:<10} {}  ({}{})",
+            g.grant.alias,
+            g.grant.access,
+            g.grant.path.display(),
+            g.env,
+            unavailable
+                .map(|why| format!("; unavailable: {why}"))
+                .unwrap_or_default()
+        );
+    }
+    if listing.grants.is_empty() {
+        text.push_str("no folder grants\n");
+    }
+    text.push_str(&requests_text(&listing.requests));
+    Ok(Report::ok(json!(listing), text))
+}
+
+/// The human's changes to a grant: `add`, `set-access`, `revoke`, `approve`.
+fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
+    let (verb, grant) = match cmd {
+        GrantCommand::Add {
+            alias,
+            path,
+            access,
+            reason,
+            actor,
+        } => (
+            "granted",
+            grants.add(&alias, &path, access.into(), &reason, &who(actor))?,
+        ),
+        GrantCommand::SetAccess {
+            alias,
+            access,
+            reason,
+            actor,
+        } => (
+            "changed",
+            grants.set_access(&alias, access.into(), &reason, &who(actor))?,
+        ),
+        GrantCommand::Revoke {
+            alias,
+            reason,
+            actor,
+        } => ("revoked", grants.revoke(&alias, &reason, &who(actor))?),
+        GrantCommand::Approve {
+            request_id,
+            path,
+            reason,
+            actor,
+        } => (
+            "approved",
+            grants.approve(&request_id, path.as_deref(), &reason, &who(actor))?,
+        ),
+        GrantCommand::List
+        | GrantCommand::Requests
+        | GrantCommand::Log
+        | GrantCommand::Request { .. }
+        | GrantCommand::Deny { .. } => unreachable!("not a change to a grant: {cmd:?}"),
+    };
+    Ok(grant_report(verb, grant))
 }
 
 fn grant_report(verb: &str, g: Grant) -> Report {

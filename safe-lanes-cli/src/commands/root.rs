@@ -5,7 +5,9 @@ use std::path::Path;
 
 use anyhow::Result;
 use safe_lanes::beneath::openat2_available;
-use safe_lanes::confine::sandbox_support;
+use safe_lanes::confine::{SandboxSupport, sandbox_support};
+use safe_lanes::root::DirReport;
+use safe_lanes::upload::IgnoredEntry;
 use safe_lanes::{RootLocation, StateRoot, UploadSource};
 use serde_json::json;
 
@@ -32,42 +34,12 @@ pub(crate) fn init(flag: Option<&Path>) -> Result<Report> {
 pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
     let location = RootLocation::resolve(flag)?;
     let sandbox = sandbox_support();
-    let landlock = &sandbox.landlock;
     let openat2 = openat2_available();
-    let mut problems: Vec<String> = Vec::new();
-    let mut ignored = Vec::new();
-    let dirs = if location.path.exists() {
-        let opened = StateRoot::open(&location.path).and_then(|root| {
-            ignored = UploadSource::load(&root)?.ignored().to_vec();
-            root.report()
-        });
-        match opened {
-            Ok(dirs) => dirs,
-            Err(e) => {
-                problems.push(e.to_string());
-                Vec::new()
-            }
-        }
-    } else {
-        problems.push(format!(
-            "{}: the state root does not exist yet; run `safe-lanes init`",
-            location.path.display()
-        ));
-        Vec::new()
-    };
-    for dir in dirs.iter().filter(|d| !d.private) {
-        problems.push(format!(
-            "{}: mode {:04o} lets group or others read; `safe-lanes init` sets 0700",
-            dir.path.display(),
-            dir.mode
-        ));
-    }
-    for i in &ignored {
-        problems.push(format!(
-            "upload root {} ({:?} {}) is ignored: {}",
-            i.entry, i.origin, i.at, i.why
-        ));
-    }
+    let Inspected {
+        dirs,
+        ignored,
+        mut problems,
+    } = inspect(&location);
     if !openat2 {
         problems
             .push("openat2 is unavailable: the slower O_NOFOLLOW component walk is used".into());
@@ -77,12 +49,93 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
     }
     let process = safe_lanes::process::status();
     let warnings: Vec<&str> = process.warning().into_iter().collect();
+    let mut text = machine_text(&location, &dirs, openat2, &sandbox);
+    for w in &warnings {
+        let _ = writeln!(text, "warning: {w}");
+    }
+    for p in &problems {
+        let _ = writeln!(text, "problem: {p}");
+    }
+    if problems.is_empty() {
+        text.push_str("ok");
+    }
+    let json = json!({
+        "root": { "path": path(&location.path), "origin": location.origin },
+        "dirs": dirs,
+        "kernel": { "openat2": openat2, "landlock": sandbox.landlock },
+        "sandbox": { "available": sandbox.available, "layers": sandbox.layers, "problem": sandbox.problem },
+        "upload_roots_ignored": ignored,
+        "process": process,
+        "running_as_root": process.running_as_root,
+        "warnings": warnings,
+        "problems": problems,
+        "ok": problems.is_empty(),
+    });
+    Ok(Report {
+        failed: !problems.is_empty(),
+        json,
+        text,
+    })
+}
+
+/// What `doctor` found in the state root.
+struct Inspected {
+    dirs: Vec<DirReport>,
+    ignored: Vec<IgnoredEntry>,
+    problems: Vec<String>,
+}
+
+/// The state root's directories and ignored upload roots, with the problems they show.
+fn inspect(location: &RootLocation) -> Inspected {
+    let mut found = Inspected {
+        dirs: Vec::new(),
+        ignored: Vec::new(),
+        problems: Vec::new(),
+    };
+    if !location.path.exists() {
+        found.problems.push(format!(
+            "{}: the state root does not exist yet; run `safe-lanes init`",
+            location.path.display()
+        ));
+        return found;
+    }
+    let opened = StateRoot::open(&location.path).and_then(|root| {
+        found.ignored = UploadSource::load(&root)?.ignored().to_vec();
+        root.report()
+    });
+    match opened {
+        Ok(dirs) => found.dirs = dirs,
+        Err(e) => found.problems.push(e.to_string()),
+    }
+    for dir in found.dirs.iter().filter(|d| !d.private) {
+        found.problems.push(format!(
+            "{}: mode {:04o} lets group or others read; `safe-lanes init` sets 0700",
+            dir.path.display(),
+            dir.mode
+        ));
+    }
+    for i in &found.ignored {
+        found.problems.push(format!(
+            "upload root {} ({:?} {}) is ignored: {}",
+            i.entry, i.origin, i.at, i.why
+        ));
+    }
+    found
+}
+
+/// `doctor`'s description of the state root, the kernel and the sandbox.
+fn machine_text(
+    location: &RootLocation,
+    dirs: &[DirReport],
+    openat2: bool,
+    sandbox: &SandboxSupport,
+) -> String {
     let mut text = format!(
         "state root: {} (from {:?})\n",
         location.path.display(),
         location.origin
     );
-    for dir in &dirs {
+    for dir in dirs {
         let _ = writeln!(
             text,
             "  {:04o} uid {}  {}",
@@ -96,6 +149,7 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
         "openat2: {}",
         if openat2 { "available" } else { "missing" }
     );
+    let landlock = &sandbox.landlock;
     let _ = writeln!(
         text,
         "landlock: {} ({})",
@@ -114,32 +168,7 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
             let _ = writeln!(text, "  {layer}");
         }
     }
-    for w in &warnings {
-        let _ = writeln!(text, "warning: {w}");
-    }
-    for p in &problems {
-        let _ = writeln!(text, "problem: {p}");
-    }
-    if problems.is_empty() {
-        text.push_str("ok");
-    }
-    let json = json!({
-        "root": { "path": path(&location.path), "origin": location.origin },
-        "dirs": dirs,
-        "kernel": { "openat2": openat2, "landlock": landlock },
-        "sandbox": { "available": sandbox.available, "layers": sandbox.layers, "problem": sandbox.problem },
-        "upload_roots_ignored": ignored,
-        "process": process,
-        "running_as_root": process.running_as_root,
-        "warnings": warnings,
-        "problems": problems,
-        "ok": problems.is_empty(),
-    });
-    Ok(Report {
-        failed: !problems.is_empty(),
-        json,
-        text,
-    })
+    text
 }
 
 pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {

@@ -26,77 +26,89 @@ pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
             );
             Ok(Report::ok(json!(checked), text))
         }
-        UploadCommand::Roots => {
-            let mut text = String::new();
-            for r in source.roots() {
-                let _ = writeln!(
-                    text,
-                    "{:<9}  {}",
-                    format!("{:?}", r.origin).to_lowercase(),
-                    r.path.display()
-                );
-            }
-            for i in source.ignored() {
-                let _ = writeln!(
-                    text,
-                    "ignored    {} ({:?} {}): {}",
-                    i.entry, i.origin, i.at, i.why
-                );
-            }
-            Ok(Report::ok(
-                json!({ "roots": source.roots(), "ignored": source.ignored() }),
-                text,
-            ))
-        }
+        UploadCommand::Roots => Ok(roots(&source)),
         UploadCommand::Send {
             path,
             timeout,
             uploader,
         } => {
-            let opened = source.open(&path)?;
             let (program, args) = uploader.split_first().expect("clap requires the uploader");
             let uploader = Uploader::new(program, args).with_limits(Limits {
                 timeout: Duration::from_secs(timeout),
                 ..Limits::default()
             });
-            let deposit = UploadDeposit::open(&root)?.with_actor(safe_lanes::Actor::human());
-            let staged = deposit.stage_source(&opened)?;
-            let sent = deposit.send(staged, &uploader)?;
-            let outcome = &sent.outcome;
-            let mut text = format!(
-                "{} -> uploader exited with {}",
-                opened.path.display(),
-                outcome.exit_code.map_or_else(
-                    || format!("signal {}", outcome.signal.unwrap_or(0)),
-                    |c| c.to_string()
-                )
-            );
-            if outcome.timed_out {
-                text.push_str(" (timed out)");
-            }
-            for (name, stream) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
-                if !stream.is_empty() {
-                    let _ = write!(text, "\n--- {name}\n{}", stream.trim_end());
-                }
-            }
-            Ok(Report {
-                failed: !outcome.success(),
-                json: json!({
-                    "source": {
-                        "path": output::path(&opened.path),
-                        "root": output::path(&opened.root),
-                        "bytes": sent.bytes,
-                        "sha256": sent.sha256,
-                    },
-                    "staged": output::path(&sent.staged),
-                    "exit_code": outcome.exit_code,
-                    "signal": outcome.signal,
-                    "timed_out": outcome.timed_out,
-                    "stdout": outcome.stdout,
-                    "stderr": outcome.stderr,
-                }),
-                text,
-            })
+            send(&root, &source, &path, &uploader)
         }
     }
+}
+
+/// `upload roots`: the allowed roots and the ignored entries.
+fn roots(source: &UploadSource) -> Report {
+    let mut text = String::new();
+    for r in source.roots() {
+        let _ = writeln!(
+            text,
+            "{:<9}  {}",
+            format!("{:?}", r.origin).to_lowercase(),
+            r.path.display()
+        );
+    }
+    for i in source.ignored() {
+        let _ = writeln!(
+            text,
+            "ignored    {} ({:?} {}): {}",
+            i.entry, i.origin, i.at, i.why
+        );
+    }
+    let json = json!({ "roots": source.roots(), "ignored": source.ignored() });
+    Report::ok(json, text)
+}
+
+/// `upload send`: stage `path` and hand it to `uploader`; the staged copy is always erased.
+fn send(
+    root: &StateRoot,
+    source: &UploadSource,
+    path: &Path,
+    uploader: &Uploader,
+) -> Result<Report> {
+    let opened = source.open(path)?;
+    let deposit = UploadDeposit::open(root)?.with_actor(safe_lanes::Actor::human());
+    let staged = deposit.stage_source(&opened)?;
+    let sent = deposit.send(staged, uploader)?;
+    let outcome = &sent.outcome;
+    let mut text = format!(
+        "{} -> uploader exited with {}",
+        opened.path.display(),
+        outcome.exit_code.map_or_else(
+            || format!("signal {}", outcome.signal.unwrap_or(0)),
+            |c| c.to_string()
+        )
+    );
+    if outcome.timed_out {
+        text.push_str(" (timed out)");
+    }
+    for (name, stream) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
+        if !stream.is_empty() {
+            let _ = write!(text, "\n--- {name}\n{}", stream.trim_end());
+        }
+    }
+    let json = json!({
+        "source": {
+            "path": output::path(&opened.path),
+            "root": output::path(&opened.root),
+            "bytes": sent.bytes,
+            "sha256": sent.sha256,
+        },
+        "staged": output::path(&sent.staged),
+        "exit_code": outcome.exit_code,
+        "signal": outcome.signal,
+        "timed_out": outcome.timed_out,
+        "stdout": outcome.stdout,
+        "stderr": outcome.stderr,
+    });
+    Ok(Report {
+        failed: !outcome.success(),
+        json,
+        text,
+    })
 }

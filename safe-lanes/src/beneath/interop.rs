@@ -8,12 +8,12 @@
 //! or grants' policies travel with a [`Dir`].
 
 use std::os::fd::OwnedFd;
-use std::path::Path;
 
 use cap_std::fs::Dir;
 
 use super::{Anchor, Symlinks};
 use crate::error::{Error, Result};
+use crate::input::RelPath;
 
 impl TryFrom<Dir> for Anchor {
     type Error = Error;
@@ -29,7 +29,7 @@ impl TryFrom<Dir> for Anchor {
     /// `not_found` ("not a directory") when the descriptor is not a directory; `io` when it
     /// cannot be opened for reading.
     fn try_from(dir: Dir) -> Result<Self> {
-        Anchor::new(OwnedFd::from(dir)).open_dir(Path::new("."), Symlinks::Deny)
+        Anchor::new(OwnedFd::from(dir)).open_dir(RelPath::here(), Symlinks::Deny)
     }
 }
 

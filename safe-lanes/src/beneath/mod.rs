@@ -58,6 +58,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Stat};
 use rustix::io::Errno;
 
 use crate::error::{Error, Result, Shown};
+use crate::input::{AbsPath, Name, RelPath};
 
 /// How symbolic links met while resolving a path are treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,14 +168,12 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `relative_path`, `symlink_escape` when a component has become a link since, `not_found`.
-    pub fn open_canonical(path: &Path) -> Result<Self> {
-        let rest = path.strip_prefix("/").map_err(|_| Error::RelativePath {
-            path: Shown::path(path),
-        })?;
+    /// `traversal` for a `..` above `/`, `symlink_escape` when a component has become a
+    /// link since, `not_found`.
+    pub fn open_canonical(path: AbsPath<'_>) -> Result<Self> {
         // Resolution starts at `/`; from there every component goes through the primitive.
         let root = ambient::Ambient::because("the root directory, where a canonical path starts");
-        Self::open_ambient(Path::new("/"), root)?.open_dir(rest, Symlinks::Deny)
+        Self::open_ambient(Path::new("/"), root)?.open_dir(path.below_root()?, Symlinks::Deny)
     }
 
     /// Wrap an open directory descriptor, with the [`Backend::Auto`] backend (or the one a
@@ -236,7 +235,7 @@ impl Anchor {
     /// # Security
     ///
     /// The result is beneath the anchor; see the module documentation.
-    pub fn open_read(&self, path: &Path, symlinks: Symlinks) -> Result<OwnedFd> {
+    pub fn open_read(&self, path: RelPath<'_>, symlinks: Symlinks) -> Result<OwnedFd> {
         self.open(
             path,
             OFlags::RDONLY | OFlags::NONBLOCK,
@@ -250,7 +249,7 @@ impl Anchor {
     /// # Errors
     ///
     /// See [`Anchor::open`]; a non-directory is `not_found` ("not a directory").
-    pub fn open_dir(&self, path: &Path, symlinks: Symlinks) -> Result<Anchor> {
+    pub fn open_dir(&self, path: RelPath<'_>, symlinks: Symlinks) -> Result<Anchor> {
         let fd = self.open(
             path,
             OFlags::RDONLY | OFlags::DIRECTORY,
@@ -265,8 +264,6 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// - `absolute_path` for an absolute `path`, `nul_byte` for a NUL in it;
-    /// - `traversal` when `..` lexically climbs above the anchor;
     /// - `symlink_escape` when a link leads out of the anchor, or any link under
     ///   [`Symlinks::Deny`], or more than 40 links;
     /// - `not_found` when a component is missing or not a directory;
@@ -278,12 +275,12 @@ impl Anchor {
     /// The returned descriptor refers to an inode beneath the anchor (module documentation).
     pub fn open(
         &self,
-        path: &Path,
+        path: RelPath<'_>,
         flags: OFlags,
         mode: Mode,
         symlinks: Symlinks,
     ) -> Result<OwnedFd> {
-        crate::input::relative(path, crate::input::Parents::Inside)?;
+        let path = path.as_path();
         let flags = if flags.contains(OFlags::PATH) {
             // openat2 accepts only O_DIRECTORY and O_CLOEXEC beside O_PATH.
             (flags & (OFlags::PATH | OFlags::DIRECTORY)) | OFlags::CLOEXEC
@@ -335,10 +332,9 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `io` (test `EEXIST` with [`Error::raw_os_error`]), or a name refusal from
-    /// [`component`].
-    pub fn link_new(&self, file: BorrowedFd<'_>, name: &OsStr) -> Result<()> {
-        let name = component(name)?;
+    /// `io` (test `EEXIST` with [`Error::raw_os_error`]).
+    pub fn link_new(&self, file: BorrowedFd<'_>, name: Name<'_>) -> Result<()> {
+        let name = name.as_os_str();
         let by_empty_path = || rustix::fs::linkat(file, c"", &self.fd, name, AtFlags::EMPTY_PATH);
         let by_proc = || {
             let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
@@ -378,9 +374,9 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `io` (test `EEXIST` with [`Error::raw_os_error`]), or a name refusal.
-    pub fn create_new(&self, name: &OsStr, mode: u32) -> Result<OwnedFd> {
-        let name = component(name)?;
+    /// `io` (test `EEXIST` with [`Error::raw_os_error`]).
+    pub fn create_new(&self, name: Name<'_>, mode: u32) -> Result<OwnedFd> {
+        let name = name.as_os_str();
         rustix::fs::openat(
             &self.fd,
             name,
@@ -395,17 +391,23 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `io` (`EEXIST` when `to` exists), or a name refusal.
-    pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> Result<()> {
-        let (from, to) = (component(from)?, component(to)?);
-        match rustix::fs::renameat_with(&self.fd, from, &self.fd, to, RenameFlags::NOREPLACE) {
+    /// `io` (`EEXIST` when `to` exists).
+    pub fn rename_new(&self, from: Name<'_>, to: Name<'_>) -> Result<()> {
+        let names = (from.as_os_str(), to.as_os_str());
+        match rustix::fs::renameat_with(
+            &self.fd,
+            names.0,
+            &self.fd,
+            names.1,
+            RenameFlags::NOREPLACE,
+        ) {
             Ok(()) => Ok(()),
             Err(Errno::INVAL | Errno::NOSYS) => {
-                rustix::fs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty())
-                    .map_err(|e| Error::io("linkat", name_shown(to), e))?;
-                self.remove_file(from.as_ref())
+                rustix::fs::linkat(&self.fd, names.0, &self.fd, names.1, AtFlags::empty())
+                    .map_err(|e| Error::io("linkat", name_shown(names.1), e))?;
+                self.remove_file(from)
             }
-            Err(e) => Err(Error::io("renameat2", name_shown(to), e)),
+            Err(e) => Err(Error::io("renameat2", name_shown(names.1), e)),
         }
     }
 
@@ -414,9 +416,9 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `io`, or a name refusal.
-    pub fn rename_replace(&self, from: &OsStr, to: &OsStr) -> Result<()> {
-        let (from, to) = (component(from)?, component(to)?);
+    /// `io`.
+    pub fn rename_replace(&self, from: Name<'_>, to: Name<'_>) -> Result<()> {
+        let (from, to) = (from.as_os_str(), to.as_os_str());
         rustix::fs::renameat(&self.fd, from, &self.fd, to)
             .map_err(|e| Error::io("renameat", name_shown(to), e))
     }
@@ -426,9 +428,9 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `io`, or a name refusal.
-    pub fn remove_file(&self, name: &OsStr) -> Result<()> {
-        let name = component(name)?;
+    /// `io`.
+    pub fn remove_file(&self, name: Name<'_>) -> Result<()> {
+        let name = name.as_os_str();
         rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())
             .map_err(|e| Error::io("unlinkat", name_shown(name), e))
     }
@@ -437,9 +439,9 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `io`, or a name refusal.
-    pub fn remove_dir(&self, name: &OsStr) -> Result<()> {
-        let name = component(name)?;
+    /// `io`.
+    pub fn remove_dir(&self, name: Name<'_>) -> Result<()> {
+        let name = name.as_os_str();
         rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)
             .map_err(|e| Error::io("rmdir", name_shown(name), e))
     }
@@ -449,29 +451,33 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `io` (including a tree deeper than 256 levels), or a name refusal.
-    pub fn remove_all(&self, name: &OsStr) -> Result<()> {
+    /// `io` (including a tree deeper than 256 levels).
+    pub fn remove_all(&self, name: Name<'_>) -> Result<()> {
         self.remove_all_at(name, 0)
     }
 
-    fn remove_all_at(&self, name: &OsStr, depth: usize) -> Result<()> {
+    fn remove_all_at(&self, name: Name<'_>, depth: usize) -> Result<()> {
         const MAX_DEPTH: usize = 256;
         let st = self.stat_entry(name)?;
         if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
             return self.remove_file(name);
         }
         if depth >= MAX_DEPTH {
-            return Err(Error::io("rmdir", name_shown(name), Errno::LOOP));
+            return Err(Error::io(
+                "rmdir",
+                name_shown(name.as_os_str()),
+                Errno::LOOP,
+            ));
         }
         // A directory its writer made unreadable or unwritable (`chmod 000`) is ours: make it
         // 0700 so it can be emptied. `st` said it is a directory, not a link.
         if st.st_mode & 0o700 != 0o700 {
-            let _ =
-                rustix::fs::chmodat(&self.fd, name, Mode::from_raw_mode(0o700), AtFlags::empty());
+            let (fd, mode) = (&self.fd, Mode::from_raw_mode(0o700));
+            let _ = rustix::fs::chmodat(fd, name.as_os_str(), mode, AtFlags::empty());
         }
-        let dir = self.open_dir(Path::new(name), Symlinks::Deny)?;
+        let dir = self.open_dir(name.as_rel(), Symlinks::Deny)?;
         for (entry, _) in dir.entries()? {
-            dir.remove_all_at(&entry, depth + 1)?;
+            dir.remove_all_at(Name::new(&entry)?, depth + 1)?;
         }
         self.remove_dir(name)
     }
@@ -480,9 +486,9 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `io` (`EEXIST` when it exists), or a name refusal.
-    pub fn create_dir(&self, name: &OsStr, mode: u32) -> Result<()> {
-        let name = component(name)?;
+    /// `io` (`EEXIST` when it exists).
+    pub fn create_dir(&self, name: Name<'_>, mode: u32) -> Result<()> {
+        let name = name.as_os_str();
         rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode))
             .map_err(|e| Error::io("mkdirat", name_shown(name), e))
     }
@@ -491,9 +497,9 @@ impl Anchor {
     ///
     /// # Errors
     ///
-    /// `not_found` when absent, `io` otherwise, or a name refusal.
-    pub fn stat_entry(&self, name: &OsStr) -> Result<Stat> {
-        let name = component(name)?;
+    /// `not_found` when absent, `io` otherwise.
+    pub fn stat_entry(&self, name: Name<'_>) -> Result<Stat> {
+        let name = name.as_os_str();
         rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| refusal(e, Path::new(name), Symlinks::Deny, "stat"))
     }
@@ -588,18 +594,8 @@ pub fn kind_of(stat: &Stat) -> &'static str {
     }
 }
 
-/// Check that `name` is exactly one path component (not empty, no `/`, not `.` or `..`, no
-/// NUL) and return it as a path.
-///
-/// # Errors
-///
-/// `nul_byte`, `traversal` (for `.`/`..`/a separator) or `not_found` (empty).
-pub fn component(name: &OsStr) -> Result<&Path> {
-    crate::input::name(name)
-}
-
 /// An open descriptor for an error message: where the kernel says it is, or its number.
-fn shown_fd(fd: BorrowedFd<'_>) -> Shown {
+pub(crate) fn shown_fd(fd: BorrowedFd<'_>) -> Shown {
     location_of(fd).map_or_else(
         |_| Shown::text(&format!("descriptor {}", fd.as_raw_fd())),
         |path| Shown::path(&path),

@@ -61,24 +61,41 @@ pub(super) fn open(
             }
             continue;
         }
-        // The last component: open it for real, never following a link implicitly. A link
-        // there fails with `ELOOP`, or `ENOTDIR` under `O_DIRECTORY` (`O_PATH` opens it).
-        let link = match rustix::fs::openat(cur, name, flags | OFlags::NOFOLLOW, mode) {
-            Ok(fd) if flags.contains(OFlags::PATH) && file_type(&fd)? == FileType::Symlink => fd,
-            Ok(fd) => return Ok(fd),
-            Err(e @ (Errno::LOOP | Errno::NOTDIR)) => {
-                let fd = node(cur, name)?;
-                if file_type(&fd)? != FileType::Symlink {
-                    return Err(e);
-                }
-                fd
-            }
-            Err(e) => return Err(e),
-        };
-        want_dir |= expand(&link, &mut queue, &mut links, symlinks, true)?;
+        match open_last(cur, name, flags, mode)? {
+            Last::Opened(fd) => return Ok(fd),
+            Last::Link(link) => want_dir |= expand(&link, &mut queue, &mut links, symlinks, true)?,
+        }
     }
     let cur = stack.last().map_or(anchor, |fd| fd.as_fd());
     rustix::fs::openat(cur, ".", flags | OFlags::DIRECTORY, mode)
+}
+
+/// What the last component of a path turned out to be.
+enum Last {
+    /// The file itself, opened with the caller's flags.
+    Opened(OwnedFd),
+    /// A symbolic link (as `O_PATH`), still to be expanded.
+    Link(OwnedFd),
+}
+
+/// Open the last component `name` in `dir` for real, never following a link implicitly. A
+/// link there fails with `ELOOP`, or `ENOTDIR` under `O_DIRECTORY` (`O_PATH` opens it): it is
+/// then handed back to be expanded.
+fn open_last(dir: BorrowedFd<'_>, name: &Path, flags: OFlags, mode: Mode) -> Result<Last, Errno> {
+    match rustix::fs::openat(dir, name, flags | OFlags::NOFOLLOW, mode) {
+        Ok(fd) if flags.contains(OFlags::PATH) && file_type(&fd)? == FileType::Symlink => {
+            Ok(Last::Link(fd))
+        }
+        Ok(fd) => Ok(Last::Opened(fd)),
+        Err(e @ (Errno::LOOP | Errno::NOTDIR)) => {
+            let fd = node(dir, name)?;
+            if file_type(&fd)? != FileType::Symlink {
+                return Err(e);
+            }
+            Ok(Last::Link(fd))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn file_type(fd: &OwnedFd) -> Result<FileType, Errno> {

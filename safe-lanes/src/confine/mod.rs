@@ -79,7 +79,7 @@ const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin
 pub struct Confined {
     program: OsString,
     args: Vec<OsString>,
-    cwd: Option<String>,
+    cwd: Option<Alias>,
     network: bool,
     limits: Limits,
 }
@@ -115,8 +115,8 @@ impl Confined {
     }
 
     /// Start in the folder of the grant `alias` (default: the private scratch directory).
-    pub fn cwd(mut self, alias: impl Into<String>) -> Self {
-        self.cwd = Some(alias.into());
+    pub fn cwd(mut self, alias: Alias) -> Self {
+        self.cwd = Some(alias);
         self
     }
 
@@ -137,7 +137,7 @@ impl Confined {
     /// # Errors
     ///
     /// `sandbox_unavailable` when Landlock cannot be fully enforced here (nothing runs);
-    /// `invalid_alias`, `unknown_alias`, `revoked`, `unavailable_on_host` for the `cwd` alias;
+    /// `unknown_alias`, `revoked`, `unavailable_on_host` for the `cwd` alias;
     /// `invalid_manifest`; `io` when the program cannot be started. A program that fails,
     /// times out or is stopped by a revoke is not an error: see the outcome.
     ///
@@ -160,7 +160,7 @@ impl Confined {
         let abi = supported_abi()?;
         let snapshot = session.snapshot()?;
         let cwd_grant = match &self.cwd {
-            Some(alias) => Some(snapshot.folder(&Alias::new(alias)?, Want::Read)?),
+            Some(alias) => Some(snapshot.folder(alias, Want::Read)?),
             None => None,
         };
         let grants: Vec<_> = snapshot.available().collect();
@@ -472,9 +472,10 @@ fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
             match kind {
                 rustix::fs::FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
                 rustix::fs::FileType::Directory if depth + 1 < MASK_DEPTH => {
-                    if let Ok(sub) =
-                        anchor.open_dir(Path::new(&name), crate::beneath::Symlinks::Deny)
-                    {
+                    let sub = crate::input::Name::new(&name).and_then(|name| {
+                        anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny)
+                    });
+                    if let Ok(sub) = sub {
                         stack.push((sub, child, depth + 1));
                     }
                 }

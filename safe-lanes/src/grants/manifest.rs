@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use super::model::{Change, Grant, Request};
 use crate::beneath::{Ambient, Anchor, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
+use crate::input::{Name, RelPath};
 
 /// The manifest key holding approved grants.
 pub const GRANTS_KEY: &str = "folder_access";
@@ -97,7 +98,7 @@ impl Manifest {
     ///
     /// `io` when the directory cannot be read.
     pub fn stamp(&self) -> Result<Stamp> {
-        match self.dir.stat_entry(&self.name) {
+        match self.dir.stat_entry(self.name()?) {
             Ok(st) => Ok(stamp_of(&st)),
             Err(Error::NotFound { .. }) => Ok(Stamp(None)),
             Err(e) => Err(e),
@@ -111,7 +112,7 @@ impl Manifest {
     /// `invalid_manifest` when it is not valid JSON, not an object, too large, a symbolic
     /// link, or breaks a grant rule; `io` when it cannot be read.
     pub fn load(&self) -> Result<(Stamp, Document)> {
-        let fd = match self.dir.open_read(Path::new(&self.name), Symlinks::Deny) {
+        let fd = match self.dir.open_read(self.name()?.as_rel(), Symlinks::Deny) {
             Ok(fd) => fd,
             Err(Error::NotFound { .. }) => return Ok((Stamp(None), Document::default())),
             Err(Error::SymlinkEscape { .. }) => {
@@ -152,7 +153,7 @@ impl Manifest {
         lock_name.push(&self.name);
         lock_name.push(".lock");
         let fd = self.dir.open(
-            Path::new(&lock_name),
+            RelPath::new(&lock_name)?,
             OFlags::RDWR | OFlags::CREATE,
             Mode::from_raw_mode(0o600),
             Symlinks::Deny,
@@ -177,10 +178,15 @@ impl Manifest {
         // Keep the mode the human gave the manifest.
         let mode = self
             .dir
-            .stat_entry(&self.name)
+            .stat_entry(self.name()?)
             .map_or(0o600, |st| st.st_mode & 0o777);
         self.dir
-            .write_file(&self.name, &bytes, mode, Publish::Replace)
+            .write_file(self.name()?, &bytes, mode, Publish::Replace)
+    }
+
+    /// The manifest's file name in its directory.
+    fn name(&self) -> Result<Name<'_>> {
+        Name::new(&self.name)
     }
 
     fn invalid(&self, why: String) -> Error {

@@ -47,6 +47,7 @@ use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::{self, Ambient, Anchor};
 use crate::error::{Error, Result, Shown};
+use crate::input::AbsPath;
 use crate::random::random_hex;
 use crate::root::StateRoot;
 use model::clean_reason;
@@ -291,7 +292,7 @@ impl Grants {
     ) -> Result<Request> {
         let alias = Alias::new(alias)?;
         if let Some(p) = path {
-            crate::input::absolute(p, true)?;
+            AbsPath::normalized(p)?;
             storable(p)?;
         }
         let reason = clean_reason(reason);
@@ -486,7 +487,7 @@ impl Grants {
 
     /// Validate a folder for a grant and return its canonical path.
     fn canonical_folder(&self, path: &Path) -> Result<PathBuf> {
-        crate::input::absolute(path, false)?;
+        AbsPath::new(path)?;
         // The path comes from the human (or a request the human approves): opening it by path,
         // following links, is how it is canonicalized; the kernel says where it landed.
         let dir = Anchor::open_ambient(path, Ambient::because("a folder the human grants"))?;

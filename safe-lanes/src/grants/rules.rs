@@ -11,6 +11,7 @@ use std::path::Path;
 use super::model::{Access, Alias, Grant};
 use crate::beneath::{self, Anchor};
 use crate::error::{Error, Shown};
+use crate::input::AbsPath;
 
 /// Why a grant cannot be made, or a stored grant cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,7 +126,8 @@ impl Rules<'_> {
                 host: grant.host.clone(),
             });
         }
-        let folder = Anchor::open_canonical(&grant.path)
+        let folder = AbsPath::new(&grant.path)
+            .and_then(Anchor::open_canonical)
             .map_err(|e| Unusable::Missing { why: e.to_string() })?;
         still_at_path(&folder, &grant.path)?;
         Ok(folder)

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rustix::fs::{Mode, OFlags};
@@ -22,6 +22,7 @@ use super::rules::{Unusable, still_at_path};
 use crate::actor::Actor;
 use crate::beneath::{Anchor, Symlinks};
 use crate::error::{Error, Result, Shown};
+use crate::input::{AbsPath, RelPath};
 
 /// A restriction a session applies to the grants it sees.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -163,7 +164,9 @@ impl Snapshot {
     fn in_place(&self) -> bool {
         self.grants.iter().all(|g| match &g.folder {
             Ok(anchor) => still_at_path(anchor, &g.path).is_ok(),
-            Err(Unusable::Missing { .. }) => Anchor::open_canonical(&g.path).is_err(),
+            Err(Unusable::Missing { .. }) => AbsPath::new(&g.path)
+                .and_then(Anchor::open_canonical)
+                .is_err(),
             Err(_) => true,
         })
     }
@@ -241,26 +244,37 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// `invalid_alias`, `unknown_alias`, `revoked`, `unavailable_on_host`, `read_only`,
-    /// `nul_byte`, `absolute_path`, `traversal`, `symlink_escape`, `not_found`, `io`.
+    /// `unknown_alias`, `revoked`, `unavailable_on_host`, `read_only`, `symlink_escape`,
+    /// `not_found`, `io`. (The lexical refusals — `invalid_alias`, `traversal`, … — were made
+    /// when the agent's strings became an [`Alias`] and a [`RelPath`].)
     ///
     /// # Security
     ///
-    /// `alias` and `relative` are untrusted. The result is beneath the granted folder (links
-    /// inside it are followed only while they stay inside), and a write is only resolved under
-    /// a read-write grant that is still in the manifest.
-    pub fn resolve(&self, alias: &str, relative: &Path, want: Want) -> Result<Resolved> {
-        let alias = Alias::new(alias)?;
+    /// `alias` and `relative` may come from the agent. The result is beneath the granted
+    /// folder (links inside it are followed only while they stay inside), and a write is only
+    /// resolved under a read-write grant that is still in the manifest.
+    pub fn resolve(&self, alias: &Alias, relative: RelPath<'_>, want: Want) -> Result<Resolved> {
         let snap = self.snapshot()?;
-        let grant = snap.folder(&alias, want)?;
+        let grant = snap.folder(alias, want)?;
         let fd = grant
             .folder()?
             .open(relative, OFlags::PATH, Mode::empty(), Symlinks::Beneath)?;
         Ok(Resolved {
             fd,
-            path: path_clean::clean(grant.path.join(relative)),
+            path: path_clean::clean(grant.path.join(relative.as_path())),
             access: grant.access,
         })
+    }
+
+    /// The alias `raw` an agent gave for the operation `op` (`"exec"`, `"patch"`), checked
+    /// by [`Alias::new`]; a refusal is recorded in the audit log like every refused operation
+    /// of the session, so a hostile alias leaves a trace even though nothing was attempted.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_alias`.
+    pub fn alias(&self, op: &str, raw: &str) -> Result<Alias> {
+        Alias::new(raw).map_err(|e| self.refused(op, raw, e))
     }
 
     /// Who this session's operations are recorded as.

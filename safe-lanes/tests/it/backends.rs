@@ -19,7 +19,10 @@ use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags};
 use safe_lanes::beneath::{Anchor, Backend, Symlinks, force_backend, identity};
+use safe_lanes::input::{AbsPath, RelPath};
 use safe_lanes::{Access, Code, Grants, StateRoot};
+
+use crate::util::rel;
 
 /// Test fixtures are opened by their paths.
 const FIXTURE: safe_lanes::beneath::Ambient =
@@ -77,13 +80,15 @@ fn a_forced_backend_reaches_the_anchors_the_library_opens_on_this_thread_only() 
         let anchor = Anchor::open_ambient(tmp.path(), FIXTURE).unwrap();
         assert_eq!(anchor.backend(), backend, "open_ambient");
         assert_eq!(
-            Anchor::open_canonical(&folder).unwrap().backend(),
+            Anchor::open_canonical(AbsPath::new(&folder).unwrap())
+                .unwrap()
+                .backend(),
             backend,
             "open_canonical"
         );
         assert_eq!(
             anchor
-                .open_dir(Path::new("folder/sub"), Symlinks::Deny)
+                .open_dir(rel("folder/sub"), Symlinks::Deny)
                 .unwrap()
                 .backend(),
             backend,
@@ -127,7 +132,7 @@ const FLAGS: [OFlags; 3] = [
 const POLICIES: [Symlinks; 2] = [Symlinks::Beneath, Symlinks::Deny];
 
 fn lookup(anchor: &Anchor, path: &Path, flags: OFlags, symlinks: Symlinks) -> Outcome {
-    match anchor.open(path, flags, Mode::empty(), symlinks) {
+    match RelPath::new(path).and_then(|p| anchor.open(p, flags, Mode::empty(), symlinks)) {
         Ok(fd) => Outcome::Opened(identity(fd.as_fd()).unwrap()),
         Err(e) => Outcome::Refused(e.code()),
     }
@@ -203,7 +208,7 @@ fn a_directory_wanted_through_a_last_link_is_followed_or_refused_as_a_link() {
         let anchor = Anchor::open_ambient(&t.base, FIXTURE)
             .unwrap()
             .into_backend(backend);
-        let opened = anchor.open_dir(Path::new("link_dir"), Symlinks::Beneath);
+        let opened = anchor.open_dir(rel("link_dir"), Symlinks::Beneath);
         assert_eq!(
             identity(opened.unwrap().as_fd()).unwrap(),
             (dir.dev(), dir.ino()),
@@ -214,7 +219,7 @@ fn a_directory_wanted_through_a_last_link_is_followed_or_refused_as_a_link() {
             ("link_up", Symlinks::Beneath),
             ("dir/link_parent", Symlinks::Deny),
         ] {
-            let err = anchor.open_dir(Path::new(path), symlinks).unwrap_err();
+            let err = anchor.open_dir(rel(path), symlinks).unwrap_err();
             assert_eq!(
                 err.code(),
                 Code::SymlinkEscape,
@@ -222,7 +227,7 @@ fn a_directory_wanted_through_a_last_link_is_followed_or_refused_as_a_link() {
             );
         }
         let err = anchor
-            .open_dir(Path::new("file.txt"), Symlinks::Beneath)
+            .open_dir(rel("file.txt"), Symlinks::Beneath)
             .unwrap_err();
         assert_eq!(
             err.code(),
@@ -232,11 +237,12 @@ fn a_directory_wanted_through_a_last_link_is_followed_or_refused_as_a_link() {
     }
 }
 
-/// Regression (found with the `backends` fuzz target, on a hand-made input): a relative path longer than the kernel
-/// takes was refused by openat2 (`ENAMETOOLONG`) but opened by the walk, which passes the
-/// kernel one component at a time. At the limit both open it; one byte over, both refuse.
+/// Regression (found with the `backends` fuzz target, on a hand-made input): a relative path
+/// longer than the kernel takes was refused by openat2 (`ENAMETOOLONG`) but opened by the walk,
+/// which passes the kernel one component at a time. At the limit both open it; one byte over,
+/// [`RelPath`] refuses it, so neither backend ever sees it.
 #[test]
-fn a_path_longer_than_path_max_is_refused_by_both_backends() {
+fn a_path_longer_than_path_max_is_refused_before_either_backend() {
     let t = crate::beneath::tree();
     let file = std::fs::metadata(t.base.join("file.txt")).unwrap();
     // `.` then slashes then `file.txt`: `len` bytes that name file.txt.
@@ -246,15 +252,15 @@ fn a_path_longer_than_path_max_is_refused_by_both_backends() {
             .unwrap()
             .into_backend(backend);
         let at_limit = anchor
-            .open_read(Path::new(&path(4095)), Symlinks::Beneath)
+            .open_read(rel(&path(4095)), Symlinks::Beneath)
             .unwrap();
         assert_eq!(
             identity(at_limit.as_fd()).unwrap(),
             (file.dev(), file.ino()),
             "{backend:?}"
         );
-        let err = anchor
-            .open_read(Path::new(&path(4096)), Symlinks::Beneath)
+        let err = RelPath::new(&path(4096))
+            .and_then(|p| anchor.open_read(p, Symlinks::Beneath))
             .unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument, "{backend:?}: {err}");
     }

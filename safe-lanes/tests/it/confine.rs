@@ -7,9 +7,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use safe_lanes::confine::{landlock_support, sandbox_support};
-use safe_lanes::{Access, Confined, ConfinedOutcome, Grants, Limits, StateRoot};
+use safe_lanes::{Access, Alias, Confined, ConfinedOutcome, Grants, Limits, StateRoot};
 
 use crate::util::{HEARTBEAT, stops_writing};
+
+fn alias(text: &str) -> Alias {
+    Alias::new(text).unwrap()
+}
 
 struct World {
     tmp: tempfile::TempDir,
@@ -457,7 +461,7 @@ fn output_is_capped() {
 fn the_working_directory_can_be_a_grant() {
     let w = World::new();
     let out = Confined::shell("pwd && cat data.txt")
-        .cwd("ro")
+        .cwd(alias("ro"))
         .run(&w.grants.session())
         .unwrap();
     assert_eq!(
@@ -465,12 +469,12 @@ fn the_working_directory_can_be_a_grant() {
         format!("{}\nread me", w.p("ro").display())
     );
     let err = Confined::shell("pwd")
-        .cwd("revoked")
+        .cwd(alias("revoked"))
         .run(&w.grants.session())
         .unwrap_err();
     assert_eq!(err.code(), safe_lanes::Code::Revoked);
     let err = Confined::shell("pwd")
-        .cwd("pending")
+        .cwd(alias("pending"))
         .run(&w.grants.session())
         .unwrap_err();
     assert_eq!(err.code(), safe_lanes::Code::UnknownAlias);

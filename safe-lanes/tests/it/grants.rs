@@ -6,9 +6,21 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use safe_lanes::grants::{Action, Narrowing};
-use safe_lanes::{Access, Alias, Code, Grants, StateRoot, Want};
+use safe_lanes::grants::{Action, Narrowing, Resolved};
+use safe_lanes::input::RelPath;
+use safe_lanes::{Access, Alias, Code, Grants, Session, StateRoot, Want};
 use serde_json::{Value, json};
+
+/// Resolve the strings an agent would send, made into typed inputs as an adapter makes them.
+trait Resolve {
+    fn at(&self, alias: &str, rel: &str, want: Want) -> safe_lanes::Result<Resolved>;
+}
+
+impl Resolve for Session {
+    fn at(&self, alias: &str, rel: &str, want: Want) -> safe_lanes::Result<Resolved> {
+        self.resolve(&Alias::new(alias)?, RelPath::new(rel)?, want)
+    }
+}
 
 struct World {
     tmp: tempfile::TempDir,
@@ -341,7 +353,7 @@ fn a_request_is_inert_until_approved() {
         .unwrap();
     assert!(r.id.starts_with("req_"));
     assert_eq!(
-        code(session.resolve("docs", Path::new("."), Want::Read)),
+        code(session.at("docs", ".", Want::Read)),
         Code::UnknownAlias
     );
     assert!(w.grants.list().unwrap().grants.is_empty());
@@ -376,7 +388,7 @@ fn a_request_is_inert_until_approved() {
     assert_eq!((g.alias.as_str(), g.access), ("docs", Access::ReadWrite));
     assert!(w.grants.list().unwrap().requests.is_empty());
     assert!(
-        session.resolve("docs", Path::new("."), Want::Write).is_ok(),
+        session.at("docs", ".", Want::Write).is_ok(),
         "live session sees it"
     );
 }
@@ -438,16 +450,9 @@ fn a_request_to_widen_an_existing_grant_changes_its_access_on_approval() {
         .request("proj", Access::ReadWrite, "need to edit", None, "agent")
         .unwrap();
     let session = w.grants.session();
-    assert_eq!(
-        code(session.resolve("proj", Path::new("src"), Want::Write)),
-        Code::ReadOnly
-    );
+    assert_eq!(code(session.at("proj", "src", Want::Write)), Code::ReadOnly);
     w.grants.approve(&r.id, None, "fine", "alice").unwrap();
-    assert!(
-        session
-            .resolve("proj", Path::new("src"), Want::Write)
-            .is_ok()
-    );
+    assert!(session.at("proj", "src", Want::Write).is_ok());
 }
 
 #[test]
@@ -543,41 +548,29 @@ fn a_live_session_sees_a_revoke_on_its_next_operation() {
     w.add("proj", "proj", Access::ReadWrite).unwrap();
     let session = w.grants.session();
     let child = session.child(Narrowing::none());
-    assert!(
-        session
-            .resolve("proj", Path::new("src/main.rs"), Want::Write)
-            .is_ok()
-    );
-    assert!(
-        child
-            .resolve("proj", Path::new("src/main.rs"), Want::Read)
-            .is_ok()
-    );
+    assert!(session.at("proj", "src/main.rs", Want::Write).is_ok());
+    assert!(child.at("proj", "src/main.rs", Want::Read).is_ok());
     // The human revokes through another handle (as the CLI would, in another process).
     Grants::open(&w.root, None)
         .unwrap()
         .revoke("proj", "stop", "alice")
         .unwrap();
     assert_eq!(
-        code(session.resolve("proj", Path::new("src/main.rs"), Want::Read)),
+        code(session.at("proj", "src/main.rs", Want::Read)),
         Code::Revoked
     );
     assert_eq!(
-        code(child.resolve("proj", Path::new("src/main.rs"), Want::Read)),
+        code(child.at("proj", "src/main.rs", Want::Read)),
         Code::Revoked
     );
     // A session created afterwards also says revoked, not unknown.
     assert_eq!(
-        code(
-            w.grants
-                .session()
-                .resolve("proj", Path::new("."), Want::Read)
-        ),
+        code(w.grants.session().at("proj", ".", Want::Read)),
         Code::Revoked
     );
     // Granting the alias again brings it back.
     w.add("proj", "proj", Access::ReadOnly).unwrap();
-    assert!(session.resolve("proj", Path::new("."), Want::Read).is_ok());
+    assert!(session.at("proj", ".", Want::Read).is_ok());
 }
 
 #[test]
@@ -592,29 +585,20 @@ fn narrowing_applies_live_and_children_only_narrow() {
             .only([proj.clone()])
             .at_most(proj.clone(), Access::ReadOnly),
     );
-    assert_eq!(
-        code(child.resolve("other", Path::new("."), Want::Read)),
-        Code::UnknownAlias
-    );
-    assert_eq!(
-        code(child.resolve("proj", Path::new("."), Want::Write)),
-        Code::ReadOnly
-    );
+    assert_eq!(code(child.at("other", ".", Want::Read)), Code::UnknownAlias);
+    assert_eq!(code(child.at("proj", ".", Want::Write)), Code::ReadOnly);
     // A grandchild cannot widen back.
     let grandchild = child.child(Narrowing::none().at_most(proj, Access::ReadWrite));
     assert_eq!(
-        code(grandchild.resolve("proj", Path::new("."), Want::Write)),
+        code(grandchild.at("proj", ".", Want::Write)),
         Code::ReadOnly
     );
     // The human narrows: the parent session loses write on its next operation.
-    assert!(session.resolve("proj", Path::new("."), Want::Write).is_ok());
+    assert!(session.at("proj", ".", Want::Write).is_ok());
     w.grants
         .set_access("proj", Access::ReadOnly, "careful", "alice")
         .unwrap();
-    assert_eq!(
-        code(session.resolve("proj", Path::new("."), Want::Write)),
-        Code::ReadOnly
-    );
+    assert_eq!(code(session.at("proj", ".", Want::Write)), Code::ReadOnly);
     let snap = session.snapshot().unwrap();
     let envs: Vec<&str> = snap.available().map(|g| g.env.as_str()).collect();
     assert_eq!(envs, ["WORKFLOW_FOLDER_PROJ", "WORKFLOW_FOLDER_OTHER"]);
@@ -641,11 +625,7 @@ fn a_grant_from_another_host_is_unavailable() {
             .contains("elsewhere")
     );
     assert_eq!(
-        code(
-            w.grants
-                .session()
-                .resolve("proj", Path::new("."), Want::Read)
-        ),
+        code(w.grants.session().at("proj", ".", Want::Read)),
         Code::UnavailableOnHost
     );
     assert_eq!(
@@ -659,23 +639,18 @@ fn a_moved_folder_is_unavailable_in_the_listing_and_refused_by_an_open_session()
     let w = World::new();
     w.add("proj", "proj", Access::ReadWrite).unwrap();
     let session = w.grants.session();
-    assert!(session.resolve("proj", Path::new("."), Want::Write).is_ok());
+    assert!(session.at("proj", ".", Want::Write).is_ok());
     // Moved away while the session holds its folder: both say it is gone, with a grant-level
     // refusal (not an `io` error), and the session never follows the folder to where it went.
     std::fs::rename(w.p("proj"), w.p("moved")).unwrap();
     let listing = w.grants.list().unwrap();
     assert!(!listing.grants[0].available, "{listing:?}");
-    assert_eq!(
-        code(session.resolve("proj", Path::new("."), Want::Write)),
-        Code::NotFound
-    );
+    assert_eq!(code(session.at("proj", ".", Want::Write)), Code::NotFound);
     assert_eq!(session.snapshot().unwrap().available().count(), 0);
     // Another folder now at the path: the listing and the same session agree again.
     std::fs::create_dir(w.p("proj")).unwrap();
     assert!(w.grants.list().unwrap().grants[0].available);
-    let resolved = session
-        .resolve("proj", Path::new("."), Want::Write)
-        .unwrap();
+    let resolved = session.at("proj", ".", Want::Write).unwrap();
     assert_eq!(
         safe_lanes::beneath::identity(resolved.fd.as_fd()).unwrap(),
         safe_lanes::beneath::identity(
@@ -709,9 +684,7 @@ pub(crate) fn resolution_inside_a_grant_refuses_every_escape() {
         "src",
     ];
     for rel in ok {
-        let r = session
-            .resolve("proj", Path::new(rel), Want::Write)
-            .unwrap();
+        let r = session.at("proj", rel, Want::Write).unwrap();
         assert!(r.path.starts_with(w.p("proj")), "{rel}");
     }
     let refused: &[(&str, &str, Want, Code)] = &[
@@ -729,9 +702,8 @@ pub(crate) fn resolution_inside_a_grant_refuses_every_escape() {
         ("proj2", ".", Want::Read, Code::UnknownAlias),
     ];
     for &(alias, rel, want, expected) in refused {
-        let path = Path::new(std::ffi::OsStr::new(rel));
         assert_eq!(
-            code(session.resolve(alias, path, want)),
+            code(session.at(alias, rel, want)),
             expected,
             "{alias} {rel:?}"
         );
@@ -932,7 +904,7 @@ fn a_grant_edited_into_the_manifest_that_breaks_a_rule_is_never_used() {
     let session = w.grants.session();
     for alias in ["state", "parent", "src"] {
         assert_eq!(
-            code(session.resolve(alias, Path::new("."), Want::Read)),
+            code(session.at(alias, ".", Want::Read)),
             Code::InvalidManifest,
             "{alias}"
         );

@@ -3,11 +3,11 @@
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, symlink};
-use std::path::Path;
 
 use cap_std::fs::Dir;
 use safe_lanes::Code;
 use safe_lanes::beneath::{Anchor, Symlinks, identity};
+use safe_lanes::input::RelPath;
 
 /// Test fixtures are opened by their paths.
 const FIXTURE: safe_lanes::beneath::Ambient =
@@ -41,15 +41,15 @@ fn a_cap_std_dir_becomes_a_full_anchor_on_the_same_directory() {
     anchor.sync().unwrap();
     assert!(
         anchor
-            .open_read(Path::new("file.txt"), Symlinks::Beneath)
+            .open_read(RelPath::new("file.txt").unwrap(), Symlinks::Beneath)
             .is_ok()
     );
     for (path, code) in [
         ("out", Code::SymlinkEscape),
         ("../secret.txt", Code::Traversal),
     ] {
-        let err = anchor
-            .open_read(Path::new(path), Symlinks::Beneath)
+        let err = RelPath::new(path)
+            .and_then(|p| anchor.open_read(p, Symlinks::Beneath))
             .unwrap_err();
         assert_eq!(err.code(), code, "{path}");
     }

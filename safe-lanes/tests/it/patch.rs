@@ -5,8 +5,8 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use safe_lanes::patch::Change;
-use safe_lanes::{Access, Code, Grants, StateRoot, apply_patch};
+use safe_lanes::patch::FileChange;
+use safe_lanes::{Access, Alias, Code, Grants, StateRoot, apply_patch};
 
 use crate::util::mkfifo;
 
@@ -74,7 +74,9 @@ impl World {
         file: &str,
         diff: &str,
     ) -> safe_lanes::Result<safe_lanes::Patched> {
-        apply_patch(&self.grants.agent().session(), alias, Path::new(file), diff)
+        let session = self.grants.agent().session();
+        let alias = session.alias("patch", alias)?;
+        apply_patch(&session, &alias, Path::new(file), diff)
     }
 
     /// Every file of the world with its content.
@@ -119,7 +121,7 @@ fn a_multi_hunk_patch_applies_at_shifted_offsets_and_keeps_the_mode() {
     let shifted = format!("{}{original}", "header\n".repeat(5));
     std::fs::write(&target, &shifted).unwrap();
     let done = w.apply("rw", "src/lib.rs", &patch).unwrap();
-    assert_eq!((done.change, done.hunks), (Change::Modified, 2));
+    assert_eq!((done.change, done.hunks), (FileChange::Modified, 2));
     assert_eq!(done.path, target);
     let now = std::fs::read_to_string(&target).unwrap();
     assert_eq!(now, format!("{}{edited}", "header\n".repeat(5)));
@@ -170,7 +172,7 @@ fn create_and_delete_through_dev_null() {
     let w = World::new();
     let create = "--- /dev/null\n+++ b/src/new.rs\n@@ -0,0 +1,2 @@\n+fn a() {}\n+fn b() {}\n";
     let done = w.apply("rw", "src/new.rs", create).unwrap();
-    assert_eq!((done.change, done.hunks), (Change::Created, 1));
+    assert_eq!((done.change, done.hunks), (FileChange::Created, 1));
     assert_eq!(
         std::fs::read_to_string(w.p("rw/src/new.rs")).unwrap(),
         "fn a() {}\nfn b() {}\n"
@@ -182,7 +184,7 @@ fn create_and_delete_through_dev_null() {
     );
     let delete = "--- a/src/new.rs\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-fn a() {}\n-fn b() {}\n";
     let done = w.apply("rw", "src/new.rs", delete).unwrap();
-    assert_eq!(done.change, Change::Deleted);
+    assert_eq!(done.change, FileChange::Deleted);
     assert!(!w.p("rw/src/new.rs").exists());
     assert_eq!(
         w.apply("rw", "src/new.rs", delete).unwrap_err().code(),
@@ -273,7 +275,7 @@ fn every_patch_is_audited() {
     let edited = original.replace("line 1\n", "one\n");
     apply_patch(
         &w.grants.session(),
-        "rw",
+        &Alias::new("rw").unwrap(),
         Path::new("src/lib.rs"),
         &diff(&edited, &edited.replace("line 2\n", "two\n")),
     )
@@ -292,7 +294,8 @@ fn a_target_name_that_is_not_utf8_is_patched_and_reported() {
     let w = World::new();
     let name = std::ffi::OsStr::from_bytes(b"new\xb6.txt");
     let create = "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hi\n";
-    let done = apply_patch(&w.grants.session(), "rw", Path::new(name), create).unwrap();
+    let rw = Alias::new("rw").unwrap();
+    let done = apply_patch(&w.grants.session(), &rw, Path::new(name), create).unwrap();
     assert_eq!(std::fs::read(w.p("rw").join(name)).unwrap(), b"hi\n");
     let json = serde_json::to_value(&done).unwrap();
     assert!(json["path"].as_str().unwrap().ends_with("new\u{FFFD}.txt"));
@@ -368,7 +371,7 @@ fn hunks_apply_at_offsets_of_their_own() {
     );
     std::fs::write(w.p("rw/src/lib.rs"), &drifted).unwrap();
     let done = w.apply("rw", "src/lib.rs", &patch).unwrap();
-    assert_eq!((done.change, done.hunks), (Change::Modified, 3));
+    assert_eq!((done.change, done.hunks), (FileChange::Modified, 3));
     let want = insert(
         &format!("{}{edited}", "top\n".repeat(3)),
         "line 70\n",

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{CWD, RenameFlags};
 use safe_lanes::beneath::{force_backend, identity};
-use safe_lanes::upload::Origin;
+use safe_lanes::upload::AllowedBy;
 use safe_lanes::{Code, StateRoot, UploadSource};
 use sha2::Digest;
 
@@ -244,32 +244,32 @@ fn roots_and_ignored_entries_are_reported() {
         (k == "SAFE_LANES_UPLOAD_ROOTS").then(|| env.clone().into())
     })
     .unwrap();
-    let mut roots: Vec<(PathBuf, Origin)> = source
+    let mut roots: Vec<(PathBuf, AllowedBy)> = source
         .roots()
         .iter()
         .map(|r| (r.path.clone(), r.origin.clone()))
         .collect();
     roots.sort();
     let mut want = vec![
-        (w.p("allowed1"), Origin::File),
-        (w.p("allowed2"), Origin::File),
-        (w.p("real3"), Origin::File),
-        (w.p("state/.downloads"), Origin::Downloads),
+        (w.p("allowed1"), AllowedBy::File),
+        (w.p("allowed2"), AllowedBy::File),
+        (w.p("real3"), AllowedBy::File),
+        (w.p("state/.downloads"), AllowedBy::Downloads),
     ];
     want.sort();
     assert_eq!(
         roots, want,
         "allowed2 from the env is a duplicate and listed once"
     );
-    let ignored: Vec<(Origin, String)> = source
+    let ignored: Vec<(AllowedBy, String)> = source
         .ignored()
         .iter()
         .map(|i| (i.origin.clone(), i.why.clone()))
         .collect();
     assert_eq!(ignored.len(), 5, "{ignored:?}");
-    assert!(ignored.contains(&(Origin::File, "not an absolute path".into())));
-    assert!(ignored.contains(&(Origin::File, "missing, or not a directory".into())));
-    assert!(ignored.contains(&(Origin::Env, "not an absolute path".into())));
+    assert!(ignored.contains(&(AllowedBy::File, "not an absolute path".into())));
+    assert!(ignored.contains(&(AllowedBy::File, "missing, or not a directory".into())));
+    assert!(ignored.contains(&(AllowedBy::Env, "not an absolute path".into())));
     assert_eq!(
         ignored
             .iter()
@@ -286,7 +286,7 @@ fn gwsa_variable_is_read_too_and_the_default_is_downloads_only() {
     std::fs::remove_file(w.p("state/.upload-roots")).unwrap();
     let only = UploadSource::load_with(&w.root, |_| None).unwrap();
     assert_eq!(only.roots().len(), 1);
-    assert_eq!(only.roots()[0].origin, Origin::Downloads);
+    assert_eq!(only.roots()[0].origin, AllowedBy::Downloads);
     assert_eq!(
         only.resolve(&w.p("allowed1/file.txt")).unwrap_err().code(),
         Code::OutsideAllowlist

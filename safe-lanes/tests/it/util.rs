@@ -82,3 +82,8 @@ pub(crate) fn stops_writing(beat: &Path) -> bool {
         before == read()
     })
 }
+
+/// A fixed relative path of a test, checked as the primitive requires.
+pub(crate) fn rel(path: &str) -> safe_lanes::input::RelPath<'_> {
+    safe_lanes::input::RelPath::new(path).expect("a valid relative path")
+}
