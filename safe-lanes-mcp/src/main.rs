@@ -7,7 +7,9 @@
 
 mod params;
 mod reply;
+mod schema;
 mod server;
+mod shell;
 mod transport;
 
 use std::path::PathBuf;
@@ -62,11 +64,13 @@ async fn main() -> Result<()> {
         .map(Uploader::parse)
         .transpose()
         .context("--uploader")?;
+    let cancels = transport::Cancels::default();
     let server = server::Server::new(server::Config {
         root: root.path.clone(),
         manifest: args.manifest,
         uploader,
         max_bytes: args.max_bytes,
+        cancels: cancels.clone(),
     })
     .context("cannot open the state root")?;
     #[allow(clippy::print_stderr)]
@@ -78,7 +82,8 @@ async fn main() -> Result<()> {
         );
     }
     let limits = transport::Limits::for_content_cap(args.max_bytes);
-    let (transport, writer) = transport::stdio(limits).context("cannot start the stdio threads")?;
+    let (transport, writer) =
+        transport::stdio(limits, cancels).context("cannot start the stdio threads")?;
     server.serve(transport).await?.waiting().await?;
     // The service and its sink are gone: the writer drains what is left and ends.
     let _ = writer.join();

@@ -4,39 +4,110 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::reply::{Failure, malformed};
+use safe_lanes::grants::{ALIAS_PATTERN, MAX_ALIAS_LEN};
 
-/// Content given inline, as text or as base64.
+use crate::reply::{Failure, invalid};
+
+/// Content given inline, as text or as base64 (exactly one).
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{ "required": ["text"] }, { "required": ["base64"] }]))]
 pub(crate) struct Content {
     /// The name the file should have. Only a hint: it is sanitized to one safe file name.
     pub(crate) filename: String,
     /// The content as UTF-8 text. Give exactly one of `text` and `base64`.
     pub(crate) text: Option<String>,
-    /// The content as standard base64 (for binary files). Give exactly one of `text` and `base64`.
+    /// The content as standard base64 (for binary files). Give exactly one of `text` and
+    /// `base64`.
     pub(crate) base64: Option<String>,
 }
 
 impl Content {
-    /// The bytes, or a JSON-RPC error when not exactly one form is given or base64 is invalid.
+    /// The bytes; `invalid_argument` when not exactly one form is given or base64 is invalid.
     pub(crate) fn bytes(&self) -> Result<Vec<u8>, Failure> {
         use base64::Engine as _;
         match (&self.text, &self.base64) {
             (Some(text), None) => Ok(text.as_bytes().to_vec()),
             (None, Some(b64)) => base64::engine::general_purpose::STANDARD
                 .decode(b64.trim())
-                .map_err(|e| malformed(&format!("`base64` is not valid base64: {e}"))),
-            _ => Err(malformed("give exactly one of `text` and `base64`")),
+                .map_err(|e| invalid(&format!("`base64`: not valid base64: {e}"))),
+            _ => Err(invalid("give exactly one of `text` and `base64`")),
         }
+    }
+}
+
+/// An integer argument from `MIN` to `MAX`: the schema states the range and parsing enforces
+/// it, so the two cannot disagree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "i64", into = "u64")]
+pub(crate) struct Bounded<const MIN: u64, const MAX: u64>(pub(crate) u64);
+
+impl<const MIN: u64, const MAX: u64> TryFrom<i64> for Bounded<MIN, MAX> {
+    type Error = String;
+
+    fn try_from(value: i64) -> Result<Self, String> {
+        u64::try_from(value)
+            .ok()
+            .filter(|v| (MIN..=MAX).contains(v))
+            .map(Self)
+            .ok_or_else(|| format!("{value} is not an integer from {MIN} to {MAX}"))
+    }
+}
+
+impl<const MIN: u64, const MAX: u64> From<Bounded<MIN, MAX>> for u64 {
+    fn from(value: Bounded<MIN, MAX>) -> Self {
+        value.0
+    }
+}
+
+impl<const MIN: u64, const MAX: u64> JsonSchema for Bounded<MIN, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Integer_{MIN}_to_{MAX}").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "integer", "minimum": MIN, "maximum": MAX })
     }
 }
 
 /// No arguments.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Nothing {}
+
+/// Seconds a command may run: 1 to 600.
+pub(crate) type TimeoutSeconds = Bounded<1, 600>;
+/// Files in one page of `downloads_list`: 1 to 1,000.
+pub(crate) type PageLimit = Bounded<1, 1000>;
+/// Seconds a job poll may wait for the job to finish: 0 to 30.
+pub(crate) type WaitSeconds = Bounded<0, 30>;
+
+fn default_timeout() -> TimeoutSeconds {
+    Bounded(60)
+}
+
+fn default_limit() -> PageLimit {
+    Bounded(100)
+}
+
+/// A page of the download folder.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DownloadsPage {
+    /// Where to continue: the `next_cursor` of the previous page (omit for the first page).
+    pub(crate) cursor: Option<String>,
+    /// The most files to list.
+    #[serde(default = "default_limit")]
+    pub(crate) limit: PageLimit,
+}
 
 /// A local file.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct SourcePath {
     /// The absolute path of the file.
     pub(crate) path: String,
@@ -44,11 +115,14 @@ pub(crate) struct SourcePath {
 
 /// A request for access to a folder.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct AccessRequest {
     /// The alias to use for the folder: lowercase letters, digits, `_` and `-`, starting with a
     /// letter or digit, at most 48 characters.
+    #[schemars(extend("pattern" = ALIAS_PATTERN, "maxLength" = MAX_ALIAS_LEN))]
     pub(crate) alias: String,
-    /// `read_only` or `read_write`.
+    /// `read_only` (read, list and run) or `read_write` (also create, modify, rename and
+    /// delete).
     pub(crate) access: AccessName,
     /// Why access is needed, in words the human will read before deciding.
     pub(crate) reason: String,
@@ -59,10 +133,9 @@ pub(crate) struct AccessRequest {
 /// The access a grant gives.
 #[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub(crate) enum AccessName {
-    /// Read, list and run.
     ReadOnly,
-    /// Read, create, modify, rename and delete.
     ReadWrite,
 }
 
@@ -77,8 +150,10 @@ impl From<AccessName> for safe_lanes::Access {
 
 /// A patch for one file in a granted folder.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct FolderPatch {
     /// The alias of a read-write folder grant.
+    #[schemars(extend("pattern" = ALIAS_PATTERN, "maxLength" = MAX_ALIAS_LEN))]
     pub(crate) alias: String,
     /// The file, relative to the granted folder (no `..`, no symbolic links).
     pub(crate) path: String,
@@ -88,14 +163,46 @@ pub(crate) struct FolderPatch {
 
 /// A shell command.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct ShellCommand {
     /// The command, run by `/bin/sh -c`.
     pub(crate) command: String,
     /// The alias of a granted folder to start in (default: a private scratch directory).
+    #[schemars(extend("pattern" = ALIAS_PATTERN, "maxLength" = MAX_ALIAS_LEN))]
     pub(crate) cwd: Option<String>,
-    /// Seconds before the command and everything it started are killed (default 60, at most
-    /// 600).
-    pub(crate) timeout_s: Option<u64>,
+    /// Seconds before the command and everything it started are killed.
+    #[serde(default = "default_timeout")]
+    pub(crate) timeout_s: TimeoutSeconds,
+    /// Run in the background: answer at once with a `job_id`, then follow the job with
+    /// `shell_job_status` and stop it with `shell_job_stop`. For commands that may take
+    /// longer than the client waits for an answer.
+    #[serde(default)]
+    pub(crate) background: bool,
+}
+
+/// A background job.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JobRef {
+    /// The `job_id` that `shell_exec` returned.
+    pub(crate) job_id: String,
+}
+
+/// A poll of a background job.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JobPoll {
+    /// The `job_id` that `shell_exec` returned.
+    pub(crate) job_id: String,
+    /// Wait up to this many seconds for the job to finish before answering (0: answer now).
+    #[serde(default)]
+    pub(crate) wait_s: WaitSeconds,
+}
+
+impl Default for WaitSeconds {
+    fn default() -> Self {
+        Bounded(0)
+    }
 }
 
 /// A file saved in the download lane.
@@ -111,11 +218,14 @@ pub(crate) struct SavedFile {
     pub(crate) sha256: String,
 }
 
-/// The download lane's files.
+/// A page of the download lane's files.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Downloads {
     /// The files, by name.
     pub(crate) files: Vec<DownloadedFile>,
+    /// Give this as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 /// One file of the download lane.
@@ -235,21 +345,38 @@ pub(crate) struct Patched {
     pub(crate) bytes: u64,
 }
 
-/// How a shell command ended.
+/// A shell command: how it ended, or how a background job is doing.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct ShellResult {
-    /// Its exit code (none when killed by a signal).
+    /// `running` (a background job still running) or `finished`.
+    pub(crate) status: JobStatus,
+    /// The background job's id (only for background jobs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) job_id: Option<String>,
+    /// Seconds since the command started.
+    pub(crate) elapsed_s: f64,
+    /// Its exit code (none while running, or when killed by a signal).
     pub(crate) exit_code: Option<i32>,
     /// The signal that killed it, if any.
     pub(crate) signal: Option<i32>,
-    /// Standard output (capped).
+    /// Standard output (capped); for a background job, what is new since the last poll.
     pub(crate) stdout: String,
-    /// Standard error (capped).
+    /// Standard error (capped); for a background job, what is new since the last poll.
     pub(crate) stderr: String,
     /// Whether the timeout killed it.
     pub(crate) timed_out: bool,
     /// Whether output was cut at the cap.
     pub(crate) truncated: bool,
-    /// Why it was stopped early (a revoked or narrowed grant), if it was.
+    /// Why it was stopped early (a revoked or narrowed grant, a cancellation, a stop), if it
+    /// was.
     pub(crate) stopped: Option<String>,
+}
+
+/// Whether a command is still running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub(crate) enum JobStatus {
+    Running,
+    Finished,
 }

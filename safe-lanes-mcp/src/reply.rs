@@ -1,43 +1,48 @@
-//! Turning library results into MCP tool results.
+//! Turning library results into MCP tool results every client reads.
 //!
-//! - Success: the tool's output struct, sent as `structuredContent` (with its `outputSchema`)
-//!   and as JSON text.
-//! - A library error (a refusal or an `io` failure): a tool result with `isError: true`, the
-//!   text `"<code>: <message>"` and `structuredContent: {"error": {"code", "message"}}`.
-//! - A malformed call (both `text` and `base64`, invalid base64): a JSON-RPC "invalid params"
-//!   error.
+//! - Success: the tool's output struct, sent as `structuredContent` (validating against its
+//!   `outputSchema`) and as JSON text.
+//! - A refusal, a failure or a bad argument: a tool result with `isError: true`, the text
+//!   `"<code>: <message>"`, the code again in `_meta` under [`CODE_META`], and **no**
+//!   `structuredContent` (a client validates structured content against the `outputSchema`
+//!   even on errors, and an error object would not match it). The model reads it and can
+//!   retry; nothing here is a JSON-RPC error, which hosts show as a fault of the call.
 
-use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject, MetaObject};
+use rmcp::{ErrorData, Json};
 use safe_lanes::Code;
-use serde_json::json;
+use serde_json::Value;
 
-/// Why a tool call did not succeed.
+/// The `_meta` key of an error result that holds its code.
+pub(crate) const CODE_META: &str = "safe-lanes/code";
+
+/// Why a tool call did not succeed: an error result (module docs).
 #[derive(Debug)]
-pub(crate) enum Failure {
-    /// Refused or failed: a tool result with `isError: true`.
-    Refused(Box<CallToolResult>),
-    /// Malformed: a JSON-RPC error.
-    Malformed(Box<ErrorData>),
-}
+pub(crate) struct Failure(Box<CallToolResult>);
+
+/// What a tool answers.
+pub(crate) type Reply<T> = Result<Json<T>, Failure>;
 
 impl IntoCallToolResult for Failure {
     fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
-        match self {
-            Failure::Refused(result) => Ok((*result).into()),
-            Failure::Malformed(error) => Err(*error),
-        }
+        Ok((*self.0).into())
     }
 }
 
-/// A refusal result with one of the library's stable codes.
+/// An error result with one of the library's stable codes.
 pub(crate) fn refusal(code: Code, message: &str) -> Failure {
     let code = code.as_str();
-    let mut result =
-        CallToolResult::structured_error(json!({ "error": { "code": code, "message": message } }));
-    result.content = vec![ContentBlock::text(format!("{code}: {message}"))];
-    Failure::Refused(Box::new(result))
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!("{code}: {message}"))]);
+    let mut meta = MetaObject::new();
+    meta.0.insert(CODE_META.to_owned(), Value::from(code));
+    result.meta = Some(meta);
+    Failure(Box::new(result))
+}
+
+/// An `invalid_argument` result: `message` names the argument.
+pub(crate) fn invalid(message: &str) -> Failure {
+    refusal(Code::InvalidArgument, message)
 }
 
 impl From<safe_lanes::Error> for Failure {
@@ -46,28 +51,21 @@ impl From<safe_lanes::Error> for Failure {
     }
 }
 
-/// A JSON-RPC "invalid params" error.
-pub(crate) fn malformed(message: &str) -> Failure {
-    Failure::Malformed(Box::new(ErrorData::invalid_params(
-        message.to_owned(),
-        None,
-    )))
-}
-
-/// Parse a tool's arguments; arguments that do not fit its schema (a wrong type, a missing
-/// field) are a JSON-RPC "invalid params" error, like every other malformed call.
+/// Parse a tool's arguments. Arguments that do not fit its schema (an unknown field, a wrong
+/// type, a missing field, a number out of range) are `invalid_argument`, naming the field.
 pub(crate) fn arguments<T: serde::de::DeserializeOwned>(raw: JsonObject) -> Result<T, Failure> {
-    serde_json::from_value(serde_json::Value::Object(raw))
-        .map_err(|e| malformed(&format!("invalid arguments: {e}")))
+    serde_path_to_error::deserialize(Value::Object(raw)).map_err(|e| {
+        let field = e.path().to_string();
+        let why = e.into_inner();
+        if field == "." {
+            invalid(&why.to_string())
+        } else {
+            invalid(&format!("`{field}`: {why}"))
+        }
+    })
 }
 
-/// The JSON Schema of a tool's arguments.
-pub(crate) fn input_schema<T: schemars::JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
-    rmcp::handler::server::common::schema_for_input::<T>()
-        .unwrap_or_else(|e| panic!("the argument types have valid schemas: {e}"))
-}
-
-/// Run blocking library work off the async runtime. A panic in it becomes an `io` refusal
+/// Run blocking library work off the async runtime. A panic in it becomes an `io` error result
 /// instead of a request that never gets an answer.
 pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, Failure> + Send + 'static,

@@ -1,30 +1,36 @@
 //! The tools. Each maps its arguments to one library call; the library holds every policy.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use base64::Engine as _;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
-use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use safe_lanes::confine::Jobs;
 use safe_lanes::grants::AgentGrants;
 use safe_lanes::{
-    Code, Confined, DownloadLane, Limits, Session, StateRoot, UploadDeposit, UploadSource,
+    Code, Confined, Control, DownloadLane, Limits, Session, StateRoot, UploadDeposit, UploadSource,
     Uploader, apply_patch,
 };
 
 use crate::params::{
-    AccessRequest, Content, DownloadedFile, Downloads, FolderPatch, GrantInfo, GrantsList, Nothing,
-    Patched, RequestInfo, Requested, ResolvedSource, SavedFile, ShellCommand, ShellResult,
-    SourcePath, Uploaded, UploadedContent,
+    AccessRequest, Content, DownloadedFile, Downloads, DownloadsPage, FolderPatch, GrantInfo,
+    GrantsList, JobPoll, JobRef, Nothing, Patched, RequestInfo, Requested, ResolvedSource,
+    SavedFile, ShellCommand, ShellResult, SourcePath, Uploaded, UploadedContent,
 };
-use crate::reply::{Failure, arguments, blocking, input_schema, refusal};
+use crate::reply::{Failure, Reply, arguments, blocking, invalid, refusal};
+use crate::schema::{input, output};
+use crate::shell;
+use crate::transport::Cancels;
 
-/// The default and largest `timeout_s` of `shell_exec`.
-const SHELL_TIMEOUT: (u64, u64) = (60, 600);
 /// Output kept of each stream of a shell command.
 const SHELL_OUTPUT: usize = 256 * 1024;
+/// The most background jobs at once.
+const MAX_JOBS: usize = 8;
 
 /// What the server was started with.
 #[derive(Debug)]
@@ -34,6 +40,8 @@ pub(crate) struct Config {
     pub(crate) uploader: Option<Uploader>,
     /// The largest content a tool saves or stages.
     pub(crate) max_bytes: u64,
+    /// Where the transport reports cancelled requests.
+    pub(crate) cancels: Cancels,
 }
 
 /// Everything the tools share.
@@ -42,8 +50,16 @@ struct State {
     config: Config,
     root: StateRoot,
     lane: DownloadLane,
+    folders: Mutex<Option<Arc<Folders>>>,
+}
+
+/// The folder-grant side, opened once the manifest can be read: an invalid manifest leaves
+/// the lanes serving and the grant tools answering `invalid_manifest` until it is fixed.
+#[derive(Debug)]
+struct Folders {
     grants: AgentGrants,
-    session: Session,
+    session: Arc<Session>,
+    jobs: Jobs,
 }
 
 /// The MCP server.
@@ -58,27 +74,36 @@ impl Server {
     pub(crate) fn new(config: Config) -> safe_lanes::Result<Self> {
         let root = StateRoot::open(&config.root)?;
         let lane = DownloadLane::open(&root)?.with_max_bytes(config.max_bytes);
-        let grants = AgentGrants::open(&root, config.manifest.as_deref())?;
-        let session = grants.session();
         let mut tool_router = Self::tool_router();
         if config.uploader.is_none() {
             tool_router.remove_route("upload_file");
             tool_router.remove_route("upload_content");
         }
+        let state = State {
+            config,
+            root,
+            lane,
+            folders: Mutex::new(None),
+        };
+        if let Err(e) = state.open_folders() {
+            tracing::warn!("folder grants are unavailable until the manifest is fixed: {e}");
+        }
         Ok(Self {
-            state: Arc::new(State {
-                config,
-                root,
-                lane,
-                grants,
-                session,
-            }),
+            state: Arc::new(state),
             tool_router,
         })
     }
 
     #[tool(
-        input_schema = input_schema::<Content>(),
+        title = "Save a received file",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        ),
+        input_schema = input::<Content>(),
+        output_schema = output::<SavedFile>(),
         description = "Save content received from a third party (an attachment, a fetched \
         file) to the local download folder. You give a file name hint and the content as `text` \
         or `base64` (exactly one); you cannot choose the folder. The name is sanitized (no \
@@ -89,11 +114,15 @@ impl Server {
     async fn download_save(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<SavedFile>, Failure> {
+        context: RequestContext<RoleServer>,
+    ) -> Reply<SavedFile> {
         let args: Content = arguments(raw)?;
         let bytes = args.bytes()?;
+        let control = self.watch(&context);
         let state = Arc::clone(&self.state);
-        let saved = blocking(move || Ok(state.lane.save(args.filename, &bytes[..])?)).await?;
+        let saved =
+            blocking(move || Ok(state.lane.save(args.filename, control.reader(&bytes[..]))?))
+                .await?;
         Ok(Json(SavedFile {
             path: lossy(&saved.path),
             name: saved.name,
@@ -102,16 +131,28 @@ impl Server {
         }))
     }
 
-    #[tool(input_schema = input_schema::<Nothing>(), description = "List the files in the download folder (name, path, size, time).")]
-    async fn downloads_list(
-        &self,
-        Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<Downloads>, Failure> {
-        let _: Nothing = arguments(raw)?;
+    #[tool(
+        title = "List downloaded files",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        ),
+        input_schema = input::<DownloadsPage>(),
+        output_schema = output::<Downloads>(),
+        description = "List the files in the download folder (name, path, size, time), by \
+        name, a page at a time: pass `next_cursor` back as `cursor` for the next page."
+    )]
+    async fn downloads_list(&self, Parameters(raw): Parameters<JsonObject>) -> Reply<Downloads> {
+        let args: DownloadsPage = arguments(raw)?;
+        let after = args.cursor.as_deref().map(from_cursor).transpose()?;
+        let limit = usize::try_from(args.limit.0).unwrap_or(usize::MAX);
         let state = Arc::clone(&self.state);
-        let files = blocking(move || Ok(state.lane.list()?)).await?;
+        let page = blocking(move || Ok(state.lane.page(after.as_deref(), limit)?)).await?;
         Ok(Json(Downloads {
-            files: files
+            files: page
+                .entries
                 .into_iter()
                 .map(|f| DownloadedFile {
                     path: lossy(&f.path),
@@ -120,11 +161,20 @@ impl Server {
                     modified: f.modified,
                 })
                 .collect(),
+            next_cursor: page.next.as_deref().map(to_cursor),
         }))
     }
 
     #[tool(
-        input_schema = input_schema::<SourcePath>(),
+        title = "Check a file for upload",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        ),
+        input_schema = input::<SourcePath>(),
+        output_schema = output::<ResolvedSource>(),
         description = "Check whether a local file may be uploaded, and get its canonical \
         path, size and SHA-256. Only files inside the upload folders the user allowed (always \
         including the download folder) can be uploaded; everything else is refused \
@@ -135,7 +185,7 @@ impl Server {
     async fn upload_resolve(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<ResolvedSource>, Failure> {
+    ) -> Reply<ResolvedSource> {
         let args: SourcePath = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let source =
@@ -150,15 +200,20 @@ impl Server {
     }
 
     #[tool(
-        input_schema = input_schema::<SourcePath>(),
+        title = "Upload a file",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        ),
+        input_schema = input::<SourcePath>(),
+        output_schema = output::<Uploaded>(),
         description = "Upload a local file with the configured uploader. The file must pass \
         the same checks as `upload_resolve`; a copy is staged for the uploader and erased \
         afterwards. Refused with `too_large` past the size cap."
     )]
-    async fn upload_file(
-        &self,
-        Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<Uploaded>, Failure> {
+    async fn upload_file(&self, Parameters(raw): Parameters<JsonObject>) -> Reply<Uploaded> {
         let args: SourcePath = arguments(raw)?;
         let state = Arc::clone(&self.state);
         blocking(move || {
@@ -172,7 +227,15 @@ impl Server {
     }
 
     #[tool(
-        input_schema = input_schema::<Content>(),
+        title = "Upload written content",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        ),
+        input_schema = input::<Content>(),
+        output_schema = output::<Uploaded>(),
         description = "Upload content you wrote (as `text` or `base64`, exactly one) with the \
         configured uploader, under the given file name. The content is staged for the uploader \
         and erased afterwards."
@@ -180,21 +243,31 @@ impl Server {
     async fn upload_content(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<Uploaded>, Failure> {
+        context: RequestContext<RoleServer>,
+    ) -> Reply<Uploaded> {
         let args: Content = arguments(raw)?;
         let bytes = args.bytes()?;
+        let control = self.watch(&context);
         let state = Arc::clone(&self.state);
         blocking(move || {
             let uploader = state.uploader()?;
             let deposit = UploadDeposit::open(&state.root)?.with_max_bytes(state.config.max_bytes);
-            let sent = deposit.send(deposit.stage(&args.filename, &bytes[..])?, uploader)?;
-            uploaded(None, sent)
+            let staged = deposit.stage(&args.filename, control.reader(&bytes[..]))?;
+            uploaded(None, deposit.send(staged, uploader)?)
         })
         .await
     }
 
     #[tool(
-        input_schema = input_schema::<Nothing>(),
+        title = "List granted folders",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        ),
+        input_schema = input::<Nothing>(),
+        output_schema = output::<GrantsList>(),
         description = "List the folders the user granted you (alias, path, read_only or \
         read_write, the environment variable that holds the path in `shell_exec`, and whether \
         each is available), and the access requests waiting for the user's decision."
@@ -202,10 +275,10 @@ impl Server {
     async fn folder_grants_list(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<GrantsList>, Failure> {
+    ) -> Reply<GrantsList> {
         let _: Nothing = arguments(raw)?;
         let state = Arc::clone(&self.state);
-        let listing = blocking(move || Ok(state.grants.list()?)).await?;
+        let listing = blocking(move || Ok(state.folders()?.grants.list()?)).await?;
         Ok(Json(GrantsList {
             grants: listing
                 .grants
@@ -224,7 +297,15 @@ impl Server {
     }
 
     #[tool(
-        input_schema = input_schema::<AccessRequest>(),
+        title = "Request folder access",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        ),
+        input_schema = input::<AccessRequest>(),
+        output_schema = output::<Requested>(),
         description = "Ask the user for access to a folder, or for more access to a granted \
         one. This grants nothing by itself: the request waits until the user approves it with \
         the command in `approve_with`. Give a `path` only if the user named the exact folder; \
@@ -233,11 +314,11 @@ impl Server {
     async fn folder_access_request(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<Requested>, Failure> {
+    ) -> Reply<Requested> {
         let args: AccessRequest = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let request = blocking(move || {
-            Ok(state.grants.request(
+            Ok(state.folders()?.grants.request(
                 &args.alias,
                 args.access.into(),
                 &args.reason,
@@ -254,23 +335,29 @@ impl Server {
     }
 
     #[tool(
-        input_schema = input_schema::<FolderPatch>(),
+        title = "Patch a file in a granted folder",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        ),
+        input_schema = input::<FolderPatch>(),
+        output_schema = output::<Patched>(),
         description = "Edit one file in a read-write granted folder by applying a unified \
         diff (as `diff -u` or `git diff` print it) to it. Every hunk must match the file \
         exactly, or nothing is changed (`patch_rejected`). `--- /dev/null` creates the file and \
         `+++ /dev/null` deletes it. Read-only folders (`read_only`), paths leaving the folder \
         (`traversal`) and symbolic links (`symlink_escape`) are refused."
     )]
-    async fn folder_patch(
-        &self,
-        Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<Patched>, Failure> {
+    async fn folder_patch(&self, Parameters(raw): Parameters<JsonObject>) -> Reply<Patched> {
         let args: FolderPatch = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let done = blocking(move || {
-            let alias = state.session.alias("patch", &args.alias)?;
+            let session = &state.folders()?.session;
+            let alias = session.alias("patch", &args.alias)?;
             let file = Path::new(&args.path);
-            Ok(apply_patch(&state.session, &alias, file, &args.diff)?)
+            Ok(apply_patch(session, &alias, file, &args.diff)?)
         })
         .await?;
         Ok(Json(Patched {
@@ -282,45 +369,108 @@ impl Server {
     }
 
     #[tool(
-        input_schema = input_schema::<ShellCommand>(),
+        title = "Run a sandboxed shell command",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        ),
+        input_schema = input::<ShellCommand>(),
+        output_schema = output::<ShellResult>(),
         description = "Run a shell command (`/bin/sh -c`) in a sandbox that can read the \
         read-only granted folders, read and write the read-write ones, and nothing else of the \
         user's files. Each granted folder's path is in the environment variable shown by \
         `folder_grants_list` (WORKFLOW_FOLDER_<ALIAS>). Network connections are blocked. \
         Output is capped; the command is killed after `timeout_s` seconds, or when the user \
-        revokes or narrows a folder it uses. Use this to read, list and search files."
+        revokes or narrows a folder it uses. Use this to read, list and search files. For a \
+        command that may run longer than a minute, set `background` and follow it with \
+        `shell_job_status`."
     )]
     async fn shell_exec(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> Result<Json<ShellResult>, Failure> {
+        context: RequestContext<RoleServer>,
+    ) -> Reply<ShellResult> {
         let args: ShellCommand = arguments(raw)?;
         let state = Arc::clone(&self.state);
-        let timeout = args
-            .timeout_s
-            .unwrap_or(SHELL_TIMEOUT.0)
-            .clamp(1, SHELL_TIMEOUT.1);
-        let done = blocking(move || {
-            let mut command = Confined::shell(&args.command).limits(Limits {
-                timeout: Duration::from_secs(timeout),
-                max_output: SHELL_OUTPUT,
-            });
-            if let Some(alias) = &args.cwd {
-                command = command.cwd(state.session.alias("exec", alias)?);
-            }
-            Ok(command.run(&state.session)?)
+        if args.background {
+            let report = blocking(move || {
+                let folders = state.folders()?;
+                let command = command(&folders.session, &args)?;
+                Ok(folders.jobs.start(command)?)
+            })
+            .await?;
+            return Ok(Json(shell::job(report)));
+        }
+        let control = self.watch(&context);
+        let watched = control.clone();
+        let work = tokio::task::spawn_blocking(move || {
+            let folders = state.folders()?;
+            let command = command(&folders.session, &args)?;
+            Ok::<_, Failure>(command.run_with(&folders.session, &watched)?)
+        });
+        let done = shell::with_progress(work, &control, &context).await?;
+        Ok(Json(shell::finished(done, control.elapsed())))
+    }
+
+    #[tool(
+        title = "Check a background command",
+        annotations(
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        ),
+        input_schema = input::<JobPoll>(),
+        output_schema = output::<ShellResult>(),
+        description = "Report a background command started by `shell_exec` with `background`: \
+        its status and the output that is new since the previous report. Give `wait_s` to wait \
+        up to that long for it to finish. Once it reports `finished`, the job is forgotten."
+    )]
+    async fn shell_job_status(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Reply<ShellResult> {
+        let args: JobPoll = arguments(raw)?;
+        let state = Arc::clone(&self.state);
+        let wait = Duration::from_secs(args.wait_s.0);
+        let report =
+            blocking(move || Ok(state.folders()?.jobs.report(&args.job_id, wait)?)).await?;
+        Ok(Json(shell::job(report)))
+    }
+
+    #[tool(
+        title = "Stop a background command",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        ),
+        input_schema = input::<JobRef>(),
+        output_schema = output::<ShellResult>(),
+        description = "Stop a background command started by `shell_exec` with `background`, \
+        and everything it started; report how it ended and its last output."
+    )]
+    async fn shell_job_stop(&self, Parameters(raw): Parameters<JsonObject>) -> Reply<ShellResult> {
+        let args: JobRef = arguments(raw)?;
+        let state = Arc::clone(&self.state);
+        let report = blocking(move || {
+            Ok(state
+                .folders()?
+                .jobs
+                .stop(&args.job_id, "stopped by the agent")?)
         })
         .await?;
-        let out = done.outcome;
-        Ok(Json(ShellResult {
-            exit_code: out.exit_code,
-            signal: out.signal,
-            stdout: out.stdout,
-            stderr: out.stderr,
-            timed_out: out.timed_out,
-            truncated: out.truncated,
-            stopped: out.stopped,
-        }))
+        Ok(Json(shell::job(report)))
+    }
+
+    /// A control for this request's work, stopped if the client cancels the request.
+    fn watch(&self, context: &RequestContext<RoleServer>) -> Control {
+        let control = Control::new();
+        self.state.config.cancels.watch(&context.id, &control);
+        control
     }
 }
 
@@ -340,11 +490,46 @@ const INSTRUCTIONS: &str = "Local-disk tools with fixed safe lanes. Received con
 with download_save (you give a name hint, never a path). Files leave the machine only from \
 folders the user allowed (upload_resolve, and upload_file/upload_content when an uploader is \
 configured). You work in folders the user granted, by alias: folder_grants_list shows them; \
-shell_exec reads and runs commands in a sandbox limited to them; folder_patch edits a file in a \
-read-write one. To get access to another folder, call folder_access_request and tell the user: \
-only the user can approve it. A refusal comes back as '<code>: <message>'.";
+shell_exec reads and runs commands in a sandbox limited to them (in the background for long \
+commands); folder_patch edits a file in a read-write one. To get access to another folder, call \
+folder_access_request and tell the user: only the user can approve it. A refusal comes back as \
+'<code>: <message>'.";
+
+/// The command `args` asks for, in `session` (its alias checked and a refusal recorded).
+fn command(session: &Session, args: &ShellCommand) -> Result<Confined, Failure> {
+    let mut command = Confined::shell(&args.command).limits(Limits {
+        timeout: Duration::from_secs(args.timeout_s.0),
+        max_output: SHELL_OUTPUT,
+    });
+    if let Some(alias) = &args.cwd {
+        command = command.cwd(session.alias("exec", alias)?);
+    }
+    Ok(command)
+}
 
 impl State {
+    /// The folder-grant side, opened now if it could not be before.
+    fn folders(&self) -> Result<Arc<Folders>, Failure> {
+        Ok(self.open_folders()?)
+    }
+
+    fn open_folders(&self) -> safe_lanes::Result<Arc<Folders>> {
+        let mut folders = self.folders.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(open) = &*folders {
+            return Ok(Arc::clone(open));
+        }
+        let grants = AgentGrants::open(&self.root, self.config.manifest.as_deref())?;
+        let session = Arc::new(grants.session());
+        let jobs = Jobs::new(Arc::clone(&session), MAX_JOBS);
+        let open = Arc::new(Folders {
+            grants,
+            session,
+            jobs,
+        });
+        *folders = Some(Arc::clone(&open));
+        Ok(open)
+    }
+
     fn uploader(&self) -> Result<&Uploader, Failure> {
         self.config
             .uploader
@@ -372,10 +557,7 @@ impl State {
     }
 }
 
-fn uploaded(
-    path: Option<String>,
-    sent: safe_lanes::deposit::Sent,
-) -> Result<Json<Uploaded>, Failure> {
+fn uploaded(path: Option<String>, sent: safe_lanes::deposit::Sent) -> Reply<Uploaded> {
     let out = &sent.outcome;
     if !out.success() {
         let how = match (out.timed_out, out.exit_code) {
@@ -418,6 +600,20 @@ fn request_info(r: safe_lanes::grants::Request) -> RequestInfo {
         path: r.path.map(|p| lossy(&p)),
         requested_at: r.requested_at,
     }
+}
+
+/// The opaque cursor for a page that starts after the file `name`.
+fn to_cursor(name: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(name)
+}
+
+/// The file name a cursor from [`to_cursor`] stands for.
+fn from_cursor(cursor: &str) -> Result<String, Failure> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| invalid("`cursor`: not a `next_cursor` that `downloads_list` returned"))
 }
 
 fn lossy(path: &Path) -> String {

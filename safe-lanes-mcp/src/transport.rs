@@ -17,10 +17,11 @@
 //!   `-32000` ("server busy", with its `id`) and never reaches the server. The reader never
 //!   waits for the server, so pings and cancellations are read even when it is busy.
 //! - **Duplicate ids**: a request whose `id` is still in flight is answered `-32600`.
-//! - **Cancellation**: `notifications/cancelled` for a request in flight is not passed on; the
-//!   tool call runs to its end (tools do not stop half-way) and keeps its place among the
-//!   requests in flight until then, and its answer is dropped instead of written, as the
-//!   cancellation asks. A client cannot free a place by cancelling work that still runs.
+//! - **Cancellation**: `notifications/cancelled` for a request in flight is handed to the tool
+//!   through [`Cancels`] (the tool stops its work: a command's process group is killed, a
+//!   save publishes nothing), not to rmcp; the request keeps its place among the requests in
+//!   flight until the tool has returned, and its answer is then dropped instead of written, as
+//!   the cancellation asks. A client cannot free a place by cancelling work that still runs.
 //!
 //! Memory held for requests is therefore about [`Limits::in_flight_bytes`] at most, plus one
 //! line being read.
@@ -30,6 +31,7 @@
 //! blocking pool per read and per write.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io::{self, BufRead, Read, Write};
 use std::sync::{Arc, Mutex, mpsc};
 
@@ -37,6 +39,7 @@ use futures::{Sink, Stream};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
 };
+use safe_lanes::Control;
 use serde_json::{Value, json};
 
 /// The most requests in flight at once.
@@ -76,6 +79,7 @@ impl Limits {
 /// stdout thread: join it after the service ends so the last answers are written.
 pub(crate) fn stdio(
     limits: Limits,
+    cancels: Cancels,
 ) -> io::Result<(
     (
         impl Sink<ServerJsonRpcMessage, Error = io::Error> + Send + Unpin + 'static,
@@ -94,18 +98,22 @@ pub(crate) fn stdio(
         to_server,
         to_stdout: to_stdout.clone(),
         in_flight: Arc::clone(&in_flight),
+        cancels: cancels.clone(),
     };
     std::thread::Builder::new()
         .name("stdin".into())
         .spawn(move || reader.read_lines(io::stdin().lock()))?;
     let sink = Box::pin(futures::sink::unfold(
-        (to_stdout, in_flight),
-        |(to_stdout, in_flight), message: ServerJsonRpcMessage| async move {
+        (to_stdout, in_flight, cancels),
+        |(to_stdout, in_flight, cancels), message: ServerJsonRpcMessage| async move {
             let answered = match &message {
                 JsonRpcMessage::Response(response) => Some(&response.id),
                 JsonRpcMessage::Error(error) => error.id.as_ref(),
                 _ => None,
             };
+            if let Some(id) = answered {
+                cancels.forget(id);
+            }
             let cancelled = answered.is_some_and(|id| lock(&in_flight).finish(id));
             if !cancelled {
                 let line = serde_json::to_vec(&message).map_err(io::Error::other)?;
@@ -113,7 +121,7 @@ pub(crate) fn stdio(
                     .send(line)
                     .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))?;
             }
-            Ok::<_, io::Error>((to_stdout, in_flight))
+            Ok::<_, io::Error>((to_stdout, in_flight, cancels))
         },
     ));
     let stream = Box::pin(futures::stream::unfold(
@@ -207,6 +215,7 @@ struct Reader {
     to_server: tokio::sync::mpsc::Sender<ClientJsonRpcMessage>,
     to_stdout: mpsc::Sender<Vec<u8>>,
     in_flight: Arc<Mutex<InFlight>>,
+    cancels: Cancels,
 }
 
 impl Reader {
@@ -307,13 +316,14 @@ impl Reader {
             }
             JsonRpcMessage::Notification(notification) => match &notification.notification {
                 ClientNotification::CancelledNotification(cancelled) => {
-                    let in_flight = cancelled
-                        .params
-                        .request_id
-                        .as_ref()
-                        .is_some_and(|id| lock(&self.in_flight).cancel(id));
-                    // A cancellation of a request in flight stays here: see the module docs.
-                    !in_flight
+                    let id = cancelled.params.request_id.as_ref();
+                    let in_flight = id.filter(|id| lock(&self.in_flight).cancel(id));
+                    // A cancellation of a request in flight goes to its tool, not to rmcp
+                    // (which would drop the answer the place waits for): see the module docs.
+                    if let Some(id) = in_flight {
+                        self.cancels.cancel(id);
+                    }
+                    in_flight.is_none()
                 }
                 _ => true,
             },
@@ -321,6 +331,57 @@ impl Reader {
         }
     }
 }
+
+/// The requests in flight the client cancelled, shared by the transport (which reads the
+/// cancellations) and the tools (which stop their work when told).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cancels(Arc<Mutex<HashMap<RequestId, Watched>>>);
+
+#[derive(Debug)]
+enum Watched {
+    /// Cancelled before its tool started watching.
+    Cancelled,
+    /// A tool's work, stopped on cancellation.
+    Running(Control),
+}
+
+impl Cancels {
+    /// Stop `control` when the client cancels the request `id` (at once, if it already has).
+    /// The watch ends when the request is answered.
+    pub(crate) fn watch(&self, id: &RequestId, control: &Control) {
+        let mut map = self.lock();
+        if let Some(Watched::Cancelled) = map.get(id) {
+            control.stop(CANCELLED);
+        }
+        map.insert(id.clone(), Watched::Running(control.clone()));
+    }
+
+    /// The client cancelled the request `id`, which is in flight.
+    fn cancel(&self, id: &RequestId) {
+        match self.lock().entry(id.clone()) {
+            Entry::Occupied(entry) => {
+                if let Watched::Running(control) = entry.get() {
+                    control.stop(CANCELLED);
+                }
+            }
+            Entry::Vacant(entry) => {
+                entry.insert(Watched::Cancelled);
+            }
+        }
+    }
+
+    /// The request `id` is answered: nothing is left to stop.
+    fn forget(&self, id: &RequestId) {
+        self.lock().remove(id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Watched>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Why cancelled work stopped.
+const CANCELLED: &str = "cancelled by the client";
 
 /// Discard input up to and including the next newline.
 fn skip_rest_of_line(input: &mut impl BufRead) -> io::Result<()> {

@@ -8,12 +8,13 @@
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 use serde::Serialize;
 
+use crate::control::{Control, Stream};
 use crate::error::{Error, Result};
 
 /// Bounds on a child process.
@@ -66,15 +67,17 @@ impl Outcome {
 /// A check run while the process runs: `Some(why)` stops it.
 pub(crate) type Watch<'w> = &'w (dyn Fn() -> Option<String> + Sync);
 
-/// How often `watch` is called.
+/// How often a stop and `watch` are checked.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
 
-/// Spawn `command` (stdin from `/dev/null`, stdout and stderr captured, in a new process
-/// group), wait at most `limits.timeout` — calling `watch` every 100 ms, if given, and stopping
-/// the process when it says so — and kill its process group when it is done.
+/// Spawn `command` (stdin from `/dev/null`, stdout and stderr captured into `control`, in a
+/// new process group), wait at most `limits.timeout` — every 100 ms stopping the process when
+/// `control` was asked to stop or `watch` (if given) says so — and kill its process group when
+/// it is done.
 pub(crate) fn run(
     command: &mut Command,
     limits: Limits,
+    control: &Control,
     watch: Option<Watch<'_>>,
 ) -> Result<Outcome> {
     let program = command.get_program().to_string_lossy().into_owned();
@@ -85,22 +88,26 @@ pub(crate) fn run(
         .process_group(0)
         .spawn()
         .map_err(|e| Error::io("spawn", program.as_str(), e))?;
+    control.set_spawned();
     let group = Pid::from_child(&child);
-    let stdout = capture(child.stdout.take(), limits.max_output);
-    let stderr = capture(child.stderr.take(), limits.max_output);
-    let (status, ended) = wait_for(&mut child, limits.timeout, watch);
+    let cap = limits.max_output;
+    let stdout = capture(child.stdout.take(), control, Stream::Stdout, cap);
+    let stderr = capture(child.stderr.take(), control, Stream::Stderr, cap);
+    let stopped = || control.stopped().or_else(|| watch.and_then(|w| w()));
+    let (status, ended) = wait_for(&mut child, limits.timeout, &stopped);
     // Whatever the child left running in its group goes with it.
     let _ = rustix::process::kill_process_group(group, Signal::KILL);
     let status = status.map_err(|e| Error::io("wait", program.as_str(), e))?;
-    let (stdout, out_cut) = stdout.take();
-    let (stderr, err_cut) = stderr.take();
+    stdout.wait();
+    stderr.wait();
+    let kept = control.output();
     Ok(Outcome {
         exit_code: status.code(),
         signal: status.signal(),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        stdout: String::from_utf8_lossy(&kept.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&kept.stderr).into_owned(),
         timed_out: ended == Ended::TimedOut,
-        truncated: out_cut || err_cut,
+        truncated: kept.truncated,
         stopped: match ended {
             Ended::Stopped(why) => Some(why),
             _ => None,
@@ -119,11 +126,11 @@ enum Ended {
     Stopped(String),
 }
 
-/// Wait for `child`; kill its group at `timeout`, or when `watch` says so.
+/// Wait for `child`; kill its group at `timeout`, or when `stopped` gives a reason.
 fn wait_for(
     child: &mut Child,
     timeout: Duration,
-    watch: Option<Watch<'_>>,
+    stopped: Watch<'_>,
 ) -> (std::io::Result<ExitStatus>, Ended) {
     let group = Pid::from_child(child);
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -134,22 +141,17 @@ fn wait_for(
         .or_else(|| now.checked_add(Duration::from_secs(1 << 30)))
         .unwrap_or(now);
     std::thread::scope(|scope| {
-        // A watchdog kills the group at the deadline or on `watch`, unless the child is done.
+        // A watchdog kills the group at the deadline or when stopped, unless the child is done.
         let watchdog = scope.spawn(move || {
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
-                let wait = if watch.is_some() {
-                    left.min(WATCH_EVERY)
-                } else {
-                    left
-                };
-                match done_rx.recv_timeout(wait) {
+                match done_rx.recv_timeout(left.min(WATCH_EVERY)) {
                     Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
                         let _ = rustix::process::kill_process_group(group, Signal::KILL);
                         return Ended::TimedOut;
                     }
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if let Some(why) = watch.and_then(|w| w()) {
+                        if let Some(why) = stopped() {
                             let _ = rustix::process::kill_process_group(group, Signal::KILL);
                             return Ended::Stopped(why);
                         }
@@ -168,41 +170,38 @@ fn wait_for(
 /// left the group): after that, what was read so far is taken and the reader is abandoned.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
 
-/// A pipe being read on its own thread.
+/// A pipe being read on its own thread into a [`Control`].
 struct Capture {
-    kept: Arc<Mutex<(Vec<u8>, bool)>>,
     eof: mpsc::Receiver<()>,
 }
 
 impl Capture {
-    /// What was read (and whether some was dropped), once the pipe ended or the grace passed.
-    fn take(self) -> (Vec<u8>, bool) {
+    /// Wait until the pipe ended, or the grace passed (what was read so far is kept).
+    fn wait(self) {
         let _ = self.eof.recv_timeout(PIPE_GRACE);
-        std::mem::take(&mut *self.kept.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
-/// Read a pipe to its end on a thread, keeping at most `cap` bytes.
-fn capture<R: Read + Send + 'static>(pipe: Option<R>, cap: usize) -> Capture {
-    let kept = Arc::new(Mutex::new((Vec::new(), false)));
+/// Read a pipe to its end on a thread, keeping at most `cap` bytes of it in `control`.
+fn capture<R: Read + Send + 'static>(
+    pipe: Option<R>,
+    control: &Control,
+    stream: Stream,
+    cap: usize,
+) -> Capture {
     let (eof_tx, eof) = mpsc::channel();
-    let shared = Arc::clone(&kept);
+    let control = control.clone();
     std::thread::spawn(move || {
         if let Some(mut pipe) = pipe {
             let mut buf = [0u8; 8192];
             loop {
                 match pipe.read(&mut buf) {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let mut kept = shared.lock().unwrap_or_else(|p| p.into_inner());
-                        let room = cap.saturating_sub(kept.0.len());
-                        kept.0.extend_from_slice(&buf[..n.min(room)]);
-                        kept.1 |= n > room;
-                    }
+                    Ok(n) => control.keep(stream, &buf[..n], cap),
                 }
             }
         }
         let _ = eof_tx.send(());
     });
-    Capture { kept, eof }
+    Capture { eof }
 }

@@ -28,6 +28,7 @@ use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::{Anchor, Symlinks};
 use crate::child::{Limits, Outcome, run};
+use crate::control::Control;
 use crate::copy::copy_hashed;
 use crate::error::{Error, Result, Shown};
 use crate::fd::ReadAt;
@@ -248,7 +249,7 @@ impl UploadDeposit {
         command
             .args(uploader.args_for(&relative))
             .current_dir(&self.path);
-        let outcome = run(&mut command, uploader.limits, None)?;
+        let outcome = run(&mut command, uploader.limits, &Control::new(), None)?;
         self.audit.append(
             "upload.run",
             self.actor,

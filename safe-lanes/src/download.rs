@@ -109,6 +109,15 @@ pub struct Entry {
     mtime: SystemTime,
 }
 
+/// One page of the lane's files ([`DownloadLane::page`]).
+#[derive(Debug, Serialize)]
+pub struct Page {
+    /// The files of this page, by name.
+    pub entries: Vec<Entry>,
+    /// Where the next page starts (give it as `after`), when more files follow.
+    pub next: Option<String>,
+}
+
 /// The download lane of a state root.
 #[derive(Debug)]
 pub struct DownloadLane {
@@ -249,6 +258,27 @@ impl DownloadLane {
     ///
     /// `io` when the lane cannot be read.
     pub fn list(&self) -> Result<Vec<Entry>> {
+        self.entries_after(None)
+    }
+
+    /// At most `limit` files of the lane, by name, after the name `after` (the `next` of the
+    /// previous page; `None` for the first page). A file saved or removed between pages is
+    /// seen or missed, but no file is listed twice.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the lane cannot be read.
+    pub fn page(&self, after: Option<&str>, limit: usize) -> Result<Page> {
+        let mut entries = self.entries_after(after)?;
+        let next = (entries.len() > limit)
+            .then(|| entries.get(limit.saturating_sub(1)).map(|e| e.name.clone()))
+            .flatten();
+        entries.truncate(limit);
+        Ok(Page { entries, next })
+    }
+
+    /// The lane's files named after `after` (all of them for `None`), by name.
+    fn entries_after(&self, after: Option<&str>) -> Result<Vec<Entry>> {
         let mut out: Vec<Entry> = self
             .dir
             .entries()?
@@ -259,10 +289,11 @@ impl DownloadLane {
                         .as_encoded_bytes()
                         .starts_with(PARTIAL_PREFIX.as_bytes())
             })
+            .map(|(name, st)| (name.to_string_lossy().into_owned(), st))
+            .filter(|(name, _)| after.is_none_or(|after| name.as_str() > after))
             .map(|(name, st)| {
                 let mtime = SystemTime::UNIX_EPOCH
                     + Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec as u32);
-                let name = name.to_string_lossy().into_owned();
                 Entry {
                     path: self.path.join(&name),
                     bytes: st.st_size as u64,

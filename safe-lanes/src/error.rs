@@ -105,6 +105,8 @@ codes! {
     NotConfigured = "not_configured",
     /// The manifest is not valid JSON or breaks a grant rule; it was left untouched.
     InvalidManifest = "invalid_manifest",
+    /// As many background commands as allowed are running already.
+    TooManyJobs = "too_many_jobs",
     /// An operating-system call failed for a reason that is not a refusal.
     Io = "io",
 }
@@ -402,6 +404,12 @@ pub enum Error {
         path: Shown,
         /// What is wrong with it.
         why: String,
+    },
+    /// As many background commands as allowed are running already.
+    #[error("{limit} background commands are running already; wait for one or stop one")]
+    TooManyJobs {
+        /// The most background commands at once.
+        limit: usize,
     },
     /// An argument is malformed, out of range, or missing something it needs.
     #[error("{what}: {why}")]

@@ -26,6 +26,8 @@ async fn the_tool_list_is_the_contract() {
             "folder_grants_list",
             "folder_patch",
             "shell_exec",
+            "shell_job_status",
+            "shell_job_stop",
             "upload_resolve"
         ]
     );
@@ -36,8 +38,28 @@ async fn the_tool_list_is_the_contract() {
     assert!(
         names.contains(&"upload_file".to_owned()) && names.contains(&"upload_content".to_owned())
     );
-    assert_eq!(names.len(), 9);
+    assert_eq!(names.len(), 11);
     for t in &tools {
+        assert!(
+            t.title.as_ref().is_some_and(|t| !t.is_empty()),
+            "{} has a title",
+            t.name
+        );
+        let hints = t.annotations.as_ref().expect("annotations");
+        assert!(
+            hints.read_only_hint.is_some()
+                && hints.destructive_hint.is_some()
+                && hints.idempotent_hint.is_some()
+                && hints.open_world_hint.is_some(),
+            "{} states all four hints",
+            t.name
+        );
+        assert_eq!(
+            t.input_schema.get("additionalProperties"),
+            Some(&json!(false)),
+            "{} refuses unknown arguments",
+            t.name
+        );
         assert!(
             t.description.as_ref().is_some_and(|d| d.len() > 40),
             "{} is described",

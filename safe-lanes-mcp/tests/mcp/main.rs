@@ -7,5 +7,6 @@ mod limits;
 mod malformed;
 mod process;
 mod raw;
+mod shell;
 mod upload;
 mod util;

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use rmcp::ServiceError;
 use serde_json::{Value, json};
 
-use crate::util::World;
+use crate::util::{World, refusal_code};
 
 /// A call that must succeed after each malformed one.
 async fn still_serving(w: &World) {
@@ -14,42 +14,74 @@ async fn still_serving(w: &World) {
 }
 
 #[tokio::test]
-async fn malformed_calls_get_errors_and_the_server_keeps_serving() {
+async fn bad_arguments_are_tool_errors_naming_the_field_and_the_server_keeps_serving() {
     let w = World::new().await;
-    // Unknown tool: a JSON-RPC error.
+    // Unknown tool: not a tool call at all, so a JSON-RPC error.
     match w.call("read_file", json!({"path": "/etc/passwd"})).await {
         Err(ServiceError::McpError(e)) => assert_eq!(e.code.0, -32602),
         other => panic!("{other:?}"),
     }
     still_serving(&w).await;
-    // Both forms of content, invalid base64: JSON-RPC "invalid params".
-    for args in [
-        json!({"filename": "a", "text": "x", "base64": "eA=="}),
-        json!({"filename": "a"}),
-        json!({"filename": "a", "base64": "not base64!"}),
-    ] {
-        match w.call("download_save", args.clone()).await {
-            Err(ServiceError::McpError(e)) => assert_eq!(e.code.0, -32602, "{args}"),
-            other => panic!("{args}: {other:?}"),
-        }
-        still_serving(&w).await;
-    }
-    // Wrong types and missing fields: JSON-RPC "invalid params" too.
-    for (tool, args) in [
-        ("download_save", json!({"filename": 42, "text": "x"})),
-        ("upload_resolve", json!({})),
-        ("shell_exec", json!({"command": ["ls"]})),
+    // Everything else is a tool result the model reads: `invalid_argument`, naming the field.
+    for (tool, args, names) in [
+        (
+            "download_save",
+            json!({"filename": "a", "text": "x", "base64": "eA=="}),
+            "exactly one",
+        ),
+        ("download_save", json!({"filename": "a"}), "exactly one"),
+        (
+            "download_save",
+            json!({"filename": "a", "base64": "not base64!"}),
+            "`base64`",
+        ),
+        (
+            "download_save",
+            json!({"filename": 42, "text": "x"}),
+            "`filename`",
+        ),
+        ("upload_resolve", json!({}), "`path`"),
+        ("shell_exec", json!({"command": ["ls"]}), "`command`"),
         (
             "folder_access_request",
-            json!({"alias": "a", "access": "everything", "reason": "r"}),
+            json!({"alias": "a", "access": "rw", "reason": "r"}),
+            "`access`",
         ),
-        ("shell_exec", json!({"command": "true", "timeout_s": -5})),
-        ("folder_patch", json!({"alias": "a", "path": "x"})),
+        (
+            "shell_exec",
+            json!({"command": "true", "timeout_s": -1}),
+            "`timeout_s`",
+        ),
+        (
+            "shell_exec",
+            json!({"command": "true", "timeout_s": 0}),
+            "`timeout_s`",
+        ),
+        (
+            "shell_exec",
+            json!({"command": "true", "timeout_s": 601}),
+            "`timeout_s`",
+        ),
+        (
+            "shell_exec",
+            json!({"command": "sleep 2", "timeout": 1}),
+            "`timeout`",
+        ),
+        ("folder_patch", json!({"alias": "a", "path": "x"}), "`diff`"),
+        ("downloads_list", json!({"limit": 0}), "`limit`"),
+        ("downloads_list", json!({"limit": 1001}), "`limit`"),
+        ("downloads_list", json!({"cursor": "%%%"}), "`cursor`"),
+        ("folder_grants_list", json!({"verbose": true}), "`verbose`"),
+        (
+            "shell_job_status",
+            json!({"job_id": "job-1", "wait_s": 31}),
+            "`wait_s`",
+        ),
     ] {
-        match w.call(tool, args.clone()).await {
-            Err(ServiceError::McpError(e)) => assert_eq!(e.code.0, -32602, "{tool} {args}"),
-            other => panic!("{tool} {args}: {other:?}"),
-        }
+        let result = w.call(tool, args.clone()).await.unwrap();
+        assert_eq!(refusal_code(&result), "invalid_argument", "{tool} {args}");
+        let text = &result.content[0].as_text().unwrap().text;
+        assert!(text.contains(names), "{tool} {args}: {text}");
         still_serving(&w).await;
     }
     // A NUL in a path: refused with its code.

@@ -6,7 +6,7 @@ use std::process::Command;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
 pub(crate) type Client = RunningService<RoleClient, ()>;
@@ -28,15 +28,7 @@ impl World {
         for d in ["proj", "docs", "share", "outside"] {
             std::fs::create_dir(tmp.path().join(d)).unwrap();
         }
-        let root = tmp.path().join("state");
-        let cmd =
-            tokio::process::Command::new(env!("CARGO_BIN_EXE_safe-lanes-mcp")).configure(|c| {
-                c.arg("--root").arg(&root).args(extra);
-                c.env_remove("SAFE_LANES_UPLOAD_ROOTS")
-                    .env_remove("GWSA_UPLOAD_ROOTS");
-                c.env("RUST_LOG", "error");
-            });
-        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let client = connect(&tmp.path().join("state"), extra, ()).await;
         Self { tmp, client }
     }
 
@@ -95,20 +87,39 @@ impl World {
     }
 }
 
-/// The code of a refusal, after checking its shape: one text `"<code>: <message>"` and
-/// `structuredContent: {"error": {"code", "message"}}`.
+/// A server on the state root `root`, started with `extra` arguments, and a client with
+/// `handler` connected to it.
+pub(crate) async fn connect<H: ClientHandler>(
+    root: &Path,
+    extra: &[&str],
+    handler: H,
+) -> RunningService<RoleClient, H> {
+    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_safe-lanes-mcp")).configure(|c| {
+        c.arg("--root").arg(root).args(extra);
+        c.env_remove("SAFE_LANES_UPLOAD_ROOTS")
+            .env_remove("GWSA_UPLOAD_ROOTS");
+        c.env("RUST_LOG", "error");
+    });
+    handler
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap()
+}
+
+/// The code of an error result, after checking its shape: `isError`, one text
+/// `"<code>: <message>"`, the code again in `_meta["safe-lanes/code"]`, and no structured
+/// content (which a client would validate against the tool's output schema).
 pub(crate) fn refusal_code(result: &CallToolResult) -> String {
-    let error = &result
-        .structured_content
-        .as_ref()
-        .expect("structured error")["error"];
-    let code = error["code"].as_str().expect("code").to_owned();
-    let message = error["message"].as_str().expect("message");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(result.structured_content.is_none(), "{result:?}");
     assert_eq!(result.content.len(), 1);
-    assert_eq!(
-        result.content[0].as_text().expect("text").text,
-        format!("{code}: {message}")
-    );
+    let text = &result.content[0].as_text().expect("text").text;
+    let meta = result.meta.as_ref().expect("_meta on an error");
+    let code = meta.0["safe-lanes/code"].as_str().expect("code").to_owned();
+    let message = text
+        .strip_prefix(&format!("{code}: "))
+        .expect("code prefix");
+    assert!(!message.is_empty(), "{text}");
     code
 }
 

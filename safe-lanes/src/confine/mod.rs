@@ -36,6 +36,7 @@
 //! revoked, narrowed, moved or becomes unavailable, the command is killed and
 //! the outcome says why (`stopped`). No process keeps broader authority than the manifest.
 
+mod jobs;
 mod probe;
 mod ruleset;
 mod sandbox;
@@ -53,10 +54,12 @@ use std::time::Duration;
 use landlock::ABI;
 use serde::Serialize;
 
+pub use jobs::{JobReport, Jobs};
 pub use probe::{LandlockSupport, REQUIRED_ABI, landlock_support};
 
 use crate::beneath::{self, Ambient};
 use crate::child::{Limits, Outcome, run};
+use crate::control::Control;
 use crate::error::{Error, Result, Shown};
 use crate::grants::{Access, Alias, Effective, Session, Snapshot, Want};
 
@@ -146,7 +149,18 @@ impl Confined {
     /// The command and its arguments may come from an agent. They run with the rights in the
     /// module documentation and no others.
     pub fn run(&self, session: &Session) -> Result<ConfinedOutcome> {
-        self.run_unrecorded(session).map_err(|e| {
+        self.run_with(session, &Control::new())
+    }
+
+    /// [`Confined::run`], with a handle another thread uses to stop the command (its whole
+    /// process group is killed within 100 ms; the outcome's `stopped` says why) and to read
+    /// its output while it runs ([`Control::output_since`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Confined::run`].
+    pub fn run_with(&self, session: &Session, control: &Control) -> Result<ConfinedOutcome> {
+        self.run_unrecorded(session, control).map_err(|e| {
             let mut subject = self.program.to_string_lossy().into_owned();
             for arg in &self.args {
                 subject.push(' ');
@@ -156,7 +170,7 @@ impl Confined {
         })
     }
 
-    fn run_unrecorded(&self, session: &Session) -> Result<ConfinedOutcome> {
+    fn run_unrecorded(&self, session: &Session, control: &Control) -> Result<ConfinedOutcome> {
         let abi = supported_abi()?;
         let snapshot = session.snapshot()?;
         let cwd_grant = match &self.cwd {
@@ -189,10 +203,11 @@ impl Confined {
             .map(|g| (g.alias.clone(), g.access, g.path.clone()))
             .collect();
         let watch = || still_granted(session, &used);
-        let outcome = run(&mut command, self.limits, Some(&watch)).map_err(|e| match e {
-            Error::Io { ref error, .. } => sandbox::failure(error).unwrap_or(e),
-            e => e,
-        })?;
+        let outcome =
+            run(&mut command, self.limits, control, Some(&watch)).map_err(|e| match e {
+                Error::Io { ref error, .. } => sandbox::failure(error).unwrap_or(e),
+                e => e,
+            })?;
         let result = ConfinedOutcome {
             outcome,
             grants: used.into_iter().map(|(a, access, _)| (a, access)).collect(),

@@ -37,8 +37,8 @@ use serde::Serialize;
 pub use agent::AgentGrants;
 pub use manifest::{CHANGELOG_KEY, Document, GRANTS_KEY, Manifest, REQUESTS_KEY, Stamp};
 pub use model::{
-    Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN, MAX_REASON_CHARS, Request,
-    Want,
+    ALIAS_PATTERN, Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN,
+    MAX_REASON_CHARS, Request, Want,
 };
 pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};

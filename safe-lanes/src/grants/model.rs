@@ -9,6 +9,9 @@ use crate::error::{Error, Result, Shown};
 
 /// The longest alias, in bytes.
 pub const MAX_ALIAS_LEN: usize = 48;
+/// The alias rule of [`Alias::new`] as a regular expression, for argument schemas (the length
+/// bound is [`MAX_ALIAS_LEN`]). A test checks the two agree.
+pub const ALIAS_PATTERN: &str = "^[a-z0-9][a-z0-9_-]*$";
 /// The prefix of every grant's environment key.
 pub const ENV_PREFIX: &str = "WORKFLOW_FOLDER_";
 /// The longest reason kept, in characters (longer reasons are cut).
@@ -286,6 +289,16 @@ mod tests {
                 crate::error::Code::InvalidAlias,
                 "{bad:?}"
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// The schema pattern and the check agree on every string of alias-like characters.
+        #[test]
+        fn the_alias_pattern_states_the_alias_rule(text in "[a-zA-Z0-9_ ./é-]{0,50}") {
+            let pattern = regex::Regex::new(ALIAS_PATTERN).unwrap();
+            let by_pattern = pattern.is_match(&text) && text.len() <= MAX_ALIAS_LEN;
+            proptest::prop_assert_eq!(Alias::new(&text).is_ok(), by_pattern, "{:?}", text);
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use safe_lanes::confine::{landlock_support, sandbox_support};
-use safe_lanes::{Access, Alias, Confined, ConfinedOutcome, Grants, Limits, StateRoot};
+use safe_lanes::{Access, Alias, Confined, ConfinedOutcome, Control, Grants, Limits, StateRoot};
 
 use crate::util::{HEARTBEAT, stops_writing};
 
@@ -564,4 +564,145 @@ fn narrowing_a_grant_stops_a_running_command() {
             "{out:?}"
         );
     });
+}
+
+/// A caller that gives up (a cancelled call, a stopped job) stops the command and everything
+/// it started, and reads its output while it runs.
+#[test]
+fn a_control_shows_output_as_it_comes_and_stops_the_whole_command() {
+    let w = World::new();
+    let rw = w.p("rw");
+    let control = Control::new();
+    let out = std::thread::scope(|s| {
+        let runner = s.spawn(|| {
+            let script =
+                format!(r#"echo started; ( {HEARTBEAT} ) & sleep 30; echo late > "$1/late""#);
+            Confined::new(
+                "/bin/sh",
+                ["-c", script.as_str(), "sh", rw.to_str().unwrap()],
+            )
+            .limits(Limits {
+                timeout: Duration::from_secs(60),
+                max_output: 1024,
+            })
+            .run_with(&w.grants.session(), &control)
+            .unwrap()
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = String::new();
+        let mut mark = safe_lanes::control::Mark::default();
+        while !(seen.contains("started") && rw.join("beat").exists()) {
+            assert!(Instant::now() < deadline, "no output: {seen:?}");
+            let (new, next) = control.output_since(mark);
+            seen.push_str(&new.stdout);
+            mark = next;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(seen, "started\n", "the output so far, once");
+        control.stop("cancelled by the client");
+        runner.join().unwrap()
+    });
+    assert_eq!(
+        out.outcome.stopped.as_deref(),
+        Some("cancelled by the client")
+    );
+    assert!(!out.outcome.timed_out);
+    assert_eq!(out.outcome.stdout, "started\n");
+    assert!(
+        stops_writing(&rw.join("beat")),
+        "the background loop died too"
+    );
+    assert!(!rw.join("late").exists(), "nothing ran after the stop");
+}
+
+/// Background jobs: output is reported once, as it comes; a finished job is reported one last
+/// time and forgotten; the number is bounded; a stop kills the whole command; a refusal comes
+/// at start; dropping the table stops what still runs.
+#[test]
+fn background_jobs_report_new_output_and_are_bounded_and_stopped() {
+    use safe_lanes::confine::Jobs;
+    let w = World::new();
+    let rw = w.p("rw");
+    let jobs = Jobs::new(Arc::new(w.grants.session()), 2);
+    let short = jobs
+        .start(Confined::shell("echo one; sleep 0.3; echo two"))
+        .unwrap();
+    let mut seen = short.output.stdout.clone();
+    let last = loop {
+        let report = jobs.report(&short.id, Duration::from_secs(5)).unwrap();
+        seen.push_str(&report.output.stdout);
+        if let Some(ended) = report.ended {
+            break ended;
+        }
+    };
+    assert_eq!(seen, "one\ntwo\n", "each line reported exactly once");
+    assert_eq!(last.outcome.exit_code, Some(0));
+    let gone = jobs.report(&short.id, Duration::ZERO).unwrap_err();
+    assert_eq!(
+        gone.code(),
+        safe_lanes::Code::NotFound,
+        "forgotten once reported"
+    );
+
+    let script = format!(r#"( {HEARTBEAT} ) & sleep 30; echo late > "$1/late""#);
+    let long = || {
+        Confined::new(
+            "/bin/sh",
+            ["-c", script.as_str(), "sh", rw.to_str().unwrap()],
+        )
+    };
+    let first = jobs.start(long()).unwrap();
+    let two = rw.join("two");
+    std::fs::create_dir(&two).unwrap();
+    let second = Confined::new(
+        "/bin/sh",
+        ["-c", script.as_str(), "sh", two.to_str().unwrap()],
+    );
+    jobs.start(second).unwrap();
+    let third = jobs.start(Confined::shell("true")).unwrap_err();
+    assert_eq!(third.code(), safe_lanes::Code::TooManyJobs);
+    let refused = jobs
+        .start(Confined::shell("true").cwd(alias("revoked")))
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        safe_lanes::Code::TooManyJobs,
+        "the bound comes first"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !rw.join("beat").exists() {
+        assert!(Instant::now() < deadline, "the job never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = jobs.stop(&first.id, "stopped by the agent").unwrap();
+    let ended = stopped.ended.expect("a stopped job has ended");
+    assert_eq!(
+        ended.outcome.stopped.as_deref(),
+        Some("stopped by the agent")
+    );
+    assert!(
+        stops_writing(&rw.join("beat")),
+        "the job's background loop died too"
+    );
+    assert!(!rw.join("late").exists());
+
+    let refused = jobs
+        .start(Confined::shell("true").cwd(alias("revoked")))
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        safe_lanes::Code::Revoked,
+        "refused at start"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !two.join("beat").exists() {
+        assert!(Instant::now() < deadline, "the second job never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(jobs);
+    assert!(
+        stops_writing(&two.join("beat")),
+        "dropping the table stopped the job"
+    );
 }

@@ -341,3 +341,61 @@ fn a_state_root_whose_path_is_not_utf8_still_reports_in_json() {
         "the audit line was written"
     );
 }
+
+/// A save stopped half-way (a call the client cancelled) publishes nothing and leaves nothing,
+/// on both staging strategies.
+#[test]
+fn a_stopped_save_leaves_nothing_in_the_lane() {
+    /// Endless content that asks `control` to stop once it has given its first chunk.
+    struct StopsAfterOneChunk(safe_lanes::Control, bool);
+    impl Read for StopsAfterOneChunk {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.1 {
+                self.0.stop("cancelled by the client");
+            }
+            self.1 = true;
+            buf.fill(b'x');
+            Ok(buf.len())
+        }
+    }
+    let fx = Fixture::new();
+    for lane in lanes(&fx) {
+        let control = safe_lanes::Control::new();
+        let content = StopsAfterOneChunk(control.clone(), false);
+        let err = lane.save("big.bin", control.reader(content)).unwrap_err();
+        assert_eq!(err.code(), Code::Io, "{err}");
+        assert!(err.to_string().contains("cancelled by the client"), "{err}");
+        assert!(names(&fx.root.downloads_path()).is_empty());
+    }
+}
+
+/// Paging lists every file exactly once, in name order, and says when the end is reached.
+#[test]
+fn pages_list_every_file_once_in_order() {
+    let fx = Fixture::new();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    for name in ["c.txt", "a.txt", "e.txt", "b.txt", "d.txt"] {
+        lane.save(name, &b"x"[..]).unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = lane.page(after.as_deref(), 2).unwrap();
+        assert!(page.entries.len() <= 2);
+        seen.extend(page.entries.iter().map(|e| e.name.clone()));
+        pages += 1;
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"]);
+    assert_eq!(pages, 3);
+    let whole = lane.page(None, 5).unwrap();
+    assert_eq!(
+        (whole.entries.len(), whole.next),
+        (5, None),
+        "an exact fit ends"
+    );
+}

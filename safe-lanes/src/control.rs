@@ -1,0 +1,242 @@
+//! A handle on a running operation from another thread: stop it, and read a command's output
+//! while it comes.
+//!
+//! A gateway hands a [`Control`] to an operation it may have to abandon (a call the client
+//! cancelled, a background job the agent stops) and keeps a clone. [`Control::stop`] asks the
+//! operation to end as soon as it can:
+//!
+//! - a child process ([`Confined::run_with`](crate::Confined::run_with)) has its whole process
+//!   group killed within the watch period (100 ms), and its outcome says why in `stopped`;
+//! - content being received ([`Control::reader`]) fails at its next read, so a lane that was
+//!   saving it publishes nothing and leaves nothing behind.
+//!
+//! The output of a command is kept here, each stream up to the command's cap, so a caller can
+//! read what is new since it last looked ([`Control::output_since`]) while the command runs.
+
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// A shared handle to stop an operation and to watch a command's output (module docs).
+///
+/// Cloning gives another handle on the same operation.
+#[derive(Clone, Debug)]
+pub struct Control {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    started: Instant,
+    stop: Mutex<Option<String>>,
+    output: Mutex<Streams>,
+    spawned: AtomicBool,
+}
+
+/// What a command printed so far, each stream up to its cap.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Streams {
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
+    /// Whether output past a cap was dropped.
+    pub(crate) truncated: bool,
+}
+
+/// Which stream of a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// How much of each stream a reader has seen (from [`Control::output_since`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mark {
+    stdout: usize,
+    stderr: usize,
+}
+
+/// Output that is new since a [`Mark`] (lossy UTF-8).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NewOutput {
+    /// New standard output.
+    pub stdout: String,
+    /// New standard error.
+    pub stderr: String,
+    /// Whether output past a cap has been dropped (so far, in all).
+    pub truncated: bool,
+}
+
+impl Default for Control {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Control {
+    /// A handle for an operation starting now.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                started: Instant::now(),
+                stop: Mutex::new(None),
+                output: Mutex::new(Streams::default()),
+                spawned: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Ask the operation to stop, saying why (the first reason given is kept).
+    pub fn stop(&self, why: &str) {
+        lock(&self.inner.stop).get_or_insert_with(|| why.to_owned());
+    }
+
+    /// Why the operation was asked to stop, if it was.
+    pub fn stopped(&self) -> Option<String> {
+        lock(&self.inner.stop).clone()
+    }
+
+    /// Time since the handle was made.
+    pub fn elapsed(&self) -> Duration {
+        self.inner.started.elapsed()
+    }
+
+    /// The output a command printed after `mark`, and the mark to give next time. A split
+    /// multi-byte character is completed on the next call rather than shown broken.
+    pub fn output_since(&self, mark: Mark) -> (NewOutput, Mark) {
+        let output = lock(&self.inner.output);
+        let (stdout, out_end) = text_since(&output.stdout, mark.stdout);
+        let (stderr, err_end) = text_since(&output.stderr, mark.stderr);
+        let new = NewOutput {
+            stdout,
+            stderr,
+            truncated: output.truncated,
+        };
+        let next = Mark {
+            stdout: out_end,
+            stderr: err_end,
+        };
+        (new, next)
+    }
+
+    /// `reader`, failing at its next read once the operation is asked to stop (`io` error
+    /// "stopped: <why>"): a lane saving the content then publishes nothing.
+    pub fn reader<R: Read>(&self, reader: R) -> StopReader<R> {
+        StopReader {
+            control: self.clone(),
+            reader,
+        }
+    }
+
+    /// Whether the command has been started (its process exists, or existed).
+    pub fn spawned(&self) -> bool {
+        self.inner.spawned.load(Ordering::Acquire)
+    }
+
+    /// The command's process was started.
+    pub(crate) fn set_spawned(&self) {
+        self.inner.spawned.store(true, Ordering::Release);
+    }
+
+    /// Keep `bytes` of `stream`, up to `cap` bytes of that stream in all.
+    pub(crate) fn keep(&self, stream: Stream, bytes: &[u8], cap: usize) {
+        let mut output = lock(&self.inner.output);
+        let kept = match stream {
+            Stream::Stdout => &mut output.stdout,
+            Stream::Stderr => &mut output.stderr,
+        };
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        output.truncated |= bytes.len() > room;
+    }
+
+    /// A copy of everything kept of both streams (it stays readable by
+    /// [`Control::output_since`] after the command ended).
+    pub(crate) fn output(&self) -> Streams {
+        lock(&self.inner.output).clone()
+    }
+}
+
+/// A reader that fails once its [`Control`] is asked to stop (see [`Control::reader`]).
+#[derive(Debug)]
+pub struct StopReader<R> {
+    control: Control,
+    reader: R,
+}
+
+impl<R: Read> Read for StopReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(why) = self.control.stopped() {
+            return Err(io::Error::other(format!("stopped: {why}")));
+        }
+        self.reader.read(buf)
+    }
+}
+
+/// The text of `bytes[from..]` up to the last whole character, and where it ends.
+fn text_since(bytes: &[u8], from: usize) -> (String, usize) {
+    let new = bytes.get(from..).unwrap_or_default();
+    let whole = match std::str::from_utf8(new) {
+        Ok(_) => new.len(),
+        // An incomplete character at the very end waits for its other bytes.
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => new.len(),
+    };
+    let text = String::from_utf8_lossy(&new[..whole]).into_owned();
+    (text, from + whole)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_output_is_read_once_and_a_split_character_waits_for_its_end() {
+        let control = Control::new();
+        control.keep(Stream::Stdout, b"one \xc3", 100);
+        let (first, mark) = control.output_since(Mark::default());
+        assert_eq!(first.stdout, "one ");
+        control.keep(Stream::Stdout, b"\xa9 two", 100);
+        control.keep(Stream::Stderr, b"warn", 100);
+        let (second, mark) = control.output_since(mark);
+        assert_eq!(
+            (second.stdout.as_str(), second.stderr.as_str()),
+            ("é two", "warn")
+        );
+        let (third, _) = control.output_since(mark);
+        assert_eq!(third, NewOutput::default());
+    }
+
+    #[test]
+    fn each_stream_is_capped_and_the_cut_is_reported() {
+        let control = Control::new();
+        control.keep(Stream::Stderr, b"abcdef", 4);
+        control.keep(Stream::Stderr, b"gh", 4);
+        let kept = control.output();
+        assert_eq!(
+            (kept.stderr.as_slice(), kept.truncated),
+            (&b"abcd"[..], true)
+        );
+    }
+
+    #[test]
+    fn a_stopped_reader_fails_and_the_first_reason_is_kept() {
+        let control = Control::new();
+        let mut reader = control.reader(&b"content"[..]);
+        let mut buf = [0u8; 3];
+        assert_eq!(reader.read(&mut buf).unwrap(), 3);
+        control.stop("cancelled by the client");
+        control.stop("another reason");
+        let err = reader.read(&mut buf).unwrap_err();
+        assert_eq!(err.to_string(), "stopped: cancelled by the client");
+        assert_eq!(
+            control.stopped().as_deref(),
+            Some("cancelled by the client")
+        );
+    }
+}
