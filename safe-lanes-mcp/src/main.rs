@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod params;
+mod prefix;
 mod reply;
 mod schema;
 mod server;

@@ -205,53 +205,14 @@ impl Default for WaitSeconds {
     }
 }
 
-/// A file saved in the download lane.
-#[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct SavedFile {
-    /// Where it was saved.
-    pub(crate) path: String,
-    /// Its name in the download lane.
-    pub(crate) name: String,
-    /// Its size.
-    pub(crate) bytes: u64,
-    /// Its SHA-256, hex.
-    pub(crate) sha256: String,
-}
-
 /// A page of the download lane's files.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Downloads {
     /// The files, by name.
-    pub(crate) files: Vec<DownloadedFile>,
+    pub(crate) files: Vec<safe_lanes::download::Entry>,
     /// Give this as `cursor` for the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) next_cursor: Option<String>,
-}
-
-/// One file of the download lane.
-#[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct DownloadedFile {
-    /// Its name.
-    pub(crate) name: String,
-    /// Its absolute path.
-    pub(crate) path: String,
-    /// Its size.
-    pub(crate) bytes: u64,
-    /// Last modified (RFC 3339).
-    pub(crate) modified: String,
-}
-
-/// A file that may be uploaded.
-#[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct ResolvedSource {
-    /// Its canonical path.
-    pub(crate) path: String,
-    /// The allowed folder it is in.
-    pub(crate) root: String,
-    /// Its size.
-    pub(crate) bytes: u64,
-    /// Its SHA-256, hex.
-    pub(crate) sha256: String,
 }
 
 /// What the uploader did.
@@ -330,19 +291,6 @@ pub(crate) struct Requested {
     pub(crate) status: String,
     /// The command the human runs to approve it.
     pub(crate) approve_with: String,
-}
-
-/// What a patch did.
-#[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct Patched {
-    /// The file.
-    pub(crate) path: String,
-    /// `modified`, `created` or `deleted`.
-    pub(crate) change: String,
-    /// Hunks applied.
-    pub(crate) hunks: usize,
-    /// Its size afterwards.
-    pub(crate) bytes: u64,
 }
 
 /// A shell command: how it ended, or how a background job is doing.

@@ -13,14 +13,14 @@ use rmcp::{Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use safe_lanes::confine::Jobs;
 use safe_lanes::grants::AgentGrants;
 use safe_lanes::{
-    Code, Confined, Control, DownloadLane, Limits, Session, StateRoot, UploadDeposit, UploadSource,
-    Uploader, apply_patch,
+    Code, Confined, Control, DownloadLane, Limits, Patched, Saved, Session, Source, StateRoot,
+    UploadDeposit, UploadSource, Uploader, apply_patch,
 };
 
 use crate::params::{
-    AccessRequest, Content, DownloadedFile, Downloads, DownloadsPage, FolderPatch, GrantInfo,
-    GrantsList, JobPoll, JobRef, Nothing, Patched, RequestInfo, Requested, ResolvedSource,
-    SavedFile, ShellCommand, ShellResult, SourcePath, Uploaded, UploadedContent,
+    AccessRequest, Content, Downloads, DownloadsPage, FolderPatch, GrantInfo, GrantsList, JobPoll,
+    JobRef, Nothing, RequestInfo, Requested, ShellCommand, ShellResult, SourcePath, Uploaded,
+    UploadedContent,
 };
 use crate::reply::{Failure, Reply, arguments, blocking, invalid, refusal};
 use crate::schema::{input, output};
@@ -103,7 +103,7 @@ impl Server {
             open_world_hint = false
         ),
         input_schema = input::<Content>(),
-        output_schema = output::<SavedFile>(),
+        output_schema = output::<Saved>(),
         description = "Save content received from a third party (an attachment, a fetched \
         file) to the local download folder. You give a file name hint and the content as `text` \
         or `base64` (exactly one); you cannot choose the folder. The name is sanitized (no \
@@ -115,7 +115,7 @@ impl Server {
         &self,
         Parameters(raw): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
-    ) -> Reply<SavedFile> {
+    ) -> Reply<Saved> {
         let args: Content = arguments(raw)?;
         let bytes = args.bytes()?;
         let control = self.watch(&context);
@@ -123,12 +123,7 @@ impl Server {
         let saved =
             blocking(move || Ok(state.lane.save(args.filename, control.reader(&bytes[..]))?))
                 .await?;
-        Ok(Json(SavedFile {
-            path: lossy(&saved.path),
-            name: saved.name,
-            bytes: saved.bytes,
-            sha256: saved.sha256,
-        }))
+        Ok(Json(saved))
     }
 
     #[tool(
@@ -151,17 +146,8 @@ impl Server {
         let state = Arc::clone(&self.state);
         let page = blocking(move || Ok(state.lane.page(after.as_deref(), limit)?)).await?;
         Ok(Json(Downloads {
-            files: page
-                .entries
-                .into_iter()
-                .map(|f| DownloadedFile {
-                    path: lossy(&f.path),
-                    name: f.name,
-                    bytes: f.bytes,
-                    modified: f.modified,
-                })
-                .collect(),
             next_cursor: page.next.as_deref().map(to_cursor),
+            files: page.entries,
         }))
     }
 
@@ -174,7 +160,7 @@ impl Server {
             open_world_hint = false
         ),
         input_schema = input::<SourcePath>(),
-        output_schema = output::<ResolvedSource>(),
+        output_schema = output::<Source>(),
         description = "Check whether a local file may be uploaded, and get its canonical \
         path, size and SHA-256. Only files inside the upload folders the user allowed (always \
         including the download folder) can be uploaded; everything else is refused \
@@ -185,18 +171,13 @@ impl Server {
     async fn upload_resolve(
         &self,
         Parameters(raw): Parameters<JsonObject>,
-    ) -> Reply<ResolvedSource> {
+    ) -> Reply<Source> {
         let args: SourcePath = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let source =
             blocking(move || Ok(UploadSource::load(&state.root)?.resolve(Path::new(&args.path))?))
                 .await?;
-        Ok(Json(ResolvedSource {
-            path: lossy(&source.path),
-            root: lossy(&source.root),
-            bytes: source.bytes,
-            sha256: source.sha256,
-        }))
+        Ok(Json(source))
     }
 
     #[tool(
@@ -360,12 +341,7 @@ impl Server {
             Ok(apply_patch(session, &alias, file, &args.diff)?)
         })
         .await?;
-        Ok(Json(Patched {
-            path: lossy(&done.path),
-            change: format!("{:?}", done.change).to_lowercase(),
-            hunks: done.hunks,
-            bytes: done.bytes,
-        }))
+        Ok(Json(done))
     }
 
     #[tool(

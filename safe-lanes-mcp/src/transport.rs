@@ -4,7 +4,8 @@
 //! rmcp's stdio transport drops a line that is not JSON without a word. This one answers it as
 //! JSON-RPC asks: `-32700` (parse error) for a line that is not JSON, `-32600` (invalid request)
 //! for JSON that is not a message or a line over [`Limits::max_line`], with the request's `id`
-//! when it has one. Blank lines are skipped.
+//! when it has one (for an over-long line, when the part read shows it: [`crate::prefix`]).
+//! Blank lines are skipped.
 //!
 //! # Bounds
 //!
@@ -244,12 +245,15 @@ impl Reader {
                 Ok(_) => {}
             }
             if line.len() > max_line && !line.ends_with(b"\n") {
+                // Answered with its id when the part read shows it, so the request is not
+                // left waiting.
+                let id = crate::prefix::request_id(&line).unwrap_or(Value::Null);
                 drop(line);
                 if skip_rest_of_line(&mut input).is_err() {
                     return;
                 }
                 self.answer(
-                    Value::Null,
+                    id,
                     -32600,
                     format!("Invalid request: the line is longer than {max_line} bytes"),
                 );

@@ -81,6 +81,7 @@ enum Staging {
 
 /// A file saved in the lane.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Saved {
     /// The absolute path of the saved file.
     #[serde(serialize_with = "crate::lossy::path")]
@@ -95,6 +96,7 @@ pub struct Saved {
 
 /// A file found in the lane by [`DownloadLane::list`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Entry {
     /// The absolute path.
     #[serde(serialize_with = "crate::lossy::path")]

@@ -75,6 +75,7 @@ const NEW_FILE_MODE: u32 = 0o644;
 
 /// What a patch did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FileChange {
     /// An existing file was rewritten.
@@ -87,6 +88,7 @@ pub enum FileChange {
 
 /// The result of [`apply_patch`].
 #[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Patched {
     /// The file, inside the granted folder.
     #[serde(serialize_with = "crate::lossy::path")]

@@ -115,6 +115,7 @@ pub struct Opened {
 
 /// A resolved source with its SHA-256 (what `upload check` prints).
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Source {
     /// Its canonical path.
     #[serde(serialize_with = "crate::lossy::path")]

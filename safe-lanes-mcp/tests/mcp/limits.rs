@@ -17,8 +17,9 @@ fn kib(field: &str) -> u64 {
 
 /// Regression: the longest line was a fixed 96 MiB whatever the size cap, and read whole into
 /// memory. With `--max-bytes 1000` the line limit is 1 MiB and 2,000 bytes: a 128 MiB line is
-/// answered `-32600` (no id: it was never parsed) while the server's peak memory stays far below
-/// the line's size, and the next request is served.
+/// answered `-32600` with the id its first part shows (so the client's request is answered)
+/// while the server's peak memory stays far below the line's size, and the next request is
+/// served.
 #[test]
 fn an_overlong_line_is_answered_without_being_held_whole() {
     let tmp = tempfile::tempdir().unwrap();
@@ -35,7 +36,7 @@ fn an_overlong_line_is_answered_without_being_held_whole() {
     server.write(b"\"}}}\n");
     server.call(6, "downloads_list", json!({}));
     let error = server.recv();
-    assert_eq!(error["id"], Value::Null, "{error}");
+    assert_eq!(error["id"], 5, "{error}");
     assert_eq!(error["error"]["code"], -32600, "{error}");
     assert!(
         error["error"]["message"]

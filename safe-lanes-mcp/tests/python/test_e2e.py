@@ -5,11 +5,11 @@ Run by scripts/test in its virtual environment:
         .venv/bin/python -m unittest discover -s safe-lanes-mcp/tests/python
 """
 
-import asyncio
 import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,6 +18,7 @@ import unittest
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import anyio
 from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -41,52 +42,122 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# Every refusal code of the contract.
+CODES = {
+    "traversal", "absolute_path", "relative_path", "nul_byte", "outside_allowlist", "state_root",
+    "symlink_escape", "not_regular_file", "hardlinked", "not_found", "unknown_alias", "read_only",
+    "revoked", "unavailable_on_host", "invalid_alias", "too_large", "sandbox_unavailable",
+    "patch_rejected", "invalid_argument", "not_configured", "invalid_manifest", "too_many_jobs", "io",
+}
+
+
+def wire(message):
+    """A message on the wire as plain JSON (an exception from the transport as its text)."""
+    if isinstance(message, Exception):
+        return {"exception": repr(message)}
+    return message.message.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
 class World:
     """A temporary state root and folders, a running server, and the CLI for the human.
 
     Used as `async with World(self, [...]) as w:` inside a test, so that the client's task
-    groups are entered and left by the same task.
+    groups are entered and left by the same task. `manifest` is written to
+    `<root>/workflow.json` before the server starts. Every message between client and server
+    is kept, as JSON, in `sent` and `received`; every successful structuredContent in
+    `successes`, by tool.
     """
 
-    def __init__(self, test, extra_args=()):
+    def __init__(self, test, extra_args=(), manifest=None):
         self.test = test
         self.extra_args = list(extra_args)
+        self.manifest = manifest
 
     async def __aenter__(self):
         self.tmp = Path(tempfile.mkdtemp())
         for d in ["proj", "docs", "share", "outside"]:
             (self.tmp / d).mkdir()
         self.root = self.tmp / "state"
+        if self.manifest is not None:
+            self.root.mkdir(mode=0o700)
+            (self.root / "workflow.json").write_text(self.manifest)
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.tmp), "RUST_LOG": "error"}
         params = StdioServerParameters(
             command=os.path.abspath(SERVER),
             args=["--root", str(self.root), *self.extra_args],
             env=env,
         )
+        self.sent, self.received, self.successes = [], [], {}
         self.stack = AsyncExitStack()
-        read, write = await self.stack.enter_async_context(
-            stdio_client(params, errlog=self.stack.enter_context(open(os.devnull, "w")))
-        )
-        self.session = await self.stack.enter_async_context(ClientSession(read, write))
-        await self.session.initialize()
+        try:
+            read, write = await self.stack.enter_async_context(
+                stdio_client(params, errlog=self.stack.enter_context(open(os.devnull, "w")))
+            )
+            # Relay both ways through streams of our own, keeping a copy of every message.
+            to_server, from_session = anyio.create_memory_object_stream(0)
+            to_session, from_server = anyio.create_memory_object_stream(0)
+
+            async def upstream():
+                async with from_session:
+                    async for message in from_session:
+                        self.sent.append(wire(message))
+                        await write.send(message)
+
+            async def downstream():
+                async with to_session:
+                    async for message in read:
+                        self.received.append(wire(message))
+                        await to_session.send(message)
+
+            relay = await self.stack.enter_async_context(anyio.create_task_group())
+            self.stack.callback(relay.cancel_scope.cancel)
+            relay.start_soon(upstream)
+            relay.start_soon(downstream)
+            self.session = await self.stack.enter_async_context(
+                ClientSession(from_server, to_server)
+            )
+            await self.session.initialize()
+        except BaseException:
+            await self.stack.aclose()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
         return self
 
     async def __aexit__(self, *exc):
         await self.stack.aclose()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    async def ok(self, tool, args):
-        result = await self.session.call_tool(tool, args)
+    async def ok(self, tool, args, **options):
+        result = await self.session.call_tool(tool, args, **options)
         self.test.assertFalse(result.is_error, f"{tool} {args}: {result}")
-        return result.structured_content
+        structured = result.structured_content
+        self.test.assertIsInstance(structured, dict, f"{tool}: no structuredContent")
+        self.test.assertEqual(result.content[0].type, "text")
+        self.test.assertEqual(json.loads(result.content[0].text), structured, f"{tool}: the text is not the same JSON")
+        self.successes.setdefault(tool, []).append(structured)
+        return structured
 
-    async def refused(self, tool, args):
-        result = await self.session.call_tool(tool, args)
+    async def refusal(self, tool, args, **options):
+        """A refusal *result*: `isError`, one text `"<code>: <message>"`, no structuredContent,
+        and the code again in `_meta["safe-lanes/code"]`. Returns `(code, message)`."""
+        try:
+            result = await self.session.call_tool(tool, args, **options)
+        except MCPError as e:
+            self.test.fail(f"{tool} {args}: a JSON-RPC error {e.code} ({e}) instead of a result")
         self.test.assertTrue(result.is_error, f"{tool} {args}: {result}")
-        error = result.structured_content["error"]
-        self.test.assertEqual(len(result.content), 1)
-        self.test.assertEqual(result.content[0].text, f"{error['code']}: {error['message']}")
-        return error["code"]
+        self.test.assertIsNone(result.structured_content, f"{tool}: a refusal has no structuredContent")
+        self.test.assertEqual(len(result.content), 1, result)
+        self.test.assertEqual(result.content[0].type, "text", result)
+        found = re.fullmatch(r"([a-z_]+): (.+)", result.content[0].text, re.DOTALL)
+        self.test.assertIsNotNone(found, f"{tool}: not '<code>: <message>': {result.content[0].text!r}")
+        code, message = found.groups()
+        self.test.assertIn(code, CODES)
+        self.test.assertEqual((result.meta or {}).get("safe-lanes/code"), code, f"{tool}: _meta: {result}")
+        return code, message
+
+    async def refused(self, tool, args, **options):
+        """The code of a refusal result."""
+        return (await self.refusal(tool, args, **options))[0]
 
     def cli(self, *args):
         out = subprocess.run(
@@ -96,6 +167,9 @@ class World:
         )
         return json.loads(out.stdout)
 
+    def grant(self, alias, path, access):
+        return self.cli("grant", "add", "--alias", alias, "--path", str(path), "--access", access)
+
 
 class Downloads(unittest.IsolatedAsyncioTestCase):
     async def test_tools_are_the_contract(self):
@@ -104,7 +178,7 @@ class Downloads(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(
                 sorted(t.name for t in tools),
                 ["download_save", "downloads_list", "folder_access_request", "folder_grants_list",
-                 "folder_patch", "shell_exec", "upload_resolve"],
+                 "folder_patch", "shell_exec", "shell_job_status", "shell_job_stop", "upload_resolve"],
             )
 
     async def test_save_and_list(self):
@@ -134,30 +208,26 @@ class Downloads(unittest.IsolatedAsyncioTestCase):
 
 
 class Malformed(unittest.IsolatedAsyncioTestCase):
-    async def test_malformed_calls_get_errors_and_the_server_keeps_serving(self):
+    async def test_malformed_calls_get_results_and_the_server_keeps_serving(self):
         async with World(self) as w:
             async def still_serving():
                 await w.ok("downloads_list", {})
 
-            with self.assertRaises(MCPError):
+            # Not a tool call of a known tool: a JSON-RPC error.
+            with self.assertRaises(MCPError) as raised:
                 await w.session.call_tool("read_file", {"path": "/etc/passwd"})
+            self.assertEqual(raised.exception.code, -32602)
             await still_serving()
-            for args in [
-                {"filename": "a", "text": "x", "base64": "eA=="},
-                {"filename": "a"},
-                {"filename": "a", "base64": "not base64!"},
-            ]:
-                with self.assertRaises(MCPError):
-                    await w.session.call_tool("download_save", args)
-                await still_serving()
+            # Bad arguments of a known tool: an invalid_argument result.
             for tool, args in [
+                ("download_save", {"filename": "a", "text": "x", "base64": "eA=="}),
+                ("download_save", {"filename": "a"}),
+                ("download_save", {"filename": "a", "base64": "not base64!"}),
                 ("download_save", {"filename": 42, "text": "x"}),
                 ("upload_resolve", {}),
                 ("shell_exec", {"command": ["ls"]}),
             ]:
-                with self.assertRaises(MCPError) as raised:
-                    await w.session.call_tool(tool, args)
-                self.assertEqual(raised.exception.code, -32602)
+                self.assertEqual(await w.refused(tool, args), "invalid_argument", f"{tool} {args}")
                 await still_serving()
             self.assertEqual(await w.refused("upload_resolve", {"path": "/tmp/a\x00b"}), "nul_byte")
             await still_serving()
@@ -250,7 +320,8 @@ class Folders(unittest.IsolatedAsyncioTestCase):
             code = await w.refused("shell_exec", {"command": "cat spec.md", "cwd": "docs"})
             self.assertEqual(code, "unknown_alias")
             code = await w.refused("folder_access_request", {"alias": "Bad", "access": "read_only", "reason": "r"})
-            self.assertEqual(code, "invalid_alias")
+            # Refused by the schema's pattern or by the library: either code names it.
+            self.assertIn(code, {"invalid_alias", "invalid_argument"})
             w.cli("grant", "approve", request_id)
             read = await w.ok("shell_exec", {"command": "cat spec.md", "cwd": "docs"})
             self.assertEqual(read["stdout"], "the spec")
