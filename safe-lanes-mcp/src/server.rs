@@ -168,10 +168,7 @@ impl Server {
         directories and devices (`not_regular_file`) and files with several hard links \
         (`hardlinked`). The path must be absolute."
     )]
-    async fn upload_resolve(
-        &self,
-        Parameters(raw): Parameters<JsonObject>,
-    ) -> Reply<Source> {
+    async fn upload_resolve(&self, Parameters(raw): Parameters<JsonObject>) -> Reply<Source> {
         let args: SourcePath = arguments(raw)?;
         let state = Arc::clone(&self.state);
         let source =

@@ -127,7 +127,7 @@ impl AuditLog {
     ) -> Result<()> {
         let actor = actor.to_string();
         let actor = actor.as_str();
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = crate::sync::lock(&self.inner);
         rustix::fs::flock(&inner.fd, FlockOperation::LockExclusive)
             .map_err(|e| Error::io("flock", &self.path, e))?;
         let result = self.append_locked(&mut inner, event, actor, fields);
@@ -246,10 +246,7 @@ impl AuditLog {
     ///
     /// `io` when the log cannot be read.
     pub fn verify(&self) -> Result<Verification> {
-        let fd = self
-            .inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let fd = crate::sync::lock(&self.inner)
             .fd
             .try_clone()
             .map_err(|e| Error::io("dup", &self.path, e))?;

@@ -15,8 +15,10 @@
 
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::sync::lock;
 
 /// A shared handle to stop an operation and to watch a command's output (module docs).
 ///
@@ -185,10 +187,6 @@ fn text_since(bytes: &[u8], from: usize) -> (String, usize) {
     };
     let text = String::from_utf8_lossy(&new[..whole]).into_owned();
     (text, from + whole)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

@@ -88,13 +88,13 @@ enum Phase {
 
 impl Progress {
     fn set(&self, written: u64, phase: Phase) {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (written, phase);
+        *crate::sync::lock(&self.state) = (written, phase);
         self.changed.notify_one();
     }
 
     /// Wait until more than `hashed` bytes are written or writing has ended.
     fn wait_beyond(&self, hashed: u64) -> (u64, Phase) {
-        let guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = crate::sync::lock(&self.state);
         let guard = self
             .changed
             .wait_while(guard, |(written, phase)| {

@@ -399,7 +399,7 @@ impl DownloadLane {
 
     /// The suffix to try next for `name`, handed out once (concurrent savers get distinct ones).
     fn reserve(&self, name: &SafeName) -> u32 {
-        let mut memory = self.next_suffix.lock().unwrap_or_else(|p| p.into_inner());
+        let mut memory = crate::sync::lock(&self.next_suffix);
         if memory.len() >= MAX_REMEMBERED && !memory.contains_key(name.as_str()) {
             memory.clear();
         }
@@ -415,7 +415,7 @@ impl DownloadLane {
 
     /// Remember that suffix `n` of `name` turned out to be taken.
     fn taken(&self, name: &SafeName, n: u32) {
-        let mut memory = self.next_suffix.lock().unwrap_or_else(|p| p.into_inner());
+        let mut memory = crate::sync::lock(&self.next_suffix);
         let next = n.saturating_add(1);
         let entry = memory
             .entry(name.as_str().to_owned())

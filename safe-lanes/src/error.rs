@@ -276,7 +276,7 @@ pub enum Error {
     /// Outside every allowed folder.
     #[error("{path}: not inside any allowed upload root")]
     OutsideAllowlist {
-        /// The refused path (its real location when it was resolved).
+        /// The refused path, as the caller gave it (never where a link led).
         path: Shown,
     },
     /// Inside the state root.

@@ -143,6 +143,14 @@ impl<'a> AbsPath<'a> {
         self.0
     }
 
+    /// The components the path spells, read as written: empty and `.` components dropped,
+    /// each `..` taking away the component before it (at `/` it stays at `/`, as the kernel's
+    /// does). No system call is made: this is the path's text, not where it leads (after a
+    /// symbolic link the kernel's `..` climbs from the link's target, not from the link).
+    pub fn spelled(self) -> Vec<&'a [u8]> {
+        read_as_written(self.0.as_os_str().as_bytes().split(|&b| b == b'/'))
+    }
+
     /// The path below `/` (`.` for `/` itself), for resolution beneath the root directory.
     ///
     /// # Errors
@@ -162,6 +170,22 @@ impl AsRef<Path> for AbsPath<'_> {
     fn as_ref(&self) -> &Path {
         self.0
     }
+}
+
+/// Components read as written ([`AbsPath::spelled`]): empty and `.` ones dropped, each `..`
+/// taking away the one before it, none climbing above the first.
+pub(crate) fn read_as_written<'p>(parts: impl IntoIterator<Item = &'p [u8]>) -> Vec<&'p [u8]> {
+    let mut out = Vec::new();
+    for part in parts {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                out.pop();
+            }
+            _ => out.push(part),
+        }
+    }
+    out
 }
 
 /// The relative-path rule; `parents` says whether `..` may appear (while it stays inside).
@@ -300,5 +324,23 @@ mod tests {
         assert_eq!(below("/home/u"), Path::new("home/u"));
         let climbs = AbsPath::new("/a/../..").unwrap().below_root();
         assert_eq!(code(climbs), Some(Code::Traversal));
+    }
+
+    #[test]
+    fn a_path_is_spelled_as_written() {
+        let spelled = |p: &str| {
+            let parts = AbsPath::new(p).unwrap().spelled();
+            parts
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        assert_eq!(spelled("/a//./b/"), "a/b");
+        assert_eq!(spelled("/a/b/../c"), "a/c");
+        assert_eq!(spelled("/a/../../b"), "b", "`..` at `/` stays at `/`");
+        assert_eq!(spelled("/a/b/../.."), "");
+        assert_eq!(spelled("/"), "");
+        assert_eq!(spelled("/..a/.b/..."), "..a/.b/...");
     }
 }

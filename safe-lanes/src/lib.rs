@@ -80,6 +80,7 @@ pub mod patch;
 pub mod process;
 mod random;
 pub mod root;
+mod sync;
 pub mod upload;
 
 pub use actor::Actor;

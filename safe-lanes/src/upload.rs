@@ -14,47 +14,61 @@
 //! # Resolution
 //!
 //! [`UploadSource::open`] takes an absolute path and returns an open, read-only handle to
-//! exactly the file that was checked:
+//! exactly the file that was checked. Nothing outside the allowed roots is ever looked at: what
+//! lies there — whether a file exists, where a link points — cannot change the answer, so the
+//! call is no oracle for the rest of the disk.
 //!
-//! 1. Lexical checks: absolute (`relative_path`), no NUL (`nul_byte`), no trailing `/`
-//!    (`not_regular_file`), at most `PATH_MAX` bytes.
-//! 2. **Fast path**: when the path starts with an allowed root's canonical path, the rest is
-//!    opened beneath that root's descriptor with `RESOLVE_NO_SYMLINKS`. Success means the file
-//!    is beneath the root and its canonical path is the lexical one.
-//! 3. **Followed path**: otherwise (a symbolic link somewhere, a `..` leaving the root, a path
-//!    spelled through another directory), the kernel resolves the whole path (`O_PATH`, no
-//!    magic links) and reports where the inode it reached lives. That location must lie inside
-//!    an allowed root by whole components. The file is then re-opened *beneath that root's
-//!    descriptor* with `RESOLVE_NO_SYMLINKS` and must be the same inode, so the handle always
-//!    comes from the confinement primitive and a swap between the two opens is detected (and
-//!    retried) rather than trusted.
-//! 4. **Hard guard**: anything under the state root other than `.downloads` is refused
+//! 1. Lexical checks: absolute (`relative_path`), no NUL (`nul_byte`), no trailing `/`, `.` or
+//!    `..` (`not_regular_file`), at most `PATH_MAX` bytes (`invalid_argument`).
+//! 2. **The path as written** ([`AbsPath::spelled`]: `.` and empty components dropped, `..`
+//!    taking away the component before it). Spelled under the state root but not under
+//!    `.downloads`: `state_root`. Not starting with an allowed root's components — its
+//!    canonical path, or an entry as the human wrote it (`/home/u/Docs` when that is a link
+//!    to `/data/docs`) — `outside_allowlist`, naming only the path given. Neither opens
+//!    anything.
+//! 3. **The open**: the rest of the path is opened beneath that root's descriptor with
+//!    `RESOLVE_NO_SYMLINKS`. Success means the file is beneath the root and its canonical
+//!    path is the root's followed by the rest. A missing file is `not_found`: it is missing
+//!    inside an allowed root.
+//! 4. **Symbolic links**: when a link is on the way, the rest is walked beneath the root one
+//!    component at a time. Each link is read where it lies (inside the root) and expanded by
+//!    its text: a relative target continues from the link's directory (its `..` climbs real
+//!    directories already entered; above the root it continues from the root's parent, read
+//!    as written), an absolute target is read as written with what follows it. Wherever the
+//!    text leads, step 2 decides again before anything there is touched: a link into another
+//!    allowed root is followed beneath that root's descriptor, a link anywhere else is
+//!    `outside_allowlist` naming the path given, never the target. The file is finally opened
+//!    beneath its root with `RESOLVE_NO_SYMLINKS`, so what was walked is what is opened; a
+//!    change between two steps restarts the walk (at most three times).
+//! 5. **Hard guard**: anything under the state root other than `.downloads` is refused
 //!    (`state_root`), even when an allowlist entry covers the state root by mistake.
-//! 5. Only regular files (`not_regular_file`; FIFOs are opened non-blocking, so a FIFO is
+//! 6. Only regular files (`not_regular_file`; FIFOs are opened non-blocking, so a FIFO is
 //!    refused at once), with exactly one link (`hardlinked`: a second link can smuggle any
 //!    inode, such as a token, into an allowed folder).
-//!
-//! Refusals say why: `traversal` when a `..` carried a path that started in an allowed root
-//! out of it, `symlink_escape` when a link did, `outside_allowlist` otherwise.
 
-use std::ffi::OsString;
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{FileType, Mode, OFlags};
 use serde::Serialize;
 
 use crate::actor::Actor;
-use crate::beneath::{self, Ambient, Anchor, Symlinks, identity, location_of};
+use crate::beneath::{self, Ambient, Anchor, Symlinks, location_of};
 use crate::error::{Error, Result, Shown};
-use crate::input::{AbsPath, RelPath};
+use crate::input::{self, AbsPath, Name, RelPath};
 use crate::root::{StateRoot, UPLOAD_ROOTS_FILE};
 
-/// Attempts of the followed path when the file is swapped between its two opens.
+/// Walks through symbolic links restarted when what they checked changed before the open.
 const ATTEMPTS: usize = 3;
+/// The most symbolic links followed for one source (as the kernel's `MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
+/// How a source is opened: read-only, and without blocking on a FIFO.
+const READ: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
 /// Environment variables naming extra roots, in the order they are read.
 pub const ENV_VARS: [&str; 2] = ["SAFE_LANES_UPLOAD_ROOTS", "GWSA_UPLOAD_ROOTS"];
 
@@ -85,6 +99,10 @@ pub struct AllowedRoot {
     pub covers_state_root: bool,
     #[serde(skip)]
     anchor: Anchor,
+    /// The components a path may start with to be in this root: its canonical path's, and
+    /// those of each entry that named it, as written (when absolute, without `.` or `..`).
+    #[serde(skip)]
+    spellings: Vec<Vec<Vec<u8>>>,
 }
 
 /// An allowlist entry that was ignored, and why.
@@ -139,6 +157,9 @@ pub struct UploadSource {
     ignored: Vec<IgnoredEntry>,
     state_root: PathBuf,
     downloads: PathBuf,
+    /// The components of `state_root` and `downloads`, for the hard guard on what a path spells.
+    state_parts: Vec<Vec<u8>>,
+    downloads_parts: Vec<Vec<u8>>,
     audit: std::sync::Arc<crate::audit::AuditLog>,
     actor: Actor,
 }
@@ -165,12 +186,15 @@ impl UploadSource {
         let mut this = Self {
             roots: Vec::new(),
             ignored: Vec::new(),
+            state_parts: parts_of(&state_root),
+            downloads_parts: parts_of(&downloads),
             state_root,
             downloads: downloads.clone(),
             audit: root.audit(),
             actor: Actor::Agent,
         };
         this.roots.push(AllowedRoot {
+            spellings: vec![parts_of(&downloads)],
             path: downloads.clone(),
             origin: AllowedBy::Downloads,
             entry: downloads.to_string_lossy().into_owned(),
@@ -242,16 +266,33 @@ impl UploadSource {
                 return;
             }
         };
-        if self.roots.iter().any(|r| r.path == path) {
-            return;
-        }
-        self.roots.push(AllowedRoot {
+        let root = AllowedRoot {
             covers_state_root: is_within(&self.state_root, &path),
             path,
             origin,
             entry: shown,
             anchor,
-        });
+            spellings: Vec::new(),
+        };
+        self.push_root(root, &spelled);
+    }
+
+    /// Add `root`, opened from the entry `written`, or only that spelling when its directory
+    /// is in the list already.
+    fn push_root(&mut self, mut root: AllowedRoot, written: &Path) {
+        // The human's spelling names the root too, unless it says `.` or `..`: those would be
+        // read as written, which need not be where the kernel went when it opened the entry.
+        let written = AbsPath::normalized(written).ok().map(|_| parts_of(written));
+        if let Some(known) = self.roots.iter_mut().find(|r| r.path == root.path) {
+            known
+                .spellings
+                .extend(written.filter(|w| !known.spellings.contains(w)));
+            return;
+        }
+        root.spellings.push(parts_of(&root.path));
+        root.spellings
+            .extend(written.filter(|w| *w != root.spellings[0]));
+        self.roots.push(root);
     }
 
     /// The actor recorded in the audit log ([`Actor::Agent`] by default).
@@ -275,13 +316,16 @@ impl UploadSource {
     ///
     /// # Errors
     ///
-    /// `relative_path`, `nul_byte`, `not_found`, `traversal`, `symlink_escape`,
-    /// `outside_allowlist`, `state_root`, `not_regular_file`, `hardlinked`, or `io`.
+    /// `relative_path`, `nul_byte`, `invalid_argument`, `outside_allowlist`, `state_root`,
+    /// `not_found` (missing inside an allowed root), `symlink_escape` (a loop of links, or a
+    /// path that kept changing), `not_regular_file`, `hardlinked`, or `io`.
     ///
     /// # Security
     ///
     /// `path` is untrusted. The returned handle was opened beneath an allowed root's
-    /// descriptor, and is never under the state root except `.downloads`.
+    /// descriptor, and is never under the state root except `.downloads`. Nothing outside the
+    /// allowed roots is looked at, so the outcome and the message are the same whatever
+    /// exists there, and never name where a link leads outside.
     pub fn open(&self, path: &Path) -> Result<Opened> {
         self.open_unrecorded(path).map_err(|e| {
             self.audit
@@ -289,25 +333,19 @@ impl UploadSource {
         })
     }
 
-    fn open_unrecorded(&self, path: &Path) -> Result<Opened> {
-        check_lexically(path)?;
-        let parts = components(path);
-        if let Some((root, rest)) = self.lexical_root(&parts) {
-            let opened = RelPath::new(&rest).and_then(|rest| {
-                let flags = OFlags::RDONLY | OFlags::NONBLOCK;
-                root.anchor.open(rest, flags, Mode::empty(), Symlinks::Deny)
-            });
-            match opened {
-                Ok(fd) => {
-                    let real = path_clean::clean(root.path.join(&rest));
-                    return self.accept(path, fd, real, root);
-                }
-                // A link or a `..` out of the root: the followed path decides.
-                Err(Error::SymlinkEscape { .. } | Error::Traversal { .. }) => {}
-                Err(e) => return Err(e),
-            }
+    fn open_unrecorded(&self, asked: &Path) -> Result<Opened> {
+        let spelled = check_lexically(asked)?.spelled();
+        self.guard_spelled(asked, &spelled)?;
+        let (root, rest) = self.place(asked, &spelled)?;
+        let rel = join(rest);
+        let opened = RelPath::new(&rel)
+            .and_then(|rel| root.anchor.open(rel, READ, Mode::empty(), Symlinks::Deny));
+        match opened {
+            Ok(fd) => self.accept(asked, fd, root.path.join(&rel), root),
+            // A symbolic link on the way: follow it, through allowed roots only.
+            Err(Error::SymlinkEscape { .. }) => self.open_through_links(asked, root, rest),
+            Err(e) => Err(e),
         }
-        self.open_followed(path, &parts)
     }
 
     /// [`UploadSource::open`], then hash the whole file through the handle.
@@ -329,50 +367,160 @@ impl UploadSource {
         Ok(source)
     }
 
-    /// The root whose canonical path starts `parts`, with the rest of the path.
-    fn lexical_root(&self, parts: &[&[u8]]) -> Option<(&AllowedRoot, PathBuf)> {
-        self.roots.iter().find_map(|root| {
-            let root_parts = components(&root.path);
-            parts.starts_with(&root_parts).then(|| {
-                let rest = parts[root_parts.len()..].join(&b'/');
-                (root, PathBuf::from(OsString::from_vec(rest)))
-            })
+    /// The allowed root the components `spelled` start with (the innermost, when roots nest)
+    /// and the components below it; decided from the text alone, nothing is opened.
+    ///
+    /// # Errors
+    ///
+    /// `outside_allowlist`, naming `asked` only (never where a link led), or `state_root`
+    /// from [`UploadSource::guard_spelled`].
+    fn place<'p>(
+        &self,
+        asked: &Path,
+        spelled: &'p [&'p [u8]],
+    ) -> Result<(&AllowedRoot, &'p [&'p [u8]])> {
+        let found = self
+            .roots
+            .iter()
+            .flat_map(|root| root.spellings.iter().map(move |s| (root, s)))
+            .filter(|(_, s)| starts_with(spelled, s))
+            .max_by_key(|(_, s)| s.len());
+        let Some((root, spelling)) = found else {
+            return Err(Error::OutsideAllowlist {
+                path: Shown::path(asked),
+            });
+        };
+        self.guard_spelled(asked, spelled)?;
+        Ok((root, &spelled[spelling.len()..]))
+    }
+
+    /// Open the rest of a path through the symbolic links on it, walking again when something
+    /// changed between two steps.
+    fn open_through_links(
+        &self,
+        asked: &Path,
+        root: &AllowedRoot,
+        rest: &[&[u8]],
+    ) -> Result<Opened> {
+        for _ in 0..ATTEMPTS {
+            let walk = Walk {
+                root,
+                walked: Vec::new(),
+                queue: rest.iter().map(|part| part.to_vec()).collect(),
+                links: 0,
+            };
+            if let Some(opened) = self.walk(asked, walk)? {
+                return Ok(opened);
+            }
+        }
+        Err(Error::SymlinkEscape {
+            path: Shown::path(asked),
+            why: "the file kept changing while it was checked",
         })
     }
 
-    /// Let the kernel follow every link, learn where the inode lives, and re-open it beneath
-    /// the allowed root that contains it.
-    fn open_followed(&self, path: &Path, parts: &[&[u8]]) -> Result<Opened> {
-        for _ in 0..ATTEMPTS {
-            let why = Ambient::because(
-                "where the kernel finds a source, only to pick its allowed root; the file is \
-                 re-opened beneath that root and compared by inode",
-            );
-            let (followed, real) = beneath::locate(path, why)?;
-            self.guard(&real)?;
-            let Some(root) = self.roots.iter().find(|r| is_within(&r.path, &real)) else {
-                return Err(self.classify_outside(path, parts, &real));
-            };
-            let rest = real.strip_prefix(&root.path).unwrap_or(Path::new(""));
-            let opened = RelPath::new(rest).and_then(|rest| {
-                let flags = OFlags::RDONLY | OFlags::NONBLOCK;
-                root.anchor.open(rest, flags, Mode::empty(), Symlinks::Deny)
-            });
-            let fd = match opened {
-                Ok(fd) => fd,
-                // Moved or swapped since the kernel reported it: look again.
-                Err(Error::SymlinkEscape { .. } | Error::NotFound { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-            if identity(fd.as_fd())? != identity(followed.as_fd())? {
+    /// Walk the rest of a path beneath its root one component at a time, expanding each link
+    /// by its text ([`UploadSource::expand`]); `None` when something changed between steps.
+    fn walk<'s>(&'s self, asked: &Path, mut w: Walk<'s>) -> Result<Option<Opened>> {
+        while let Some(part) = w.queue.pop_front() {
+            if part == b".." {
+                if w.walked.pop().is_none() {
+                    // Above the root: what follows is read from the root's parent, as written.
+                    let parent = w.root.path.parent().unwrap_or(Path::new("/"));
+                    let above = parts_of(parent).into_iter().chain(w.queue.drain(..));
+                    let above = above.collect();
+                    self.enter(asked, &mut w, above)?;
+                }
                 continue;
             }
-            return self.accept(path, fd, real, root);
+            let Some(dir) = w.directory()? else {
+                return Ok(None);
+            };
+            let name = Name::new(OsStr::from_bytes(&part))?;
+            let kind = FileType::from_raw_mode(dir.stat_entry(name)?.st_mode);
+            let last = w.queue.is_empty();
+            match kind {
+                FileType::Symlink => match dir.read_link(name)? {
+                    Some(target) => self.expand(asked, &mut w, &target)?,
+                    None => return Ok(None),
+                },
+                FileType::Directory if !last => w.walked.push(part),
+                _ if !last => {
+                    return Err(Error::NotFound {
+                        path: Shown::path(asked),
+                        why: "a path component is not a directory",
+                    });
+                }
+                _ => {
+                    w.walked.push(part);
+                    return self.open_walked(asked, &w);
+                }
+            }
         }
-        Err(Error::SymlinkEscape {
-            path: Shown::path(path),
-            why: "the file kept changing while it was checked",
+        // Every component was a directory, a `..` or a link: the path ends at a directory.
+        Err(Error::NotRegularFile {
+            path: Shown::path(asked),
+            kind: "a directory",
         })
+    }
+
+    /// Replace a symbolic link on the walk by its `target`. A relative target continues from
+    /// the link's directory; an absolute one is read as written with what follows it and
+    /// placed again ([`UploadSource::enter`]), before anything it names is touched.
+    fn expand<'s>(&'s self, asked: &Path, w: &mut Walk<'s>, target: &[u8]) -> Result<()> {
+        w.links += 1;
+        if w.links > MAX_LINKS {
+            return Err(Error::SymlinkEscape {
+                path: Shown::path(asked),
+                why: "too many levels of symbolic links",
+            });
+        }
+        if target.is_empty() {
+            return Err(Error::NotFound {
+                path: Shown::path(asked),
+                why: "a symbolic link on the way is empty",
+            });
+        }
+        let parts = target
+            .split(|&b| b == b'/')
+            .filter(|part| !part.is_empty() && *part != b".")
+            .map(<[u8]>::to_vec);
+        if target.starts_with(b"/") {
+            let joined = parts.chain(w.queue.drain(..)).collect();
+            return self.enter(asked, w, joined);
+        }
+        let parts: Vec<Vec<u8>> = parts.collect();
+        for part in parts.into_iter().rev() {
+            w.queue.push_front(part);
+        }
+        Ok(())
+    }
+
+    /// Continue the walk at the absolute path `parts`, read as written: in the allowed root it
+    /// names ([`UploadSource::place`]), or nowhere.
+    fn enter<'s>(&'s self, asked: &Path, w: &mut Walk<'s>, parts: Vec<Vec<u8>>) -> Result<()> {
+        let spelled = input::read_as_written(parts.iter().map(Vec::as_slice));
+        let (root, rest) = self.place(asked, &spelled)?;
+        w.root = root;
+        w.walked.clear();
+        w.queue = rest.iter().map(|part| part.to_vec()).collect();
+        Ok(())
+    }
+
+    /// Open the file the walk reached, beneath its root with no link allowed; `None` when the
+    /// path changed since it was walked.
+    fn open_walked(&self, asked: &Path, w: &Walk<'_>) -> Result<Option<Opened>> {
+        let parts: Vec<&[u8]> = w.walked.iter().map(Vec::as_slice).collect();
+        let rel = join(&parts);
+        let opened = RelPath::new(&rel)
+            .and_then(|rel| w.root.anchor.open(rel, READ, Mode::empty(), Symlinks::Deny));
+        match opened {
+            Ok(fd) => self
+                .accept(asked, fd, w.root.path.join(&rel), w.root)
+                .map(Some),
+            Err(Error::SymlinkEscape { .. } | Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The checks on an opened candidate: hard guard, regular file, one link.
@@ -387,6 +535,12 @@ impl UploadSource {
         let st = beneath::regular_single_link(fd.as_fd(), asked)?;
         // Reads need no O_NONBLOCK; it only kept a FIFO from blocking the open.
         rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(|e| Error::io("fcntl", asked, e))?;
+        // Walked beneath an outer root into a nested one, the file is reported in the inner.
+        let root = self
+            .roots
+            .iter()
+            .find(|r| is_within(&r.path, &real))
+            .unwrap_or(root);
         Ok(Opened {
             file: File::from(fd),
             path: real,
@@ -405,22 +559,62 @@ impl UploadSource {
         Ok(())
     }
 
-    /// Why a path whose real location is outside every root was refused.
-    fn classify_outside(&self, asked: &Path, parts: &[&[u8]], real: &Path) -> Error {
-        let started_inside = self.lexical_root(parts).is_some();
-        match (started_inside, parts.contains(&&b".."[..])) {
-            (true, true) => Error::Traversal {
+    /// The hard guard on what a path spells, before anything is opened: nothing under the
+    /// state root but `.downloads`. It depends on the text alone, so it tells nothing about
+    /// what exists there.
+    fn guard_spelled(&self, asked: &Path, spelled: &[&[u8]]) -> Result<()> {
+        if starts_with(spelled, &self.state_parts) && !starts_with(spelled, &self.downloads_parts) {
+            return Err(Error::StateRoot {
                 path: Shown::path(asked),
-            },
-            (true, false) => Error::SymlinkEscape {
-                path: Shown::path(asked),
-                why: "a symbolic link leads outside the allowed upload roots",
-            },
-            (false, _) => Error::OutsideAllowlist {
-                path: Shown::path(real),
-            },
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Where a walk through symbolic links stands.
+struct Walk<'s> {
+    /// The allowed root it is beneath.
+    root: &'s AllowedRoot,
+    /// The directories entered beneath the root, none of them a link.
+    walked: Vec<Vec<u8>>,
+    /// The components still to resolve (`..` kept: it climbs `walked`).
+    queue: VecDeque<Vec<u8>>,
+    /// Links followed so far.
+    links: usize,
+}
+
+impl Walk<'_> {
+    /// The directory the walk stands in, opened beneath the root with no link allowed;
+    /// `None` when it is no longer there.
+    fn directory(&self) -> Result<Option<Anchor>> {
+        let parts: Vec<&[u8]> = self.walked.iter().map(Vec::as_slice).collect();
+        let rel = join(&parts);
+        match RelPath::new(&rel).and_then(|rel| self.root.anchor.open_dir(rel, Symlinks::Deny)) {
+            Ok(dir) => Ok(Some(dir)),
+            Err(Error::SymlinkEscape { .. } | Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
         }
     }
+}
+
+/// Whether the components `parts` start with the components `base`.
+fn starts_with(parts: &[&[u8]], base: &[Vec<u8>]) -> bool {
+    parts.len() >= base.len() && parts.iter().zip(base).all(|(p, b)| *p == b.as_slice())
+}
+
+/// The components of an absolute path, read as written.
+fn parts_of(path: &Path) -> Vec<Vec<u8>> {
+    let bytes = path.as_os_str().as_bytes();
+    input::read_as_written(bytes.split(|&b| b == b'/'))
+        .into_iter()
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// Components joined into a relative path (empty for none: the directory itself).
+fn join(parts: &[&[u8]]) -> PathBuf {
+    PathBuf::from(OsString::from_vec(parts.join(&b'/')))
 }
 
 /// Whether `path` is `base` or below it, by whole components.
@@ -428,24 +622,17 @@ fn is_within(base: &Path, path: &Path) -> bool {
     path.starts_with(base)
 }
 
-/// The components of an absolute path, without empty and `.` ones (`..` is kept).
-fn components(path: &Path) -> Vec<&[u8]> {
-    path.as_os_str()
-        .as_bytes()
-        .split(|&b| b == b'/')
-        .filter(|p| !p.is_empty() && *p != b".")
-        .collect()
-}
-
-fn check_lexically(path: &Path) -> Result<()> {
-    let bytes = AbsPath::new(path)?.as_path().as_os_str().as_bytes();
+/// The lexical checks of step 1; the checked path, for what it spells.
+fn check_lexically(path: &Path) -> Result<AbsPath<'_>> {
+    let checked = AbsPath::new(path)?;
+    let bytes = checked.as_path().as_os_str().as_bytes();
     if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || bytes.ends_with(b"/..") {
         return Err(Error::NotRegularFile {
             path: Shown::bytes(bytes),
             kind: "a directory path (it ends with `/`, `.` or `..`)",
         });
     }
-    Ok(())
+    Ok(checked)
 }
 
 /// The lines of `.upload-roots` with their line numbers; one error entry when the file
@@ -490,8 +677,19 @@ mod tests {
     }
 
     #[test]
-    fn components_keep_dotdot_and_drop_dots() {
-        let p = Path::new("/a//./b/../c");
-        assert_eq!(components(p), [&b"a"[..], b"b", b"..", b"c"]);
+    fn a_root_is_matched_by_whole_components() {
+        let base = parts_of(Path::new("/a/b"));
+        let spelled = |p: &str| parts_of(Path::new(p));
+        let starts = |p: &str| {
+            let parts = spelled(p);
+            let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+            starts_with(&parts, &base)
+        };
+        assert!(starts("/a/b"));
+        assert!(starts("/a//./b/c"));
+        assert!(starts("/a/x/../b/c"));
+        assert!(!starts("/a/bc"));
+        assert!(!starts("/a/b/../c"));
+        assert!(!starts("/a"));
     }
 }

@@ -53,9 +53,10 @@ fn check_refuses_secrets_with_exit_3_and_a_code() {
         (env.home().join(".ssh/id_ed25519"), "outside_allowlist"),
         (env.root().join("token"), "state_root"),
         (env.root().join(".upload-roots"), "state_root"),
+        // Read as written, it is outside `share`: refused without a lookup.
         (
             env.tmp.path().join("share/../home/.ssh/id_ed25519"),
-            "traversal",
+            "outside_allowlist",
         ),
         (env.tmp.path().join("share"), "not_regular_file"),
     ];

@@ -53,6 +53,50 @@ async fn resolve_allows_the_lane_and_refuses_everything_else() {
     }
 }
 
+/// Regression: `upload_resolve` was an oracle for the whole disk (`/etc/shadow` refused as
+/// outside the allowlist, `/etc/nonexistent` as not found) and named where a link in an
+/// allowed folder points. Now the agent reads the same answer whatever exists outside, and
+/// only the path it gave.
+#[tokio::test]
+async fn resolve_tells_nothing_about_what_exists_outside_the_roots() {
+    let w = World::new().await;
+    std::fs::write(w.p("outside/key"), "KEY").unwrap();
+    symlink(w.p("outside/key"), w.p("share/to-key")).unwrap();
+    symlink(w.p("outside/gone"), w.p("share/to-gone")).unwrap();
+    symlink(w.p("outside"), w.p("share/to-outside")).unwrap();
+    std::fs::write(
+        w.root().join(".upload-roots"),
+        format!("{}\n", w.p("share").display()),
+    )
+    .unwrap();
+    let cases = [
+        "/etc/shadow".into(),
+        "/etc/nonexistent".into(),
+        w.p("outside/key"),
+        w.p("outside/gone"),
+        w.p("share/../outside/key"),
+        w.p("share/to-key"),
+        w.p("share/to-gone"),
+        w.p("share/to-outside/key"),
+        w.p("share/to-outside/gone"),
+    ];
+    let leaked = w.p("outside/").display().to_string();
+    for path in cases {
+        let path = path.display().to_string();
+        let result = w
+            .call("upload_resolve", json!({ "path": path }))
+            .await
+            .unwrap();
+        assert_eq!(crate::util::refusal_code(&result), "outside_allowlist");
+        let text = &result.content[0].as_text().unwrap().text;
+        assert_eq!(
+            text,
+            &format!("outside_allowlist: {path}: not inside any allowed upload root")
+        );
+        assert!(path.contains(&leaked) || !text.contains(&leaked), "{text}");
+    }
+}
+
 #[tokio::test]
 async fn upload_file_and_content_run_the_uploader_on_a_staged_copy() {
     let seen = tempfile::tempdir().unwrap();

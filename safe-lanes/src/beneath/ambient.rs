@@ -4,13 +4,12 @@
 //! why it may, so every such call names its reason where it is made, and a reader finds them
 //! all by searching for `Ambient::because`. Nothing an agent supplies reaches these.
 
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
-use rustix::io::Errno;
 
-use super::{Anchor, Symlinks, location_of, refusal};
+use super::{Anchor, Symlinks, refusal};
 use crate::error::{Error, Result};
 
 /// Why a call may start from a path the primitive does not confine.
@@ -73,36 +72,4 @@ pub fn create_dir_all(path: &Path, mode: u32, _why: Ambient) -> Result<()> {
 pub fn open_path(path: &Path, _why: Ambient) -> Result<OwnedFd> {
     rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| refusal(e, path, Symlinks::Beneath, "open"))
-}
-
-/// Unconfined: resolve the absolute `path` the way the kernel does — following symbolic
-/// links anywhere, but refusing `/proc` magic links — to an `O_PATH` descriptor, and report
-/// where it landed ([`location_of`]).
-///
-/// An `O_PATH` descriptor can neither read nor write. Callers use the pair to *decide which
-/// anchor to use*, then open the file for real beneath that anchor and compare
-/// [`identity`](super::identity) with this descriptor, so a swap between the two is detected,
-/// never trusted.
-///
-/// # Errors
-///
-/// `not_found`, `symlink_escape` (a loop or a magic link), `io`.
-pub fn locate(path: &Path, _why: Ambient) -> Result<(OwnedFd, PathBuf)> {
-    let fd = rustix::fs::openat2(
-        rustix::fs::CWD,
-        path,
-        OFlags::PATH | OFlags::CLOEXEC,
-        Mode::empty(),
-        rustix::fs::ResolveFlags::NO_MAGICLINKS,
-    )
-    .or_else(|e| match e {
-        // Without openat2 the magic-link refusal is lost; O_PATH still cannot read or write.
-        Errno::NOSYS | Errno::PERM => {
-            rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
-        }
-        other => Err(other),
-    })
-    .map_err(|e| refusal(e, path, Symlinks::Beneath, "openat2"))?;
-    let location = location_of(fd.as_fd())?;
-    Ok((fd, location))
 }

@@ -42,7 +42,7 @@ mod openat2;
 mod publish;
 mod walk;
 
-pub use ambient::{Ambient, create_dir_all, locate, open_path};
+pub use ambient::{Ambient, create_dir_all, open_path};
 pub use file::regular_single_link;
 pub use publish::Publish;
 
@@ -491,6 +491,20 @@ impl Anchor {
         let name = name.as_os_str();
         rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode))
             .map_err(|e| Error::io("mkdirat", name_shown(name), e))
+    }
+
+    /// The text of the symbolic link `name` in the anchor's directory (`readlinkat`: the link
+    /// is read, never followed), or `None` when `name` is not a link (any more).
+    ///
+    /// # Errors
+    ///
+    /// `io`.
+    pub fn read_link(&self, name: Name<'_>) -> Result<Option<Vec<u8>>> {
+        match rustix::fs::readlinkat(&self.fd, name.as_os_str(), Vec::new()) {
+            Ok(target) => Ok(Some(target.into_bytes())),
+            Err(Errno::INVAL | Errno::NOENT) => Ok(None),
+            Err(e) => Err(Error::io("readlinkat", name_shown(name.as_os_str()), e)),
+        }
     }
 
     /// `lstat` of the entry `name` in the anchor's directory (links are not followed).

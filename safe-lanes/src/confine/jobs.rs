@@ -18,6 +18,7 @@ use super::{Confined, ConfinedOutcome};
 use crate::control::{Control, Mark, NewOutput};
 use crate::error::{Error, Result, Shown};
 use crate::grants::Session;
+use crate::sync::lock;
 
 /// How long [`Jobs::stop`] waits for a stopped job to end (the process group is killed within
 /// the watch period; this covers a slow machine).
@@ -213,8 +214,4 @@ fn unknown(id: &str) -> Error {
         path: Shown::text(id),
         why: "no such background job (a finished job is forgotten once reported)",
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

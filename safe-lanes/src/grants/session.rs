@@ -227,7 +227,7 @@ impl Session {
     /// `invalid_manifest`, `io`.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>> {
         let stamp = self.grants.manifest().stamp()?;
-        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = crate::sync::lock(&self.current);
         if let Some(snap) = current
             .as_ref()
             .filter(|s| s.stamp == stamp && s.in_place())

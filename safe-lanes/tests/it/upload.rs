@@ -1,10 +1,11 @@
-//! The upload-source allowlist: a table of legitimate and refused sources, the hard guard, and
-//! a race with a thread swapping a directory and a symbolic link to outside.
+//! The upload-source allowlist: a table of legitimate and refused sources, the hard guard,
+//! paths outside every root refused alike whatever is there (and without a lookup), and a race
+//! with a thread swapping a directory and a symbolic link to outside.
 //!
-//! The table (by `backends`) and the race run with each backend for the roots' anchors (the
-//! fast path and the confirming re-open); the step that follows links to learn where a path
-//! leads is always the kernel's own resolution.
+//! The table (by `backends`), the outside table and the race run with each backend for the
+//! roots' anchors: every open, and the walk through symbolic links, goes through them.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
@@ -55,6 +56,15 @@ impl World {
         symlink(t.join("outside/secret"), t.join("allowed1/secret-link")).unwrap();
         symlink(t.join("nothing"), t.join("allowed1/dangling")).unwrap();
         symlink(t.join("state/token"), t.join("allowed1/token-link")).unwrap();
+        symlink(
+            t.join("allowed1/nothing"),
+            t.join("allowed1/dangling-inside"),
+        )
+        .unwrap();
+        symlink("..", t.join("allowed1/up")).unwrap();
+        symlink("../file.txt", t.join("allowed1/sub/back")).unwrap();
+        symlink("sub", t.join("allowed1/to-sub")).unwrap();
+        symlink("loop", t.join("allowed1/loop")).unwrap();
         std::fs::hard_link(t.join("state/token"), t.join("allowed1/token-hardlink")).unwrap();
         mkfifo(&t.join("allowed1/fifo"));
         let roots = format!(
@@ -116,19 +126,51 @@ const TABLE: &[(&str, Expect)] = &[
         "allowed1/../allowed2/other.txt",
         Allowed("allowed2/other.txt", "allowed2"),
     ),
+    // Links followed by their text, through allowed roots only.
+    (
+        "allowed1/up/allowed2/other.txt",
+        Allowed("allowed2/other.txt", "allowed2"),
+    ),
+    (
+        "allowed1/sub/back",
+        Allowed("allowed1/file.txt", "allowed1"),
+    ),
+    (
+        "allowed1/to-sub/x.txt",
+        Allowed("allowed1/sub/x.txt", "allowed1"),
+    ),
+    // A path is read as written: this `..` takes away `etc-link`, so nothing under /etc is
+    // looked at.
+    (
+        "allowed1/etc-link/../file.txt",
+        Allowed("allowed1/file.txt", "allowed1"),
+    ),
     ("allowed1_evil/file.txt", Refused(Code::OutsideAllowlist)),
     ("outside/secret", Refused(Code::OutsideAllowlist)),
-    ("allowed1/../outside/secret", Refused(Code::Traversal)),
+    (
+        "allowed1/../outside/secret",
+        Refused(Code::OutsideAllowlist),
+    ),
     (
         "allowed1/sub/../../outside/secret",
-        Refused(Code::Traversal),
+        Refused(Code::OutsideAllowlist),
     ),
-    ("allowed1/etc-link/passwd", Refused(Code::SymlinkEscape)),
-    ("allowed1/secret-link", Refused(Code::SymlinkEscape)),
-    ("allowed1/dangling", Refused(Code::NotFound)),
+    ("allowed1/etc-link/passwd", Refused(Code::OutsideAllowlist)),
+    ("allowed1/secret-link", Refused(Code::OutsideAllowlist)),
+    (
+        "allowed1/up/outside/secret",
+        Refused(Code::OutsideAllowlist),
+    ),
+    // Its target is missing, outside: that is not for the agent to learn.
+    ("allowed1/dangling", Refused(Code::OutsideAllowlist)),
+    ("allowed1/dangling-inside", Refused(Code::NotFound)),
     ("allowed1/missing.txt", Refused(Code::NotFound)),
+    ("allowed1/file.txt/x", Refused(Code::NotFound)),
+    ("allowed1/loop", Refused(Code::SymlinkEscape)),
     ("state/token", Refused(Code::StateRoot)),
-    ("allowed1/token-link", Refused(Code::StateRoot)),
+    ("state/.downloads/../token", Refused(Code::StateRoot)),
+    // The state root is outside every allowed root here: where the link leads is not told.
+    ("allowed1/token-link", Refused(Code::OutsideAllowlist)),
     ("allowed1/token-hardlink", Refused(Code::Hardlinked)),
     ("state/.uploads/staged.txt", Refused(Code::StateRoot)),
     ("state/.upload-roots", Refused(Code::StateRoot)),
@@ -194,11 +236,12 @@ fn hostile_path_shapes_are_refused_before_any_lookup() {
             OsString::from(std::ffi::OsStr::from_bytes(b"/tmp/x\0/etc/passwd")),
             Code::NulByte,
         ),
+        // Spelled outside every root, so never looked up, however they would resolve.
         (
             format!("/proc/self/root{}", w.p("allowed1/file.txt").display()).into(),
-            Code::SymlinkEscape,
+            Code::OutsideAllowlist,
         ),
-        ("/proc/self/fd/0".into(), Code::SymlinkEscape),
+        ("/proc/self/fd/0".into(), Code::OutsideAllowlist),
     ];
     for (path, code) in cases {
         let err = source.resolve(Path::new(&path)).unwrap_err();
@@ -299,6 +342,46 @@ fn gwsa_variable_is_read_too_and_the_default_is_downloads_only() {
     assert!(with.resolve(&w.p("allowed2/other.txt")).is_ok());
 }
 
+/// A root is named by its canonical path and by every entry the human wrote for it that has
+/// no `.` or `..` (such an entry is read as written, which need not be where the kernel went).
+#[test]
+fn a_root_answers_to_each_spelling_the_human_wrote() {
+    let w = World::new();
+    let roots = format!(
+        "{}\n{}\n",
+        w.p("real3").display(),
+        w.p("allowed2/../link-to-3").display()
+    );
+    std::fs::write(w.p("state/.upload-roots"), roots).unwrap();
+    let canonical_only = w.source();
+    assert_eq!(canonical_only.roots().len(), 2, "`.downloads` and `real3`");
+    assert!(canonical_only.open(&w.p("real3/doc.txt")).is_ok());
+    assert_eq!(
+        canonical_only
+            .open(&w.p("link-to-3/doc.txt"))
+            .unwrap_err()
+            .code(),
+        Code::OutsideAllowlist
+    );
+    let link = w.p("link-to-3").into_os_string();
+    let both = UploadSource::load_with(&w.root, |k| {
+        (k == "SAFE_LANES_UPLOAD_ROOTS").then(|| link.clone())
+    })
+    .unwrap();
+    assert_eq!(both.roots().len(), 2, "one root, two spellings");
+    let opened = both.open(&w.p("link-to-3/doc.txt")).unwrap();
+    assert_eq!(
+        (opened.path, opened.root),
+        (w.p("real3/doc.txt"), w.p("real3"))
+    );
+    assert_eq!(
+        both.open(&w.p("link-to-3/../outside/secret"))
+            .unwrap_err()
+            .code(),
+        Code::OutsideAllowlist
+    );
+}
+
 #[test]
 fn the_hard_guard_holds_when_the_allowlist_covers_the_state_root() {
     let w = World::new();
@@ -312,6 +395,8 @@ fn the_hard_guard_holds_when_the_allowlist_covers_the_state_root() {
         "state/.upload-roots",
         "state/.uploads/staged.txt",
         "state/audit.jsonl",
+        "allowed1/token-link",
+        "allowed1/up/state/token",
     ] {
         assert_eq!(
             source.resolve(&w.p(rel)).unwrap_err().code(),
@@ -417,4 +502,260 @@ fn refusals_and_resolutions_are_audited() {
             .ends_with("outside/secret")
     );
     assert!(w.root.audit().verify().unwrap().is_intact());
+}
+
+/// Regression: `upload_resolve` told the agent which files exist anywhere (`/etc/shadow` was
+/// `outside_allowlist`, `/etc/nonexistent` `not_found`) and where a link in an allowed folder
+/// points (`outside_allowlist: /usr/share/zoneinfo/Etc/UTC`). Every path that leads outside
+/// the allowed roots — spelled there, climbing there with `..`, or through a link to a file, a
+/// directory, a FIFO or a loop there — is refused with the same code and a message naming only
+/// the path given, whether or not anything exists where it leads; and a link that passes
+/// outside on its way back into a root works the same whether that outside place exists.
+#[test]
+fn outside_the_roots_nothing_is_told_about_what_exists() {
+    let w = World::new();
+    let cases = outside_cases(&w);
+    for backend in BACKENDS {
+        let _forced = force_backend(backend);
+        let source = w.source();
+        for (asked, leads) in &cases {
+            let err = source.open(asked).unwrap_err();
+            let message = err.to_string();
+            assert_eq!(
+                err.code(),
+                Code::OutsideAllowlist,
+                "{backend:?} {asked:?}: {err}"
+            );
+            assert_eq!(
+                message,
+                format!("{}: not inside any allowed upload root", asked.display()),
+                "{backend:?}"
+            );
+            if let Some(leads) = leads {
+                let leads = leads.to_str().unwrap();
+                assert!(
+                    !message.contains(leads),
+                    "{backend:?}: {message} names {leads}"
+                );
+            }
+        }
+        for detour in ["allowed1/detour-there", "allowed1/detour-nowhere"] {
+            let opened = source.open(&w.p(detour)).unwrap();
+            assert_eq!(
+                opened.path,
+                w.p("allowed2/other.txt"),
+                "{backend:?} {detour}"
+            );
+        }
+    }
+    // 13 paths through links and 2 climbing out of allowed1, on each backend.
+    assert_eq!(refusals_in_allowed1_name_no_target(&w), 2 * (13 + 2));
+}
+
+/// The outside table, with its links, FIFO and loop made in `w`: each path asked, and where
+/// it leads when that is not what it spells (a message must never name it).
+fn outside_cases(w: &World) -> Vec<(PathBuf, Option<PathBuf>)> {
+    let t = w.tmp.path();
+    mkfifo(&t.join("outside/fifo"));
+    symlink("loop", t.join("outside/loop")).unwrap();
+    for (name, target) in [
+        ("missing-link", t.join("outside/missing")),
+        ("outside-link", t.join("outside")),
+        ("fifo-link", t.join("outside/fifo/x")),
+        ("loop-link", t.join("outside/loop")),
+        ("shadow-link", PathBuf::from("/etc/shadow")),
+        ("nowhere-link", PathBuf::from("/nonexistent/x")),
+        ("detour-there", t.join("outside/../allowed2/other.txt")),
+        ("detour-nowhere", t.join("nothing/../allowed2/other.txt")),
+    ] {
+        symlink(target, w.p(&format!("allowed1/{name}"))).unwrap();
+    }
+    let spelled_outside = [
+        PathBuf::from("/etc/shadow"),
+        PathBuf::from("/etc/nonexistent"),
+        PathBuf::from("/nonexistent/x"),
+        PathBuf::from("/proc/self/root/etc/shadow"),
+        w.p("outside/secret"),
+        w.p("outside/missing"),
+        w.p("outside/fifo/x"),
+        w.p("outside/loop/x"),
+        w.p("allowed1/../outside/secret"),
+        w.p("allowed1/../outside/missing"),
+    ];
+    let mut cases: Vec<(PathBuf, Option<PathBuf>)> =
+        spelled_outside.into_iter().map(|p| (p, None)).collect();
+    for (asked, leads) in [
+        ("allowed1/secret-link", t.join("outside/secret")),
+        ("allowed1/missing-link", t.join("outside/missing")),
+        ("allowed1/dangling", t.join("nothing")),
+        ("allowed1/outside-link/secret", t.join("outside/secret")),
+        ("allowed1/outside-link/missing", t.join("outside/missing")),
+        ("allowed1/etc-link/shadow", PathBuf::from("/etc/shadow")),
+        (
+            "allowed1/etc-link/nonexistent",
+            PathBuf::from("/etc/nonexistent"),
+        ),
+        ("allowed1/fifo-link", t.join("outside/fifo/x")),
+        ("allowed1/loop-link", t.join("outside/loop")),
+        ("allowed1/shadow-link", PathBuf::from("/etc/shadow")),
+        ("allowed1/nowhere-link", PathBuf::from("/nonexistent/x")),
+        ("allowed1/up/outside/secret", t.join("outside/secret")),
+        ("allowed1/up/outside/missing", t.join("outside/missing")),
+    ] {
+        cases.push((w.p(asked), Some(leads)));
+    }
+    cases
+}
+
+/// The audit log records the refusals with their messages: of those asked under `allowed1`,
+/// none names a place outside. Returns how many there were.
+fn refusals_in_allowed1_name_no_target(w: &World) -> usize {
+    let t = w.tmp.path();
+    let log = std::fs::read_to_string(w.p("state/audit.jsonl")).unwrap();
+    let (outside, nothing) = (t.join("outside"), t.join("nothing"));
+    let targets = [
+        outside.to_str().unwrap(),
+        nothing.to_str().unwrap(),
+        "/etc/shadow",
+        "/etc/nonexistent",
+        "/nonexistent/x",
+    ];
+    let allowed1 = w.p("allowed1");
+    let mut seen = 0;
+    for event in log.lines() {
+        let event: serde_json::Value = serde_json::from_str(event).unwrap();
+        let subject = event["subject"].as_str().unwrap_or_default();
+        if event["event"] != "upload.refused" || !subject.starts_with(allowed1.to_str().unwrap()) {
+            continue;
+        }
+        let message = event["message"].as_str().unwrap();
+        for target in targets {
+            assert!(!message.contains(target), "{message}");
+        }
+        seen += 1;
+    }
+    seen
+}
+
+/// Every system call that looks a path up, for [`forbid_lookups`].
+fn lookups() -> Vec<i64> {
+    let mut calls = vec![
+        libc::SYS_openat,
+        libc::SYS_openat2,
+        libc::SYS_newfstatat,
+        libc::SYS_statx,
+        libc::SYS_statfs,
+        libc::SYS_readlinkat,
+        libc::SYS_faccessat,
+        libc::SYS_faccessat2,
+        libc::SYS_getxattr,
+        libc::SYS_lgetxattr,
+        libc::SYS_listxattr,
+        libc::SYS_llistxattr,
+        libc::SYS_name_to_handle_at,
+        libc::SYS_inotify_add_watch,
+        libc::SYS_chdir,
+        libc::SYS_execve,
+        libc::SYS_execveat,
+        libc::SYS_mknodat,
+        libc::SYS_mkdirat,
+        libc::SYS_unlinkat,
+        libc::SYS_symlinkat,
+        libc::SYS_linkat,
+        libc::SYS_renameat2,
+        libc::SYS_truncate,
+        libc::SYS_fchmodat,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        libc::SYS_open,
+        libc::SYS_creat,
+        libc::SYS_stat,
+        libc::SYS_lstat,
+        libc::SYS_readlink,
+        libc::SYS_access,
+        libc::SYS_mkdir,
+        libc::SYS_rmdir,
+        libc::SYS_unlink,
+        libc::SYS_link,
+        libc::SYS_symlink,
+        libc::SYS_rename,
+        libc::SYS_renameat,
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+        libc::SYS_mknod,
+    ]);
+    calls
+}
+
+/// From now on, on this thread only (a seccomp filter, root or not), every system call that
+/// looks a path up fails with `ENOTRECOVERABLE`, an error nothing else produces.
+fn forbid_lookups() {
+    let rules = lookups().into_iter().map(|call| (call, Vec::new()));
+    let filter = seccompiler::SeccompFilter::new(
+        rules.collect::<BTreeMap<_, _>>(),
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::ENOTRECOVERABLE as u32),
+        std::env::consts::ARCH.try_into().unwrap(),
+    )
+    .unwrap();
+    let program: seccompiler::BpfProgram = filter.try_into().unwrap();
+    seccompiler::apply_filter(&program).unwrap();
+}
+
+/// A path spelled outside every allowed root is refused without a single system call that
+/// looks a path up: on a thread where each of those fails (a seccomp filter, which binds root
+/// too), such paths — existing, missing, under a FIFO, through `/proc` — are still refused
+/// with `outside_allowlist`, while a path inside a root, which has to be opened, fails with
+/// the filter's error, so the filter is there.
+#[test]
+fn a_path_outside_every_root_is_refused_without_a_lookup() {
+    let w = World::new();
+    mkfifo(&w.p("outside/fifo"));
+    let outside = [
+        PathBuf::from("/etc/shadow"),
+        PathBuf::from("/nonexistent/x"),
+        PathBuf::from("/proc/self/fd/0"),
+        w.p("outside/secret"),
+        w.p("outside/fifo/x"),
+        w.p("allowed1/../outside/secret"),
+    ];
+    // The probe for openat2 is made once per process: not on the filtered thread.
+    safe_lanes::beneath::openat2_available();
+    for backend in BACKENDS {
+        let _forced = force_backend(backend);
+        let source = w.source();
+        let (refused, inside) = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    forbid_lookups();
+                    let refused: Vec<(Code, String)> = outside
+                        .iter()
+                        .map(|p| source.open(p).unwrap_err())
+                        .map(|e| (e.code(), e.to_string()))
+                        .collect();
+                    (refused, source.open(&w.p("allowed1/file.txt")).unwrap_err())
+                })
+                .join()
+                .unwrap()
+        });
+        for (path, (code, message)) in outside.iter().zip(&refused) {
+            assert_eq!(
+                *code,
+                Code::OutsideAllowlist,
+                "{backend:?} {path:?}: {message}"
+            );
+        }
+        assert_eq!(
+            inside.raw_os_error(),
+            Some(libc::ENOTRECOVERABLE),
+            "{backend:?}: {inside}"
+        );
+    }
 }
