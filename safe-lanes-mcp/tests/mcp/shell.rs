@@ -274,3 +274,98 @@ async fn downloads_are_listed_a_page_at_a_time() {
     }
     assert_eq!(names, ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"]);
 }
+
+/// Every tool answers a refusal as a tool result the model reads, with its code.
+#[tokio::test]
+async fn every_tool_refuses_with_a_code() {
+    let w = World::with_args(&["--uploader", "/bin/cat {file}"]).await;
+    let big = "x".repeat(100);
+    let small = World::with_args(&["--max-bytes", "10", "--uploader", "/bin/cat {file}"]).await;
+    let cases = [
+        (
+            &small,
+            "download_save",
+            json!({"filename": "a", "text": big}),
+            "too_large",
+        ),
+        (
+            &w,
+            "downloads_list",
+            json!({"cursor": "!"}),
+            "invalid_argument",
+        ),
+        (
+            &w,
+            "upload_resolve",
+            json!({"path": "relative"}),
+            "relative_path",
+        ),
+        (
+            &w,
+            "upload_file",
+            json!({"path": "/etc/passwd"}),
+            "outside_allowlist",
+        ),
+        (
+            &small,
+            "upload_content",
+            json!({"filename": "a", "text": big}),
+            "too_large",
+        ),
+        (
+            &w,
+            "folder_grants_list",
+            json!({"all": true}),
+            "invalid_argument",
+        ),
+        (
+            &w,
+            "folder_access_request",
+            json!({"alias": "Bad!", "access": "read_only", "reason": "r"}),
+            "invalid_alias",
+        ),
+        (
+            &w,
+            "folder_patch",
+            json!({"alias": "nope", "path": "a", "diff": "x"}),
+            "unknown_alias",
+        ),
+        (
+            &w,
+            "shell_exec",
+            json!({"command": "true", "cwd": "nope"}),
+            "unknown_alias",
+        ),
+        (
+            &w,
+            "shell_job_status",
+            json!({"job_id": "job-404"}),
+            "not_found",
+        ),
+        (
+            &w,
+            "shell_job_stop",
+            json!({"job_id": "job-404"}),
+            "not_found",
+        ),
+    ];
+    let mut tools: Vec<&str> = cases.iter().map(|c| c.1).collect();
+    tools.sort_unstable();
+    let mut listed: Vec<String> = w
+        .client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    listed.sort_unstable();
+    assert_eq!(tools, listed, "one refusal for each tool");
+    for (world, tool, args, code) in cases {
+        assert_eq!(
+            world.refused(tool, args.clone()).await,
+            code,
+            "{tool} {args}"
+        );
+    }
+}

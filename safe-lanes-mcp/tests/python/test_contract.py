@@ -352,7 +352,8 @@ class Refusals(unittest.IsolatedAsyncioTestCase):
             await expect("unknown_alias", "folder_patch", {"alias": "nope", "path": "a.txt", "diff": diff})
             await expect("read_only", "folder_patch", {"alias": "docs", "path": "a.txt", "diff": diff})
             await expect("traversal", "folder_patch", {"alias": "proj", "path": "../docs/a.txt", "diff": diff})
-            await expect("absolute_path", "folder_patch", {"alias": "proj", "path": str(proj / "a.txt"), "diff": diff})
+            await expect("absolute_path", "folder_patch",
+                         {"alias": "proj", "path": str(proj / "a.txt"), "diff": diff})
             await expect("patch_rejected", "folder_patch", {"alias": "proj", "path": "a.txt", "diff": wrong})
             self.assertEqual((proj / "a.txt").read_text(), "one\ntwo\n")
             self.assertEqual((docs / "a.txt").read_text(), "one\ntwo\n")
@@ -559,7 +560,8 @@ class BackgroundJobs(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(stopped["stopped"])
             self.assertTrue(await wait_for(lambda: not processes_with(mark), 5), "the stopped job still runs")
             # Afterwards the job is either forgotten or reported finished, never running.
-            after = await w.session.call_tool("shell_job_status", {"job_id": job["job_id"]}, read_timeout_seconds=QUICK)
+            after = await w.session.call_tool("shell_job_status", {"job_id": job["job_id"]},
+                                              read_timeout_seconds=QUICK)
             if after.is_error:
                 self.assertEqual((after.meta or {}).get("safe-lanes/code"), "not_found", after)
             else:
@@ -579,7 +581,8 @@ class BackgroundJobs(unittest.IsolatedAsyncioTestCase):
                 self.assertEqual(job["status"], "running")
                 jobs.append(job["job_id"])
             self.assertEqual(len(set(jobs)), 8)
-            code = await w.refused("shell_exec", {"command": "true", "background": True}, read_timeout_seconds=QUICK)
+            code = await w.refused("shell_exec", {"command": "true", "background": True},
+                                   read_timeout_seconds=QUICK)
             self.assertEqual(code, "too_many_jobs")
             fg = await w.ok("shell_exec", {"command": "echo fg"}, read_timeout_seconds=QUICK)
             self.assertEqual(fg["stdout"], "fg\n")
@@ -615,7 +618,8 @@ class BackgroundJobs(unittest.IsolatedAsyncioTestCase):
     async def test_jobs_are_stopped_when_the_server_exits(self):
         mark = marker()
         async with World(self) as w:
-            await w.ok("shell_exec", {"command": f"sleep 30.{mark}", "background": True}, read_timeout_seconds=QUICK)
+            await w.ok("shell_exec", {"command": f"sleep 30.{mark}", "background": True},
+                       read_timeout_seconds=QUICK)
             self.assertTrue(await wait_for(lambda: processes_with(mark), 3), "the job never started")
         self.assertTrue(await wait_for(lambda: not processes_with(mark), 5), "the job outlived the server")
 

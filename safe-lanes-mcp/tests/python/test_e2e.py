@@ -133,7 +133,9 @@ class World:
         structured = result.structured_content
         self.test.assertIsInstance(structured, dict, f"{tool}: no structuredContent")
         self.test.assertEqual(result.content[0].type, "text")
-        self.test.assertEqual(json.loads(result.content[0].text), structured, f"{tool}: the text is not the same JSON")
+        self.test.assertEqual(
+            json.loads(result.content[0].text), structured, f"{tool}: the text is not the same JSON"
+        )
         self.successes.setdefault(tool, []).append(structured)
         return structured
 
@@ -290,7 +292,9 @@ class Upload(unittest.IsolatedAsyncioTestCase):
             self.assertGreater(refused, 0)
 
     async def test_upload_file_and_content(self):
-        seen = Path(tempfile.mkdtemp()) / "seen"
+        outbox = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, outbox, ignore_errors=True)
+        seen = Path(outbox) / "seen"
         uploader = f"/bin/sh -c 'cat \"$1\" > {seen}; echo done' sh {{file}}"
         async with World(self, ["--uploader", uploader]) as w:
             names = sorted(t.name for t in (await w.session.list_tools()).tools)

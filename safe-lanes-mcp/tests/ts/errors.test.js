@@ -31,7 +31,8 @@ describe('refusals are tool results with the code in the text and in _meta', () 
     await w.refused('invalid_argument', 'downloads_list', { limit: 0 });
   });
 
-  it('upload_resolve: relative_path, nul_byte, not_found, outside_allowlist, state_root, not_regular_file, hardlinked', async () => {
+  it('upload_resolve: relative_path, nul_byte, not_found, outside_allowlist, state_root, '
+    + 'not_regular_file, hardlinked', async () => {
     fs.writeFileSync(path.join(w.dir.outside, 'key'), 'KEY');
     fs.writeFileSync(path.join(w.root, 'token'), 'TOKEN');
     fs.mkdirSync(path.join(w.dir.share, 'sub'));
@@ -83,7 +84,8 @@ describe('refusals are tool results with the code in the text and in _meta', () 
     await w.refused('unknown_alias', 'folder_patch', { alias: 'nope', path: 'a.txt', diff });
     await w.refused('read_only', 'folder_patch', { alias: 'docs', path: 'a.txt', diff });
     await w.refused('traversal', 'folder_patch', { alias: 'proj', path: '../docs/a.txt', diff });
-    await w.refused('absolute_path', 'folder_patch', { alias: 'proj', path: path.join(w.dir.proj, 'a.txt'), diff });
+    const absolute = path.join(w.dir.proj, 'a.txt');
+    await w.refused('absolute_path', 'folder_patch', { alias: 'proj', path: absolute, diff });
     await w.refused('patch_rejected', 'folder_patch', { alias: 'proj', path: 'a.txt', diff: wrong });
     assert.equal(fs.readFileSync(path.join(w.dir.proj, 'a.txt'), 'utf8'), 'one\ntwo\n');
     assert.equal(fs.readFileSync(path.join(w.dir.docs, 'a.txt'), 'utf8'), 'one\ntwo\n');
