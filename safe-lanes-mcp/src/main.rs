@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod lines;
 mod params;
 mod prefix;
 mod reply;
@@ -83,10 +84,7 @@ async fn main() -> Result<()> {
         );
     }
     let limits = transport::Limits::for_content_cap(args.max_bytes);
-    let (transport, writer) =
-        transport::stdio(limits, cancels).context("cannot start the stdio threads")?;
+    let transport = transport::stdio(limits, cancels).context("cannot start reading stdin")?;
     server.serve(transport).await?.waiting().await?;
-    // The service and its sink are gone: the writer drains what is left and ends.
-    let _ = writer.join();
     Ok(())
 }

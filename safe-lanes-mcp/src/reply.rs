@@ -65,6 +65,19 @@ pub(crate) fn arguments<T: serde::de::DeserializeOwned>(raw: JsonObject) -> Resu
     })
 }
 
+/// Run short library work (a few system calls) right here on the runtime's thread: a hand-off
+/// to the blocking pool and back would cost more than the work. A panic in it becomes an `io`
+/// error result, as in [`blocking`].
+pub(crate) fn inline<T>(work: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
+        tracing::error!("a tool call panicked");
+        Err(refusal(
+            Code::Io,
+            "internal error: the operation failed unexpectedly",
+        ))
+    })
+}
+
 /// Run blocking library work off the async runtime. A panic in it becomes an `io` error result
 /// instead of a request that never gets an answer.
 pub(crate) async fn blocking<T: Send + 'static>(

@@ -22,13 +22,16 @@ use crate::params::{
     JobRef, Nothing, RequestInfo, Requested, ShellCommand, ShellResult, SourcePath, Uploaded,
     UploadedContent,
 };
-use crate::reply::{Failure, Reply, arguments, blocking, invalid, refusal};
+use crate::reply::{Failure, Reply, arguments, blocking, inline, invalid, refusal};
 use crate::schema::{input, output};
 use crate::shell;
 use crate::transport::Cancels;
 
 /// Output kept of each stream of a shell command.
 const SHELL_OUTPUT: usize = 256 * 1024;
+/// Files up to this size are hashed on the runtime's thread (well under a millisecond); larger
+/// ones on the blocking pool, so one large file does not hold up other calls.
+const INLINE_HASH_BYTES: u64 = 256 * 1024;
 /// The most background jobs at once.
 const MAX_JOBS: usize = 8;
 
@@ -170,10 +173,16 @@ impl Server {
     )]
     async fn upload_resolve(&self, Parameters(raw): Parameters<JsonObject>) -> Reply<Source> {
         let args: SourcePath = arguments(raw)?;
-        let state = Arc::clone(&self.state);
-        let source =
-            blocking(move || Ok(UploadSource::load(&state.root)?.resolve(Path::new(&args.path))?))
-                .await?;
+        let (sources, opened) = inline(|| {
+            let sources = UploadSource::load(&self.state.root)?;
+            let opened = sources.open(Path::new(&args.path))?;
+            Ok((sources, opened))
+        })?;
+        let source = if opened.bytes <= INLINE_HASH_BYTES {
+            inline(|| Ok(sources.hash(opened)?))?
+        } else {
+            blocking(move || Ok(sources.hash(opened)?)).await?
+        };
         Ok(Json(source))
     }
 

@@ -27,21 +27,33 @@
 //! Memory held for requests is therefore about [`Limits::in_flight_bytes`] at most, plus one
 //! line being read.
 //!
-//! One plain thread reads stdin and one writes stdout (each line in a single `write`), so a
-//! call costs a handful of thread hand-offs rather than one trip through the async runtime's
-//! blocking pool per read and per write.
+//! # One thread
+//!
+//! Standard input is read on the runtime's own thread, as it becomes readable (a pipe is
+//! opened again through `/proc/self/fd/0` and made non-blocking, so the descriptor the server
+//! was given, which other processes may share, keeps its flags; a socket, which a client makes
+//! for the server alone, is made non-blocking), and every answer is written there too, each
+//! line in a single `write`. A
+//! call then costs no hand-off between threads unless its tool needs the blocking pool. Where
+//! standard input cannot be polled (a regular file), one plain thread reads it instead.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::io::{self, BufRead, Read, Write};
-use std::sync::{Arc, Mutex, mpsc};
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
+use std::sync::{Arc, Mutex};
 
 use futures::{Sink, Stream};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
 };
+use rustix::fs::{FileType, Mode, OFlags};
 use safe_lanes::Control;
 use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::unix::pipe;
+
+use crate::lines::{Line, Lines};
 
 /// The most requests in flight at once.
 pub(crate) const MAX_IN_FLIGHT: usize = 32;
@@ -82,31 +94,32 @@ pub(crate) fn stdio(
     limits: Limits,
     cancels: Cancels,
 ) -> io::Result<(
-    (
-        impl Sink<ServerJsonRpcMessage, Error = io::Error> + Send + Unpin + 'static,
-        impl Stream<Item = ClientJsonRpcMessage> + Send + Unpin + 'static,
-    ),
-    std::thread::JoinHandle<()>,
+    impl Sink<ServerJsonRpcMessage, Error = io::Error> + Send + Unpin + 'static,
+    impl Stream<Item = ClientJsonRpcMessage> + Send + Unpin + 'static,
 )> {
-    let (to_stdout, lines_out) = mpsc::channel::<Vec<u8>>();
-    let writer = std::thread::Builder::new()
-        .name("stdout".into())
-        .spawn(move || write_lines(io::stdout(), lines_out))?;
+    let out = Out::default();
     let (to_server, messages) = tokio::sync::mpsc::channel::<ClientJsonRpcMessage>(QUEUE);
     let in_flight = Arc::new(Mutex::new(InFlight::default()));
     let reader = Reader {
         limits,
         to_server,
-        to_stdout: to_stdout.clone(),
+        out: out.clone(),
         in_flight: Arc::clone(&in_flight),
         cancels: cancels.clone(),
     };
-    std::thread::Builder::new()
-        .name("stdin".into())
-        .spawn(move || reader.read_lines(io::stdin().lock()))?;
+    match polled_stdin() {
+        Some(input) => {
+            tokio::spawn(reader.read_polled(input));
+        }
+        None => {
+            std::thread::Builder::new()
+                .name("stdin".into())
+                .spawn(move || reader.read_blocking(io::stdin().lock()))?;
+        }
+    }
     let sink = Box::pin(futures::sink::unfold(
-        (to_stdout, in_flight, cancels),
-        |(to_stdout, in_flight, cancels), message: ServerJsonRpcMessage| async move {
+        (out, in_flight, cancels),
+        |(out, in_flight, cancels), message: ServerJsonRpcMessage| async move {
             let answered = match &message {
                 JsonRpcMessage::Response(response) => Some(&response.id),
                 JsonRpcMessage::Error(error) => error.id.as_ref(),
@@ -117,20 +130,65 @@ pub(crate) fn stdio(
             }
             let cancelled = answered.is_some_and(|id| lock(&in_flight).finish(id));
             if !cancelled {
-                let line = serde_json::to_vec(&message).map_err(io::Error::other)?;
-                to_stdout
-                    .send(line)
-                    .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))?;
+                out.line(serde_json::to_vec(&message).map_err(io::Error::other)?)?;
             }
-            Ok::<_, io::Error>((to_stdout, in_flight, cancels))
+            Ok::<_, io::Error>((out, in_flight, cancels))
         },
     ));
     let stream = Box::pin(futures::stream::unfold(
         messages,
         |mut messages| async move { messages.recv().await.map(|m| (m, messages)) },
     ));
-    Ok(((sink, stream), writer))
+    Ok((sink, stream))
 }
+
+/// Standard output, shared by the answers of the server and those of the reader.
+#[derive(Clone, Debug, Default)]
+struct Out(Arc<Mutex<()>>);
+
+impl Out {
+    /// Write `line` and a newline with one `write`.
+    fn line(&self, mut line: Vec<u8>) -> io::Result<()> {
+        line.push(b'\n');
+        let _one_at_a_time = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(&line)?;
+        stdout.flush()
+    }
+}
+
+/// Standard input, read on the runtime's thread (module docs), when it can be polled: a pipe
+/// (opened again, so the descriptor the server was given keeps its flags) or a socket (made
+/// for this server by its client, as some clients connect a child's stdio).
+type PolledStdin = Box<dyn AsyncRead + Send + Unpin>;
+
+/// Standard input as a [`PolledStdin`], or `None` (a regular file, a terminal).
+fn polled_stdin() -> Option<PolledStdin> {
+    let reopened = rustix::fs::open(
+        "/proc/self/fd/0",
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    if let Ok(fd) = reopened {
+        // A FIFO only; the receiver sets `O_NONBLOCK` on this new open file description.
+        return pipe::Receiver::from_owned_fd(fd)
+            .ok()
+            .map(|pipe| Box::new(pipe) as PolledStdin);
+    }
+    let stdin = io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let is_socket = rustix::fs::fstat(&stdin)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Socket);
+    if !is_socket {
+        return None;
+    }
+    let socket = std::os::unix::net::UnixStream::from(stdin);
+    socket.set_nonblocking(true).ok()?;
+    let socket = tokio::net::UnixStream::from_std(socket).ok()?;
+    Some(Box::new(socket))
+}
+
+/// How much is read from standard input at a time.
+const CHUNK: usize = 64 * 1024;
 
 /// The requests read and not yet answered.
 #[derive(Debug, Default)]
@@ -199,22 +257,11 @@ fn lock(in_flight: &Mutex<InFlight>) -> std::sync::MutexGuard<'_, InFlight> {
     in_flight.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Write each line and a newline with one `write`, until the channel closes or stdout fails.
-fn write_lines(out: impl Write, lines: mpsc::Receiver<Vec<u8>>) {
-    let mut out = out;
-    for mut line in lines {
-        line.push(b'\n');
-        if out.write_all(&line).and_then(|()| out.flush()).is_err() {
-            return;
-        }
-    }
-}
-
 /// The stdin side: reads lines, answers the unusable ones, passes the rest on.
 struct Reader {
     limits: Limits,
     to_server: tokio::sync::mpsc::Sender<ClientJsonRpcMessage>,
-    to_stdout: mpsc::Sender<Vec<u8>>,
+    out: Out,
     in_flight: Arc<Mutex<InFlight>>,
     cancels: Cancels,
 }
@@ -225,67 +272,94 @@ impl Reader {
         tracing::debug!(code, %message, "answering a line without the server");
         let response =
             json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
-        let _ = self.to_stdout.send(response.to_string().into_bytes());
+        let _ = self.out.line(response.to_string().into_bytes());
     }
 
-    /// Read lines until end of input, passing messages on and answering unusable lines.
-    fn read_lines(&self, mut input: impl BufRead) {
-        let max_line = self.limits.max_line;
+    /// Read standard input on the runtime's thread until it ends (or the server is gone).
+    async fn read_polled(self, mut input: PolledStdin) {
+        let mut lines = Lines::new(self.limits.max_line);
+        let mut buf = vec![0u8; CHUNK];
+        let mut messages = Vec::new();
         loop {
-            let mut line = Vec::new();
-            match (&mut input)
-                .take(
-                    u64::try_from(max_line)
-                        .unwrap_or(u64::MAX)
-                        .saturating_add(1),
-                )
-                .read_until(b'\n', &mut line)
-            {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
+            let n = input.read(&mut buf).await.unwrap_or(0);
+            let chunk = &buf[..n];
+            let mut take = |line| messages.extend(self.take(line));
+            if n == 0 {
+                std::mem::replace(&mut lines, Lines::new(0)).finish(&mut take);
+            } else {
+                lines.feed(chunk, &mut take);
             }
-            if line.len() > max_line && !line.ends_with(b"\n") {
-                // Answered with its id when the part read shows it, so the request is not
-                // left waiting.
-                let id = crate::prefix::request_id(&line).unwrap_or(Value::Null);
-                drop(line);
-                if skip_rest_of_line(&mut input).is_err() {
+            for message in messages.drain(..) {
+                if self.to_server.send(message).await.is_err() {
                     return;
                 }
-                self.answer(
-                    id,
-                    -32600,
-                    format!("Invalid request: the line is longer than {max_line} bytes"),
-                );
-                continue;
             }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&line) {
-                Ok(message) => message,
-                Err(e) => {
-                    match serde_json::from_slice::<Value>(&line) {
-                        Err(_) => self.answer(Value::Null, -32700, format!("Parse error: {e}")),
-                        Ok(value) => {
-                            let id = match value.get("id") {
-                                Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
-                                _ => Value::Null,
-                            };
-                            self.answer(id, -32600, format!("Invalid request: {e}"));
-                        }
-                    }
-                    continue;
-                }
-            };
-            if !self.admit(&message, line.len()) {
-                continue;
-            }
-            drop(line);
-            if self.to_server.blocking_send(message).is_err() {
+            if n == 0 {
                 return;
             }
         }
+    }
+
+    /// Read standard input on a thread of its own until it ends (or the server is gone).
+    fn read_blocking(self, mut input: impl Read) {
+        let mut lines = Lines::new(self.limits.max_line);
+        let mut buf = vec![0u8; CHUNK];
+        let mut messages = Vec::new();
+        loop {
+            let n = match input.read(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                read => read.unwrap_or(0),
+            };
+            let mut take = |line| messages.extend(self.take(line));
+            if n == 0 {
+                std::mem::replace(&mut lines, Lines::new(0)).finish(&mut take);
+            } else {
+                lines.feed(&buf[..n], &mut take);
+            }
+            for message in messages.drain(..) {
+                if self.to_server.blocking_send(message).is_err() {
+                    return;
+                }
+            }
+            if n == 0 {
+                return;
+            }
+        }
+    }
+
+    /// The message a line holds, if it goes on to the server; every other line is answered.
+    fn take(&self, line: Line) -> Option<ClientJsonRpcMessage> {
+        let line = match line {
+            Line::Whole(line) => line,
+            Line::TooLong(id) => {
+                // Answered with its id when the part read shows it, so the request is not
+                // left waiting.
+                let max = self.limits.max_line;
+                let why = format!("Invalid request: the line is longer than {max} bytes");
+                self.answer(id, -32600, why);
+                return None;
+            }
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&line) {
+            Ok(message) => message,
+            Err(e) => {
+                match serde_json::from_slice::<Value>(&line) {
+                    Err(_) => self.answer(Value::Null, -32700, format!("Parse error: {e}")),
+                    Ok(value) => {
+                        let id = match value.get("id") {
+                            Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+                            _ => Value::Null,
+                        };
+                        self.answer(id, -32600, format!("Invalid request: {e}"));
+                    }
+                }
+                return None;
+            }
+        };
+        self.admit(&message, line.len()).then_some(message)
     }
 
     /// Whether `message` goes on to the server; answers it when it does not.
@@ -386,26 +460,6 @@ impl Cancels {
 
 /// Why cancelled work stopped.
 const CANCELLED: &str = "cancelled by the client";
-
-/// Discard input up to and including the next newline.
-fn skip_rest_of_line(input: &mut impl BufRead) -> io::Result<()> {
-    loop {
-        let buf = input.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(());
-        }
-        match buf.iter().position(|&b| b == b'\n') {
-            Some(at) => {
-                input.consume(at + 1);
-                return Ok(());
-            }
-            None => {
-                let n = buf.len();
-                input.consume(n);
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

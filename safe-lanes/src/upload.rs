@@ -354,7 +354,15 @@ impl UploadSource {
     ///
     /// As [`UploadSource::open`], and `io` when reading fails.
     pub fn resolve(&self, path: &Path) -> Result<Source> {
-        let opened = self.open(path)?;
+        self.hash(self.open(path)?)
+    }
+
+    /// Hash a file [`UploadSource::open`] checked, through its handle, and record it.
+    ///
+    /// # Errors
+    ///
+    /// `io` when reading fails.
+    pub fn hash(&self, opened: Opened) -> Result<Source> {
         let copied = crate::copy::sha256_of(&mut crate::fd::ReadAt::new(opened.file.as_fd()))?;
         let source = Source {
             path: opened.path,

@@ -157,3 +157,39 @@ fn unparseable_lines_get_json_rpc_errors() {
         "a clean exit when stdin closes"
     );
 }
+
+/// Standard input that cannot be polled (a regular file) is read on a thread instead: the same
+/// answers, and a clean exit at its end.
+#[test]
+fn requests_from_a_regular_file_are_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let requests = tmp.path().join("requests.jsonl");
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"file","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "not json",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"download_save","arguments":{"filename":"a.txt","text":"x"}}}"#,
+    ];
+    std::fs::write(&requests, lines.join("\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_safe-lanes-mcp"))
+        .arg("--root")
+        .arg(tmp.path().join("state"))
+        .stdin(std::fs::File::open(&requests).unwrap())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let answers: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id = |id: Value| answers.iter().find(|a| a["id"] == id).cloned();
+    assert!(by_id(json!(1)).is_some_and(|a| a["result"].is_object()));
+    assert_eq!(by_id(Value::Null).unwrap()["error"]["code"], -32700);
+    let saved = by_id(json!(2)).unwrap();
+    assert_eq!(
+        saved["result"]["structuredContent"]["name"], "a.txt",
+        "the last line, with no newline"
+    );
+}
