@@ -14,8 +14,21 @@
 //! Appends from several processes (the CLI and a running server) are serialized with an
 //! exclusive `flock`, and the file is opened with `O_APPEND`, so lines never interleave.
 //!
+//! # Nothing torn, nothing cut unseen
+//!
+//! - An append that fails half-way (a full disk) is rolled back: the file is cut back to where
+//!   the line began. One cut short by a crash is found by the next append, under the lock: the
+//!   partial line is removed and an `audit.repaired` record says how many bytes it had. A
+//!   torn line therefore never stays, and the chain always goes on from the last whole line.
+//! - A **witness**, `audit.head` beside the log, holds the `seq` and `hash` of the last line
+//!   appended (one fixed-size `pwrite`, after the line). [`AuditLog::verify`] checks the log
+//!   reaches that line with that hash, so lines cut from the end, or an emptied log, are
+//!   reported, which the chain alone cannot show.
+//!
 //! The chain has no secret: it makes tampering *evident* to anyone who did not rewrite the
-//! whole tail of the log, which is what a local, user-owned log can offer.
+//! whole tail of the log and the witness together, which is what a local, user-owned log can
+//! offer. [`Verification`] says what was proved: a correctly chained line appended by someone
+//! else after the witness, or a log and witness rewritten together, are not detected.
 
 use std::io::{self, BufRead, BufReader};
 use std::os::fd::{AsFd, OwnedFd};
@@ -38,6 +51,15 @@ const SEAL_LEN: usize = 9 + 64 + 2;
 const TAIL: u64 = 64 * 1024;
 /// The most read back to find where the last line starts.
 const MAX_LINE: usize = 1 << 20;
+/// The witness file, beside the log.
+const WITNESS_FILE: &str = "audit.head";
+/// A witness record: `seq=` + 20 digits + ` hash=` + 64 hex digits + newline (fixed size, so a
+/// new record always covers the old one).
+const WITNESS_LEN: usize = 4 + 20 + 6 + 64 + 1;
+/// The event of a record saying the log had been cut ([`AuditLog::verify`] reports it).
+const CUT_EVENT: &str = "audit.cut";
+/// The actor of the records the log writes about itself.
+const LOG_ITSELF: &str = "safe-lanes";
 
 /// The audit log of one state root.
 #[derive(Debug)]
@@ -49,9 +71,22 @@ pub struct AuditLog {
 #[derive(Debug)]
 struct Inner {
     fd: OwnedFd,
-    /// The file size after our last append, with the seq and hash of that last line: when the
-    /// size is unchanged, nobody else appended and the tail need not be read again.
-    last: Option<(u64, u64, String)>,
+    /// The witness (`None` on a read-only state root, where nothing is appended).
+    witness: Option<OwnedFd>,
+    /// The end of the log after our last append: when the size is unchanged, nobody else
+    /// appended and the tail need not be read again.
+    last: Option<Tail>,
+}
+
+/// Where the chain stands: the last whole line and where it ends.
+#[derive(Clone, Debug)]
+struct Tail {
+    seq: u64,
+    hash: String,
+    /// The offset just past the last whole line.
+    end: u64,
+    /// Bytes after the last whole line: a line cut short.
+    torn: u64,
 }
 
 /// The outcome of [`AuditLog::verify`].
@@ -59,8 +94,31 @@ struct Inner {
 pub struct Verification {
     /// Lines read.
     pub lines: u64,
-    /// The first line that breaks the chain, if any.
+    /// The first line that breaks the chain, if any (a log that ends before its witness is
+    /// broken at the first missing line).
     pub broken: Option<BrokenLine>,
+    /// What could be checked of the log's end.
+    pub tail: TailCheck,
+}
+
+/// What [`AuditLog::verify`] could prove about the end of the log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum TailCheck {
+    /// The log reaches the witness's line with the witness's hash: nothing was cut from the
+    /// end. Lines after it (`after`) are chained but not witnessed (a crash between a line and
+    /// its witness, or a line appended by someone else).
+    Witnessed {
+        /// The witness's `seq`.
+        seq: u64,
+        /// Lines after the witnessed one.
+        after: u64,
+    },
+    /// No witness, or an unreadable one: lines cut from the end would not show.
+    NotWitnessed {
+        /// Why.
+        why: String,
+    },
 }
 
 impl Verification {
@@ -96,16 +154,29 @@ impl AuditLog {
     /// # Errors
     ///
     /// `symlink_escape` when the log is a symbolic link, `io` otherwise.
+    /// On a read-only state root the log is opened read-only: it can be verified, and every
+    /// append fails with `io`.
     pub fn open(root: &Anchor, root_path: &Path, name: &str) -> Result<Self> {
-        let fd = root.open(
-            RelPath::new(name)?,
-            OFlags::RDWR | OFlags::APPEND | OFlags::CREATE,
-            Mode::from_raw_mode(0o600),
-            Symlinks::Deny,
-        )?;
+        let mode = Mode::from_raw_mode(0o600);
+        let writable = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE;
+        let open = |flags| root.open(RelPath::new(name)?, flags, mode, Symlinks::Deny);
+        let (fd, witness) = match open(writable) {
+            Ok(fd) => {
+                let witness = RelPath::new(WITNESS_FILE).and_then(|w| {
+                    root.open(w, OFlags::RDWR | OFlags::CREATE, mode, Symlinks::Deny)
+                })?;
+                (fd, Some(witness))
+            }
+            Err(e) if read_only(&e) => (open(OFlags::RDONLY)?, None),
+            Err(e) => return Err(e),
+        };
         Ok(Self {
             path: root_path.join(name),
-            inner: Mutex::new(Inner { fd, last: None }),
+            inner: Mutex::new(Inner {
+                fd,
+                witness,
+                last: None,
+            }),
         })
     }
 
@@ -146,39 +217,138 @@ impl AuditLog {
         let size = rustix::fs::fstat(&inner.fd)
             .map_err(|e| Error::io("fstat", &self.path, e))?
             .st_size as u64;
-        let (seq, prev) = match &inner.last {
-            Some((known, seq, hash)) if *known == size => (*seq, hash.clone()),
-            _ => self.read_last(inner.fd.as_fd(), size)?,
+        let mut tail = match inner.last.take() {
+            Some(known) if known.end == size => known,
+            _ => {
+                let mut tail = self.read_tail(inner.fd.as_fd(), size)?;
+                self.record_cut(inner, &mut tail)?;
+                tail
+            }
         };
+        if tail.torn > 0 {
+            // A line cut short by a crash: remove it, and say so in the chain.
+            rustix::fs::ftruncate(&inner.fd, tail.end)
+                .map_err(|e| Error::io("ftruncate", &self.path, e))?;
+            let removed = serde_json::json!({
+                "removed_bytes": tail.torn,
+                "why": "the end of the log held a record cut short (a crash or a full disk)",
+            });
+            tail.torn = 0;
+            self.write_line(inner, &mut tail, "audit.repaired", LOG_ITSELF, removed)?;
+        }
+        self.write_line(inner, &mut tail, event, actor, fields)?;
+        inner.last = Some(tail);
+        Ok(())
+    }
+
+    /// When the log ends before the line its witness recorded (lines were cut from the end, or
+    /// the last one replaced), say so in the chain before the witness moves on, so the
+    /// evidence stays: [`AuditLog::verify`] reports every such record.
+    fn record_cut(&self, inner: &Inner, tail: &mut Tail) -> Result<()> {
+        let Some(witness) = &inner.witness else {
+            return Ok(());
+        };
+        let mut buf = [0u8; WITNESS_LEN];
+        let read = rustix::io::pread(witness, &mut buf, 0).unwrap_or(0);
+        let Some((seq, hash)) = parse_witness(&buf[..read]) else {
+            return Ok(());
+        };
+        if seq < tail.seq || (seq == tail.seq && hash == tail.hash) {
+            return Ok(());
+        }
+        let cut = serde_json::json!({
+            "witness_seq": seq,
+            "witness_hash": hash,
+            "log_seq": tail.seq,
+            "why": "the log ended before the line its witness recorded: lines were cut from \
+                    the end or the last one replaced",
+        });
+        if tail.torn > 0 {
+            rustix::fs::ftruncate(&inner.fd, tail.end)
+                .map_err(|e| Error::io("ftruncate", &self.path, e))?;
+            tail.torn = 0;
+        }
+        self.write_line(inner, tail, CUT_EVENT, LOG_ITSELF, cut)
+    }
+
+    /// Write the next line after `tail` and move `tail` past it, then the witness. A write that
+    /// fails half-way is rolled back to `tail.end`.
+    fn write_line(
+        &self,
+        inner: &Inner,
+        tail: &mut Tail,
+        event: &str,
+        actor: &str,
+        fields: impl Serialize,
+    ) -> Result<()> {
         let unsealed = serde_json::to_string(&Unsealed {
-            seq: seq + 1,
+            seq: tail.seq + 1,
             ts: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
             event,
             actor,
             fields,
-            prev: &prev,
+            prev: &tail.hash,
         })
         .map_err(|e| Error::io("serialize", "audit event", io::Error::other(e)))?;
         let (line, hash) = seal(&unsealed);
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
-        crate::fd::write_all(inner.fd.as_fd(), &bytes)
-            .map_err(|e| Error::io("write", &self.path, e))?;
-        inner.last = Some((size + bytes.len() as u64, seq + 1, hash));
+        if let Err(e) = crate::fd::write_all(inner.fd.as_fd(), &bytes) {
+            // Never leave part of a line: cut back to where it began (if even that fails, the
+            // next append repairs it).
+            let _ = rustix::fs::ftruncate(&inner.fd, tail.end);
+            return Err(Error::io("write", &self.path, e));
+        }
+        tail.seq += 1;
+        tail.hash = hash;
+        tail.end += bytes.len() as u64;
+        if let Some(witness) = &inner.witness
+            && let Err(e) = rustix::io::pwrite(witness, witness_record(tail).as_bytes(), 0)
+        {
+            tracing::warn!(error = %e, "could not update the audit log's witness");
+        }
         Ok(())
     }
 
-    /// The seq and hash of the last line in the file (0 and the genesis hash when empty).
-    fn read_last(&self, fd: std::os::fd::BorrowedFd<'_>, size: u64) -> Result<(u64, String)> {
-        if size == 0 {
-            return Ok((0, GENESIS.to_owned()));
+    /// The last whole line of a log of `size` bytes and where it ends (seq 0 and the genesis
+    /// hash when there is none), with the bytes of a line cut short after it.
+    fn read_tail(&self, fd: std::os::fd::BorrowedFd<'_>, size: u64) -> Result<Tail> {
+        let buf = self.read_end(fd, size)?;
+        // The bytes after the last newline are a line cut short (none when the log ends well).
+        let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+        let torn = (buf.len() - whole) as u64;
+        let end = size - torn;
+        let text = buf[..whole].strip_suffix(b"\n").unwrap_or_default();
+        if end == 0 || (text.is_empty() && whole == 0) {
+            return Ok(Tail {
+                seq: 0,
+                hash: GENESIS.to_owned(),
+                end,
+                torn,
+            });
         }
-        // Read backwards, a chunk at a time, until the start of the last line is in the buffer
-        // (or MAX_LINE has been read: a longer last line is chained by the hash of its tail).
+        let last = text.rsplit(|&b| b == b'\n').next().unwrap_or_default();
+        let parsed: Option<(u64, String)> = serde_json::from_slice::<serde_json::Value>(last)
+            .ok()
+            .and_then(|v| Some((v.get("seq")?.as_u64()?, v.get("hash")?.as_str()?.to_owned())));
+        // A foreign last line still chains: the next line's `prev` is its hash, and `verify`
+        // reports the line itself.
+        let (seq, hash) = parsed.unwrap_or_else(|| (0, sha256_hex(last)));
+        Ok(Tail {
+            seq,
+            hash,
+            end,
+            torn,
+        })
+    }
+
+    /// The end of the log: read backwards a chunk at a time until the start of the last whole
+    /// line is in the buffer (or [`MAX_LINE`] has been read).
+    fn read_end(&self, fd: std::os::fd::BorrowedFd<'_>, size: u64) -> Result<Vec<u8>> {
         let mut start = size;
         let mut chunks: Vec<Vec<u8>> = Vec::new();
-        let mut read = 0usize;
-        loop {
+        let mut newlines = 0;
+        while start > 0 && newlines < 2 && (size - start) < MAX_LINE as u64 {
             let from = start.saturating_sub(TAIL);
             let mut chunk = vec![0u8; (start - from) as usize];
             let mut filled = 0;
@@ -191,29 +361,11 @@ impl AuditLog {
                 filled += n;
             }
             chunk.truncate(filled);
-            read += chunk.len();
-            // Only the chunk nearest the end can hold the final newline itself.
-            let body = if chunks.is_empty() {
-                chunk.strip_suffix(b"\n").unwrap_or(&chunk)
-            } else {
-                &chunk[..]
-            };
-            let found = body.contains(&b'\n');
+            newlines += chunk.iter().filter(|&&b| b == b'\n').count();
             chunks.push(chunk);
             start = from;
-            if start == 0 || found || read >= MAX_LINE {
-                break;
-            }
         }
-        let buf: Vec<u8> = chunks.into_iter().rev().flatten().collect();
-        let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let last = text.rsplit(|&b| b == b'\n').next().unwrap_or_default();
-        let parsed: Option<(u64, String)> = serde_json::from_slice::<serde_json::Value>(last)
-            .ok()
-            .and_then(|v| Some((v.get("seq")?.as_u64()?, v.get("hash")?.as_str()?.to_owned())));
-        // A torn or foreign last line still chains: the next line's `prev` is its hash, and
-        // `verify` reports the line itself.
-        Ok(parsed.unwrap_or_else(|| (0, sha256_hex(last))))
+        Ok(chunks.into_iter().rev().flatten().collect())
     }
 
     /// Record a refusal (`<what>.refused`) of an operation on `subject`, then hand the error back.
@@ -246,25 +398,123 @@ impl AuditLog {
     ///
     /// `io` when the log cannot be read.
     pub fn verify(&self) -> Result<Verification> {
-        let fd = crate::sync::lock(&self.inner)
+        let inner = crate::sync::lock(&self.inner);
+        let fd = inner
             .fd
             .try_clone()
             .map_err(|e| Error::io("dup", &self.path, e))?;
-        verify_reader(BufReader::new(crate::fd::ReadAt::new(fd.as_fd())))
-            .map_err(|e| Error::io("read", &self.path, e))
+        let witness = self.read_witness(&inner);
+        drop(inner);
+        let reader = BufReader::new(crate::fd::ReadAt::new(fd.as_fd()));
+        let witnessed = witness.as_ref().ok().map(|(seq, _)| *seq);
+        let (mut verification, hash_at_witness) =
+            verify_reader(reader, witnessed).map_err(|e| Error::io("read", &self.path, e))?;
+        verification.tail = match witness {
+            Err(why) => TailCheck::NotWitnessed { why },
+            Ok((seq, hash)) => {
+                if verification.broken.is_none() {
+                    verification.broken =
+                        tail_break(verification.lines, seq, &hash, hash_at_witness);
+                }
+                TailCheck::Witnessed {
+                    seq,
+                    after: verification.lines.saturating_sub(seq),
+                }
+            }
+        };
+        Ok(verification)
+    }
+
+    /// The witness's seq and hash, or why there is none to check against.
+    fn read_witness(&self, inner: &Inner) -> std::result::Result<(u64, String), String> {
+        let mut buf = [0u8; WITNESS_LEN];
+        let read = match &inner.witness {
+            Some(fd) => rustix::io::pread(fd, &mut buf, 0).map_err(|e| e.to_string()),
+            None => {
+                let dir = self.path.parent().unwrap_or(Path::new("/"));
+                let why = crate::beneath::Ambient::because("the audit witness of a read-only root");
+                Anchor::open_ambient(dir, why)
+                    .and_then(|d| d.open_read(RelPath::new(WITNESS_FILE)?, Symlinks::Deny))
+                    .map_err(|e| e.to_string())
+                    .and_then(|fd| rustix::io::pread(&fd, &mut buf, 0).map_err(|e| e.to_string()))
+            }
+        }?;
+        parse_witness(&buf[..read]).ok_or_else(|| {
+            if read == 0 {
+                "the log has no witness yet (it was written before witnesses, or never)".into()
+            } else {
+                "the witness is not readable (cut short by a power failure, or changed)".into()
+            }
+        })
     }
 }
 
-/// Verify a chain read from `reader`.
-fn verify_reader(reader: impl BufRead) -> io::Result<Verification> {
+/// Whether opening for writing failed because the state root cannot be written.
+fn read_only(error: &Error) -> bool {
+    [
+        rustix::io::Errno::ROFS,
+        rustix::io::Errno::ACCESS,
+        rustix::io::Errno::PERM,
+    ]
+    .iter()
+    .any(|errno| error.raw_os_error() == Some(errno.raw_os_error()))
+}
+
+/// The witness record for `tail`.
+fn witness_record(tail: &Tail) -> String {
+    format!("seq={:020} hash={}\n", tail.seq, tail.hash)
+}
+
+/// The seq and hash of a witness record.
+fn parse_witness(bytes: &[u8]) -> Option<(u64, String)> {
+    let text = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
+    let (seq, hash) = text.strip_prefix("seq=")?.split_once(" hash=")?;
+    let hex = hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+    (seq.len() == 20 && hex).then(|| Some((seq.parse().ok()?, hash.to_owned())))?
+}
+
+/// How the end of a chain of `lines` whole lines breaks against its witness (`seq`, `hash`),
+/// given the hash of line `seq` when the chain reached it.
+fn tail_break(lines: u64, seq: u64, hash: &str, at_witness: Option<String>) -> Option<BrokenLine> {
+    if lines < seq {
+        return Some(BrokenLine {
+            line: lines + 1,
+            why: format!(
+                "the log ends after line {lines}, but its witness says line {seq} was written: \
+                 lines were cut from the end"
+            ),
+        });
+    }
+    (seq > 0 && at_witness.as_deref() != Some(hash)).then(|| BrokenLine {
+        line: seq,
+        why: "it is not the line the witness recorded: the end of the log was replaced".into(),
+    })
+}
+
+/// Verify a chain read from `reader`; also the hash of line `witnessed`, if it is reached.
+fn verify_reader(
+    reader: impl BufRead,
+    witnessed: Option<u64>,
+) -> io::Result<(Verification, Option<String>)> {
     let mut prev = GENESIS.to_owned();
     let mut lines = 0u64;
+    let mut at_witness = None;
     for line in reader.split(b'\n') {
         let line = line?;
         lines += 1;
-        let broken = |why: String| Verification {
-            lines,
-            broken: Some(BrokenLine { line: lines, why }),
+        let broken = |why: String| {
+            let broken = Some(BrokenLine { line: lines, why });
+            let tail = TailCheck::NotWitnessed {
+                why: "the chain breaks before its end".into(),
+            };
+            (
+                Verification {
+                    lines,
+                    broken,
+                    tail,
+                },
+                None,
+            )
         };
         let Ok(text) = std::str::from_utf8(&line) else {
             return Ok(broken("not UTF-8".to_owned()));
@@ -293,11 +543,29 @@ fn verify_reader(reader: impl BufRead) -> io::Result<Verification> {
             ));
         }
         prev = hash.to_owned();
+        if value.get("event").and_then(serde_json::Value::as_str) == Some(CUT_EVENT) {
+            let seq = value.get("witness_seq").and_then(serde_json::Value::as_u64);
+            return Ok(broken(format!(
+                "records that the log had been cut: it ended before line {} that its witness \
+                 recorded",
+                seq.unwrap_or(0)
+            )));
+        }
+        if witnessed == Some(lines) {
+            at_witness = Some(prev.clone());
+        }
     }
-    Ok(Verification {
-        lines,
-        broken: None,
-    })
+    let tail = TailCheck::NotWitnessed {
+        why: "not checked yet".into(),
+    };
+    Ok((
+        Verification {
+            lines,
+            broken: None,
+            tail,
+        },
+        at_witness,
+    ))
 }
 
 /// `(line + seal, hash)` for an unsealed JSON object.

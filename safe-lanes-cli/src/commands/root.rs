@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
+use safe_lanes::audit::TailCheck;
 use safe_lanes::beneath::openat2_available;
 use safe_lanes::confine::{SandboxSupport, sandbox_support};
 use safe_lanes::root::DirReport;
@@ -175,7 +176,7 @@ pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
     let audit = root.audit();
     let verification = audit.verify()?;
-    let text = match &verification.broken {
+    let mut text = match &verification.broken {
         None => format!(
             "{}: {} lines, chain intact",
             audit.path().display(),
@@ -183,6 +184,23 @@ pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
         ),
         Some(b) => format!("{}: line {}: {}", audit.path().display(), b.line, b.why),
     };
+    text.push('\n');
+    text.push_str(&match &verification.tail {
+        TailCheck::Witnessed { seq, after: 0 } => {
+            format!("end: line {seq} is the line the witness (audit.head) recorded")
+        }
+        TailCheck::Witnessed { seq, after } => format!(
+            "end: the witness (audit.head) recorded line {seq}; the {after} line(s) after it \
+             are chained but not witnessed"
+        ),
+        TailCheck::NotWitnessed { why } => {
+            format!("end: not checked ({why}): lines cut from the end would not show")
+        }
+    });
+    text.push_str(
+        "\nnot provable: a correctly chained line appended after the witness, or a log and \
+         witness rewritten together (the chain has no secret key)",
+    );
     Ok(Report {
         failed: !verification.is_intact(),
         json: json!({
@@ -190,6 +208,7 @@ pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
             "lines": verification.lines,
             "intact": verification.is_intact(),
             "broken": verification.broken,
+            "tail": verification.tail,
         }),
         text,
     })

@@ -165,3 +165,134 @@ fn refusals_are_recorded_and_system_failures_are_not() {
     assert!(!text.contains('\u{1b}'), "the subject is escaped: {text}");
     assert!(audit.verify().unwrap().is_intact());
 }
+
+/// Regression: a record cut short (a crash, a full disk) stayed at the end for good; the next
+/// record was written onto the same line with `seq` starting again at 1. Now the next append
+/// removes it, says so in the chain, and the chain goes on.
+#[test]
+fn a_line_cut_short_is_repaired_by_the_next_append() {
+    let (fx, path) = log_with(3);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut file, br#"{"seq":4,"ts":"2026-12-01T00:00:00"#).unwrap();
+    assert_eq!(broken_line(&fx).expect("torn until repaired").0, 4);
+    fx.root.audit().append("after", "t", json!({})).unwrap();
+    let v = fx.root.audit().verify().unwrap();
+    assert!(v.is_intact(), "{:?}", v.broken);
+    assert_eq!(v.lines, 5);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let last_two: Vec<serde_json::Value> = text
+        .lines()
+        .skip(3)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(last_two[0]["event"], "audit.repaired");
+    assert_eq!(last_two[0]["removed_bytes"], 34);
+    assert_eq!(
+        (last_two[1]["event"].clone(), last_two[1]["seq"].clone()),
+        (json!("after"), json!(5))
+    );
+}
+
+/// Regression: cutting the last records, or emptying the log, still verified as intact.
+#[test]
+fn lines_cut_from_the_end_are_reported_through_the_witness() {
+    for keep in [4usize, 0] {
+        let (fx, path) = log_with(5);
+        let v = fx.root.audit().verify().unwrap();
+        assert!(v.is_intact());
+        assert_eq!(
+            v.tail,
+            safe_lanes::audit::TailCheck::Witnessed { seq: 5, after: 0 }
+        );
+        rewrite(&path, |lines| lines.truncate(keep));
+        if keep == 0 {
+            std::fs::write(&path, "").unwrap();
+        }
+        let (line, why) = broken_line(&fx).expect("a cut end is reported");
+        assert_eq!(line, keep as u64 + 1, "{why}");
+        assert!(why.contains("cut from the end"), "{why}");
+        // The next append keeps the evidence in the chain before the witness moves on.
+        let anchor = safe_lanes::beneath::Anchor::open_ambient(fx.root.path(), FIXTURE).unwrap();
+        let other = AuditLog::open(&anchor, fx.root.path(), "audit.jsonl").unwrap();
+        other.append("after", "t", json!({})).unwrap();
+        let (line, why) = broken_line(&fx).expect("still reported after an append");
+        assert_eq!(line, keep as u64 + 1, "{why}");
+        assert!(why.contains("had been cut"), "{why}");
+    }
+}
+
+#[test]
+fn a_replaced_last_line_is_reported_through_the_witness() {
+    let (fx, path) = log_with(3);
+    // A correctly chained and sealed replacement for line 3, as a forger would write it.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let third: serde_json::Value = serde_json::from_str(lines[2]).unwrap();
+    let unsealed = format!(
+        r#"{{"seq":3,"ts":"2026-12-01T00:00:00.000Z","event":"test.event","actor":"tester","i":99,"prev":{}}}"#,
+        third["prev"]
+    );
+    let hash = sha256_hex(unsealed.as_bytes());
+    let forged = format!("{},\"hash\":\"{hash}\"}}", &unsealed[..unsealed.len() - 1]);
+    rewrite(&path, |lines| lines[2] = forged);
+    let (line, why) = broken_line(&fx).expect("reported");
+    assert_eq!(line, 3, "{why}");
+    assert!(why.contains("witness"), "{why}");
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A full disk while appending: the failed record leaves nothing behind, and once there is
+/// room again the chain goes on where it was. Needs a small tmpfs, so root (which CI is).
+#[test]
+fn a_full_disk_leaves_no_partial_record() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: mounting a small tmpfs to fill needs root (CI runs as root)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mount = tmp.path().join("small");
+    std::fs::create_dir(&mount).unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs"])
+        .arg(&mount)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mount a 256 KiB tmpfs");
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mount.clone());
+    let root = safe_lanes::StateRoot::open(&mount.join("state")).unwrap();
+    let audit = root.audit();
+    audit.append("before", "t", json!({})).unwrap();
+    // Fill the disk, leaving less room than the next record needs.
+    let filler = mount.join("filler");
+    let mut file = std::fs::File::create(&filler).unwrap();
+    while std::io::Write::write_all(&mut file, &[0u8; 4096]).is_ok() {}
+    drop(file);
+    let err = audit
+        .append("too.big", "t", json!({ "blob": "x".repeat(64 * 1024) }))
+        .unwrap_err();
+    assert_eq!(err.code(), safe_lanes::Code::Io, "{err}");
+    let v = audit.verify().unwrap();
+    assert!(v.is_intact(), "no partial record: {:?}", v.broken);
+    assert_eq!(v.lines, 1);
+    std::fs::remove_file(&filler).unwrap();
+    audit.append("after", "t", json!({})).unwrap();
+    let v = audit.verify().unwrap();
+    assert!(v.is_intact(), "{:?}", v.broken);
+    assert_eq!(v.lines, 2, "seq goes on from the last whole record");
+}
