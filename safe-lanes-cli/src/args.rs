@@ -142,6 +142,17 @@ pub(crate) enum GrantCommand {
         #[arg(long)]
         actor: Option<String>,
     },
+    /// Adopt on this host a grant approved without a host (one another tool wrote).
+    Adopt {
+        /// The grant's alias.
+        alias: String,
+        /// Why, for the changelog.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
     /// File a request (what an agent does; it grants nothing until approved).
     Request {
         /// The alias asked for.
@@ -242,6 +253,9 @@ pub(crate) enum DownloadCommand {
         /// The age, such as `30d`, `12h`, `90min`.
         #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
         older_than: Duration,
+        /// Only show what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 

@@ -160,13 +160,12 @@ impl AuditLog {
         let mode = Mode::from_raw_mode(0o600);
         let writable = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE;
         let open = |flags| root.open(RelPath::new(name)?, flags, mode, Symlinks::Deny);
-        let (fd, witness) = match open(writable) {
-            Ok(fd) => {
-                let witness = RelPath::new(WITNESS_FILE).and_then(|w| {
-                    root.open(w, OFlags::RDWR | OFlags::CREATE, mode, Symlinks::Deny)
-                })?;
-                (fd, Some(witness))
-            }
+        let witness = || {
+            RelPath::new(WITNESS_FILE)
+                .and_then(|w| root.open(w, OFlags::RDWR | OFlags::CREATE, mode, Symlinks::Deny))
+        };
+        let (fd, witness) = match open(writable).and_then(|fd| Ok((fd, witness()?))) {
+            Ok((fd, witness)) => (fd, Some(witness)),
             Err(e) if read_only(&e) => (open(OFlags::RDONLY)?, None),
             Err(e) => return Err(e),
         };
@@ -199,6 +198,10 @@ impl AuditLog {
         let actor = actor.to_string();
         let actor = actor.as_str();
         let mut inner = crate::sync::lock(&self.inner);
+        if inner.witness.is_none() {
+            let read_only = io::Error::other("the state root is read-only, so is its audit log");
+            return Err(Error::io("append", &self.path, read_only));
+        }
         rustix::fs::flock(&inner.fd, FlockOperation::LockExclusive)
             .map_err(|e| Error::io("flock", &self.path, e))?;
         let result = self.append_locked(&mut inner, event, actor, fields);
@@ -293,6 +296,9 @@ impl AuditLog {
         let (line, hash) = seal(&unsealed);
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
+        crate::crash::point_after("audit.mid_line", || {
+            let _ = crate::fd::write_all(inner.fd.as_fd(), &bytes[..bytes.len() / 2]);
+        });
         if let Err(e) = crate::fd::write_all(inner.fd.as_fd(), &bytes) {
             // Never leave part of a line: cut back to where it began (if even that fails, the
             // next append repairs it).
@@ -502,54 +508,22 @@ fn verify_reader(
     for line in reader.split(b'\n') {
         let line = line?;
         lines += 1;
-        let broken = |why: String| {
-            let broken = Some(BrokenLine { line: lines, why });
-            let tail = TailCheck::NotWitnessed {
-                why: "the chain breaks before its end".into(),
-            };
-            (
-                Verification {
-                    lines,
-                    broken,
-                    tail,
-                },
-                None,
-            )
-        };
-        let Ok(text) = std::str::from_utf8(&line) else {
-            return Ok(broken("not UTF-8".to_owned()));
-        };
-        let Some(hash) = unseal(text) else {
-            return Ok(broken("no `hash` field at the end of the line".to_owned()));
-        };
-        let unsealed = format!("{}}}", &text[..text.len() - SEAL_LEN]);
-        if sha256_hex(unsealed.as_bytes()) != hash {
-            return Ok(broken(
-                "its content does not match its hash: the line was changed".to_owned(),
-            ));
-        }
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(&unsealed) else {
-            return Ok(broken("not a JSON object".to_owned()));
-        };
-        if value.get("seq").and_then(serde_json::Value::as_u64) != Some(lines) {
-            return Ok(broken(format!(
-                "sequence number is not {lines}: a line was removed, inserted or moved"
-            )));
-        }
-        if value.get("prev").and_then(serde_json::Value::as_str) != Some(prev.as_str()) {
-            return Ok(broken(
-                "does not follow the line before it: a line was changed, removed or moved"
-                    .to_owned(),
-            ));
-        }
-        prev = hash.to_owned();
-        if value.get("event").and_then(serde_json::Value::as_str) == Some(CUT_EVENT) {
-            let seq = value.get("witness_seq").and_then(serde_json::Value::as_u64);
-            return Ok(broken(format!(
-                "records that the log had been cut: it ended before line {} that its witness \
-                 recorded",
-                seq.unwrap_or(0)
-            )));
+        match check_line(&line, lines, &prev) {
+            Ok(hash) => prev = hash,
+            Err(why) => {
+                let broken = Some(BrokenLine { line: lines, why });
+                let tail = TailCheck::NotWitnessed {
+                    why: "the chain breaks before its end".into(),
+                };
+                return Ok((
+                    Verification {
+                        lines,
+                        broken,
+                        tail,
+                    },
+                    None,
+                ));
+            }
         }
         if witnessed == Some(lines) {
             at_witness = Some(prev.clone());
@@ -558,14 +532,44 @@ fn verify_reader(
     let tail = TailCheck::NotWitnessed {
         why: "not checked yet".into(),
     };
-    Ok((
-        Verification {
-            lines,
-            broken: None,
-            tail,
-        },
-        at_witness,
-    ))
+    let verification = Verification {
+        lines,
+        broken: None,
+        tail,
+    };
+    Ok((verification, at_witness))
+}
+
+/// Check line number `n` of the chain, which must follow the hash `prev`; its own hash, or
+/// why it breaks the chain.
+fn check_line(line: &[u8], n: u64, prev: &str) -> std::result::Result<String, String> {
+    let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_owned())?;
+    let hash = unseal(text).ok_or("no `hash` field at the end of the line")?;
+    let unsealed = format!("{}}}", &text[..text.len() - SEAL_LEN]);
+    if sha256_hex(unsealed.as_bytes()) != hash {
+        return Err("its content does not match its hash: the line was changed".into());
+    }
+    let value = serde_json::from_str::<serde_json::Value>(&unsealed)
+        .map_err(|_| "not a JSON object".to_owned())?;
+    if value.get("seq").and_then(serde_json::Value::as_u64) != Some(n) {
+        return Err(format!(
+            "sequence number is not {n}: a line was removed, inserted or moved"
+        ));
+    }
+    if value.get("prev").and_then(serde_json::Value::as_str) != Some(prev) {
+        return Err(
+            "does not follow the line before it: a line was changed, removed or moved".into(),
+        );
+    }
+    if value.get("event").and_then(serde_json::Value::as_str) == Some(CUT_EVENT) {
+        let seq = value.get("witness_seq").and_then(serde_json::Value::as_u64);
+        return Err(format!(
+            "records that the log had been cut: it ended before line {} that its witness \
+             recorded",
+            seq.unwrap_or(0)
+        ));
+    }
+    Ok(hash.to_owned())
 }
 
 /// `(line + seal, hash)` for an unsealed JSON object.

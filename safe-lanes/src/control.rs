@@ -123,7 +123,7 @@ impl Control {
     }
 
     /// `reader`, failing at its next read once the operation is asked to stop (`io` error
-    /// "stopped: <why>"): a lane saving the content then publishes nothing.
+    /// `"stopped: <why>"`): a lane saving the content then publishes nothing.
     pub fn reader<R: Read>(&self, reader: R) -> StopReader<R> {
         StopReader {
             control: self.clone(),

@@ -26,6 +26,8 @@ use serde::Serialize;
 
 use crate::actor::Actor;
 use crate::audit::AuditLog;
+use rustix::fs::FlockOperation;
+
 use crate::beneath::{Anchor, Symlinks};
 use crate::child::{Limits, Outcome, run};
 use crate::control::Control;
@@ -137,6 +139,9 @@ pub struct UploadDeposit {
 #[derive(Debug)]
 pub struct Staged<'d> {
     deposit: &'d UploadDeposit,
+    /// Its directory, locked (`flock`) while this lives: the lock says "in use" to a sweep in
+    /// any process, and goes with this process if it dies.
+    _in_use: Anchor,
     dir: String,
     name: String,
     bytes: u64,
@@ -204,23 +209,43 @@ impl UploadDeposit {
     /// The hint is untrusted; it only becomes one sanitized name in a fresh private directory.
     pub fn stage(&self, hint: impl AsRef<[u8]>, mut reader: impl Read) -> Result<Staged<'_>> {
         let name = sanitize(hint).as_str().to_owned();
-        let dir = random_hex();
-        self.dir.create_dir(Name::new(&dir)?, 0o700)?;
+        let in_use = self.staging_dir()?;
         let mut staged = Staged {
             deposit: self,
-            dir,
+            dir: in_use.1,
+            _in_use: in_use.0,
             name,
             bytes: 0,
             sha256: String::new(),
         };
-        let sub = self
-            .dir
-            .open_dir(RelPath::new(&staged.dir)?, Symlinks::Deny)?;
-        let fd = sub.create_new(Name::new(&staged.name)?, 0o600)?;
+        let fd = staged._in_use.create_new(Name::new(&staged.name)?, 0o600)?;
         let copied = copy_hashed(&mut reader, fd.as_fd(), self.max_bytes, || Ok(()))?;
         staged.bytes = copied.bytes;
         staged.sha256 = copied.sha256;
+        crate::crash::point("deposit.staged");
         Ok(staged)
+    }
+
+    /// A new staging directory, locked, and its name. It is made under a hidden name, locked,
+    /// then renamed: a sweep never sees it unlocked under its real name.
+    fn staging_dir(&self) -> Result<(Anchor, String)> {
+        let dir = random_hex();
+        let hidden = format!(".{dir}");
+        self.dir.create_dir(Name::new(&hidden)?, 0o700)?;
+        let made = (|| {
+            let sub = self.dir.open_dir(RelPath::new(&hidden)?, Symlinks::Deny)?;
+            rustix::fs::flock(&sub, FlockOperation::LockExclusive)
+                .map_err(|e| Error::io("flock", hidden.as_str(), e))?;
+            self.dir.rename_new(Name::new(&hidden)?, Name::new(&dir)?)?;
+            Ok(sub)
+        })();
+        match made {
+            Ok(sub) => Ok((sub, dir)),
+            Err(e) => {
+                let _ = Name::new(&hidden).and_then(|name| self.dir.remove_all(name));
+                Err(e)
+            }
+        }
     }
 
     /// Stage a copy of a source that passed the upload allowlist, under its own name.
@@ -272,6 +297,7 @@ impl UploadDeposit {
     /// As [`UploadDeposit::run`]; the staged file is erased in every case.
     pub fn send(&self, staged: Staged<'_>, uploader: &Uploader) -> Result<Sent> {
         let outcome = self.run(&staged, uploader)?;
+        crate::crash::point("deposit.sent");
         Ok(Sent {
             staged: staged.relative(),
             bytes: staged.bytes,
@@ -280,7 +306,9 @@ impl UploadDeposit {
         })
     }
 
-    /// Remove staged entries older than [`STALE_AFTER`].
+    /// Remove what no process is using: a staging directory whose lock can be taken (its
+    /// process has ended without erasing it: a crash), and anything else older than
+    /// [`STALE_AFTER`].
     fn sweep_stale(&self) {
         let Ok(entries) = self.dir.entries() else {
             return;
@@ -290,12 +318,29 @@ impl UploadDeposit {
             .unwrap_or(SystemTime::UNIX_EPOCH);
         for (name, st) in entries {
             let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(st.st_mtime.max(0) as u64);
-            if mtime >= cutoff {
+            if mtime >= cutoff && !self.abandoned(&name, &st) {
                 continue;
             }
             let _ = Name::new(&name).and_then(|name| self.dir.remove_all(name));
             tracing::info!(entry = %Shown::bytes(name.as_encoded_bytes()), "swept a stale staged upload");
         }
+    }
+}
+
+impl UploadDeposit {
+    /// Whether the entry `name` is a staging directory nobody holds: its lock can be taken.
+    fn abandoned(&self, name: &std::ffi::OsStr, st: &rustix::fs::Stat) -> bool {
+        let is_dir =
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
+        let hidden = name.as_encoded_bytes().starts_with(b".");
+        if !is_dir || hidden {
+            return false;
+        }
+        let Ok(dir) = Name::new(name).and_then(|n| self.dir.open_dir(n.as_rel(), Symlinks::Deny))
+        else {
+            return false;
+        };
+        rustix::fs::flock(&dir, FlockOperation::NonBlockingLockExclusive).is_ok()
     }
 }
 

@@ -28,25 +28,29 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, SystemTime};
 
-use rustix::fs::FileType;
+use rustix::fs::{FileType, Stat};
 use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::actor::Actor;
 use crate::audit::AuditLog;
-use crate::beneath::Anchor;
+use crate::beneath::{Anchor, Symlinks};
 use crate::copy::copy_hashed;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result, Shown};
 use crate::input::Name;
 use crate::name::{SafeName, sanitize};
 use crate::root::StateRoot;
 
 /// Mode of every saved file.
 const FILE_MODE: u32 = 0o600;
+/// The mode of a file published but not yet recorded (the sticky bit, which means nothing on a
+/// file, marks it). A process that dies between the two leaves the mark for the next one to
+/// find, record as recovered, and clear.
+const UNRECORDED_MODE: u32 = 0o1600;
 /// Prefix of hidden temporary names (only where `O_TMPFILE` is unavailable).
 const PARTIAL_PREFIX: &str = ".partial-";
 /// A hidden temporary file older than this is a crash leftover and is swept.
@@ -101,14 +105,33 @@ pub struct Entry {
     /// The absolute path.
     #[serde(serialize_with = "crate::lossy::path")]
     pub path: PathBuf,
-    /// The name in the lane.
+    /// The name in the lane, as UTF-8 (invalid bytes become U+FFFD: see
+    /// [`Entry::raw_name`] for the name itself).
     pub name: String,
     /// Size in bytes.
     pub bytes: u64,
     /// Last modification, RFC 3339.
     pub modified: String,
+    /// The name as the lane holds it, byte for byte: what removal matches, never `name`
+    /// (lossy, so two files can share it).
     #[serde(skip)]
-    mtime: SystemTime,
+    raw: std::ffi::OsString,
+    /// `(st_dev, st_ino)` when it was listed.
+    #[serde(skip)]
+    id: (u64, u64),
+}
+
+impl Entry {
+    /// The name as the lane holds it, byte for byte (`name` is its lossy UTF-8 form).
+    pub fn raw_name(&self) -> &std::ffi::OsStr {
+        &self.raw
+    }
+
+    /// The name made safe to print: invalid UTF-8 as `\xNN`, control and format characters
+    /// escaped (see [`Shown`]).
+    pub fn shown(&self) -> Shown {
+        Shown::bytes(self.raw.as_encoded_bytes())
+    }
 }
 
 /// One page of the lane's files ([`DownloadLane::page`]).
@@ -118,6 +141,93 @@ pub struct Page {
     pub entries: Vec<Entry>,
     /// Where the next page starts (give it as `after`), when more files follow.
     pub next: Option<String>,
+}
+
+/// What [`DownloadLane::prune`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Pruned {
+    /// The files removed, each recorded in the audit log.
+    pub removed: Vec<Entry>,
+    /// Files judged old but left alone: right before the unlink, their name was gone or
+    /// referred to another file, or the file had been modified since.
+    pub skipped: Vec<Entry>,
+    /// Files that could not be removed, or were removed but could not be recorded.
+    pub failed: Vec<PruneFailure>,
+}
+
+/// A file [`DownloadLane::prune`] could not deal with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PruneFailure {
+    /// The file.
+    #[serde(flatten)]
+    pub entry: Entry,
+    /// The code of the error (`io`).
+    pub code: Code,
+    /// What went wrong (names escaped).
+    pub message: String,
+}
+
+impl PruneFailure {
+    fn new(entry: Entry, error: &Error) -> Self {
+        Self {
+            entry,
+            code: error.code(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// What the audit log records of each file a prune removes.
+#[derive(Serialize)]
+struct PruneRecord<'a> {
+    /// The name, escaped ([`Shown`]): unambiguous where the lossy name is not.
+    name: String,
+    bytes: u64,
+    modified: &'a str,
+}
+
+/// Whether a lane entry is one of the lane's files: a regular file, not a hidden staging file.
+fn is_listed(name: &std::ffi::OsStr, st: &Stat) -> bool {
+    FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+        && !name
+            .as_encoded_bytes()
+            .starts_with(PARTIAL_PREFIX.as_bytes())
+}
+
+/// Whether a lane file whose `lstat` is `st` is old enough for a prune with `cutoff`: last
+/// modified before it. Judged once when listing, and again right before the unlink.
+fn is_old(st: &Stat, cutoff: SystemTime) -> bool {
+    modified(st) < cutoff
+}
+
+/// The moment `age` ago (the epoch when `age` reaches before it).
+fn cutoff(age: Duration) -> SystemTime {
+    SystemTime::now()
+        .checked_sub(age)
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// When the file `st` describes was last modified (before the epoch counts as the epoch).
+fn modified(st: &Stat) -> SystemTime {
+    let secs = Duration::from_secs(u64::try_from(st.st_mtime).unwrap_or(0));
+    let nanos = Duration::new(0, u32::try_from(st.st_mtime_nsec).unwrap_or(0));
+    let at = SystemTime::UNIX_EPOCH.checked_add(secs);
+    at.and_then(|t| t.checked_add(nanos))
+        .or(at)
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// `at` in RFC 3339 to the second; a time past what the format holds (after the year 9999,
+/// which a file's timestamp can be) is shown as the last second it holds.
+fn rfc3339(at: SystemTime) -> String {
+    let mut out = String::new();
+    match std::fmt::write(
+        &mut out,
+        format_args!("{}", humantime::format_rfc3339_seconds(at)),
+    ) {
+        Ok(()) => out,
+        Err(_) => "9999-12-31T23:59:59Z".to_owned(),
+    }
 }
 
 /// The download lane of a state root.
@@ -177,7 +287,7 @@ impl DownloadLane {
         self
     }
 
-    /// The actor recorded in the audit log for saves ([`Actor::Agent`] by default).
+    /// The actor recorded in the audit log for saves and prunes ([`Actor::Agent`] by default).
     pub fn with_actor(mut self, actor: Actor) -> Self {
         self.actor = actor;
         self
@@ -216,6 +326,7 @@ impl DownloadLane {
     }
 
     fn save_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Saved> {
+        self.swept.call_once(|| self.sweep());
         let name = sanitize(hint);
         let staged = self.stage()?;
         let copied = copy_hashed(
@@ -229,10 +340,14 @@ impl DownloadLane {
                 Durability::Buffered => Ok(()),
             },
         )?;
+        crate::crash::point("download.staged");
+        // Marked until it is recorded: a crash in between leaves the mark (see `sweep`).
+        set_mode(&staged.fd, UNRECORDED_MODE, name.as_str())?;
         let published = self.publish(&name, &staged)?;
         if self.durability == Durability::Durable {
             self.dir.sync()?;
         }
+        crate::crash::point("download.published");
         let saved = Saved {
             path: self.path.join(&published),
             name: published,
@@ -250,6 +365,8 @@ impl DownloadLane {
             }
             return Err(e);
         }
+        crate::crash::point("download.recorded");
+        set_mode(&staged.fd, FILE_MODE, &saved.name)?;
         Ok(saved)
     }
 
@@ -281,59 +398,98 @@ impl DownloadLane {
 
     /// The lane's files named after `after` (all of them for `None`), by name.
     fn entries_after(&self, after: Option<&str>) -> Result<Vec<Entry>> {
+        self.files(|name, _| after.is_none_or(|after| *name.to_string_lossy() > *after))
+    }
+
+    /// The lane's files (see [`is_listed`]) that `keep` accepts, by name (lossy, then bytes).
+    fn files(&self, keep: impl Fn(&std::ffi::OsStr, &Stat) -> bool) -> Result<Vec<Entry>> {
+        // A file a crash left unrecorded is recorded before it is listed or pruned.
+        self.swept.call_once(|| self.sweep());
         let mut out: Vec<Entry> = self
             .dir
             .entries()?
             .into_iter()
-            .filter(|(name, st)| {
-                FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                    && !name
-                        .as_encoded_bytes()
-                        .starts_with(PARTIAL_PREFIX.as_bytes())
-            })
-            .map(|(name, st)| (name.to_string_lossy().into_owned(), st))
-            .filter(|(name, _)| after.is_none_or(|after| name.as_str() > after))
-            .map(|(name, st)| {
-                let mtime = SystemTime::UNIX_EPOCH
-                    + Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec as u32);
-                Entry {
-                    path: self.path.join(&name),
-                    bytes: st.st_size as u64,
-                    modified: humantime::format_rfc3339_seconds(mtime).to_string(),
-                    mtime,
-                    name,
-                }
+            .filter(|(name, st)| is_listed(name, st) && keep(name, st))
+            .map(|(raw, st)| Entry {
+                path: self.path.join(&raw),
+                name: raw.to_string_lossy().into_owned(),
+                bytes: u64::try_from(st.st_size).unwrap_or(0),
+                modified: rfc3339(modified(&st)),
+                raw,
+                id: (st.st_dev, st.st_ino),
             })
             .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.raw.cmp(&b.raw)));
         Ok(out)
     }
 
-    /// Remove every file last modified more than `older_than` ago (the human's cleanup) and
-    /// return what was removed.
+    /// The files [`DownloadLane::prune`] would remove now: those last modified more than `age`
+    /// ago. Nothing is removed (the dry run of a prune).
     ///
     /// # Errors
     ///
-    /// `io` when the lane cannot be read or a file cannot be removed.
-    pub fn prune(&self, older_than: Duration) -> Result<Vec<Entry>> {
-        let cutoff = SystemTime::now()
-            .checked_sub(older_than)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        let mut removed = Vec::new();
-        for entry in self.list()? {
-            if entry.mtime < cutoff {
-                self.dir.remove_file(Name::new(&entry.name)?)?;
-                removed.push(entry);
+    /// `io` when the lane cannot be read.
+    pub fn older_than(&self, age: Duration) -> Result<Vec<Entry>> {
+        self.judged(cutoff(age))
+    }
+
+    /// The lane's files last modified before `cutoff` (see [`is_old`]).
+    fn judged(&self, cutoff: SystemTime) -> Result<Vec<Entry>> {
+        self.files(|_, st| is_old(st, cutoff))
+    }
+
+    /// Remove every file last modified more than `age` ago (the human's cleanup), each one
+    /// recorded in the audit log (`download.prune`, with its escaped name and size).
+    ///
+    /// Files are judged and removed by the name the lane holds, byte for byte, never by a
+    /// lossy one. Right before its unlink, each name is checked to still be the very file
+    /// that was judged (same device and inode, still old); one removed, replaced or modified
+    /// since is left alone ([`Pruned::skipped`]). A file that cannot be removed does not stop
+    /// the others ([`Pruned::failed`]); a record that cannot be written stops the prune, so
+    /// at most one removal goes unrecorded, and it is reported.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the lane cannot be read; nothing is removed then.
+    pub fn prune(&self, age: Duration) -> Result<Pruned> {
+        let cutoff = cutoff(age);
+        let mut pruned = Pruned::default();
+        for entry in self.judged(cutoff)? {
+            match self.remove_judged(&entry, cutoff) {
+                Ok(true) => {
+                    let recorded = self.audit.append(
+                        "download.prune",
+                        self.actor,
+                        PruneRecord {
+                            name: entry.shown().to_string(),
+                            bytes: entry.bytes,
+                            modified: &entry.modified,
+                        },
+                    );
+                    pruned.removed.push(entry.clone());
+                    if let Err(e) = recorded {
+                        pruned.failed.push(PruneFailure {
+                            entry,
+                            code: e.code(),
+                            message: format!(
+                                "removed, but not recorded, so the prune stopped: {e}"
+                            ),
+                        });
+                        break;
+                    }
+                }
+                Ok(false) => pruned.skipped.push(entry),
+                Err(e) => pruned.failed.push(PruneFailure::new(entry, &e)),
             }
         }
-        if !removed.is_empty() {
-            self.audit.append(
-                "download.prune",
-                Actor::human(),
-                serde_json::json!({ "removed": removed.iter().map(|e| &e.name).collect::<Vec<_>>() }),
-            )?;
-        }
-        Ok(removed)
+        Ok(pruned)
+    }
+
+    /// Unlink `entry` if its name still refers to the file that was judged: the same device
+    /// and inode, still old by `cutoff`. Whether it was removed.
+    fn remove_judged(&self, entry: &Entry, cutoff: SystemTime) -> Result<bool> {
+        let same = |st: &Stat| (st.st_dev, st.st_ino) == entry.id && is_old(st, cutoff);
+        self.dir.remove_file_if(Name::new(&entry.raw)?, same)
     }
 
     /// A writable file with no final name yet.
@@ -355,7 +511,6 @@ impl DownloadLane {
                 Err(e) => return Err(e),
             }
         }
-        self.swept.call_once(|| self.sweep_partials());
         loop {
             let hidden = format!("{PARTIAL_PREFIX}{}", crate::random::random_hex());
             match self.dir.create_new(Name::new(&hidden)?, FILE_MODE) {
@@ -459,12 +614,23 @@ impl DownloadLane {
         hi
     }
 
-    /// Remove hidden staging files left by a crash more than [`STALE_AFTER`] ago. (Reading the
-    /// whole lane is O(n), which is why only lanes that stage through hidden names do it.)
-    fn sweep_partials(&self) {
+    /// What a process that died mid-save left, found once per lane handle (reading the whole
+    /// lane is O(n)): hidden staging files older than [`STALE_AFTER`] are removed, and a file
+    /// published but never recorded ([`UNRECORDED_MODE`]) is recorded now as recovered.
+    fn sweep(&self) {
         let Ok(entries) = self.dir.entries() else {
             return;
         };
+        for (name, st) in &entries {
+            let marked = st.st_mode & 0o7777 == UNRECORDED_MODE;
+            let regular = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile;
+            if marked
+                && regular
+                && let Err(e) = Name::new(name).and_then(|name| self.recover(name))
+            {
+                tracing::warn!(error = %e, "could not record a recovered download");
+            }
+        }
         let cutoff = SystemTime::now()
             .checked_sub(STALE_AFTER)
             .unwrap_or(SystemTime::UNIX_EPOCH);
@@ -482,6 +648,40 @@ impl DownloadLane {
     }
 }
 
+impl DownloadLane {
+    /// Record the marked file `name` as recovered (its content hashed now) and clear the mark.
+    fn recover(&self, name: Name<'_>) -> Result<()> {
+        let fd = self.dir.open_read(name.as_rel(), Symlinks::Deny)?;
+        let shown = Path::new(name.as_os_str());
+        let st = crate::beneath::regular_single_link(fd.as_fd(), shown)?;
+        if st.st_mode & 0o7777 != UNRECORDED_MODE {
+            return Ok(());
+        }
+        let copied = crate::copy::sha256_of(&mut crate::fd::ReadAt::new(fd.as_fd()))?;
+        let text = name.as_os_str().to_string_lossy().into_owned();
+        let saved = Saved {
+            path: self.path.join(&text),
+            name: text,
+            bytes: copied.bytes,
+            sha256: copied.sha256,
+        };
+        let why = "published, but the process ended before its record was written";
+        let fields = serde_json::json!({ "file": &saved, "why": why });
+        self.audit
+            .append("download.recovered", LOG_ITSELF, fields)?;
+        set_mode(&fd, FILE_MODE, &saved.name)
+    }
+}
+
+/// `fchmod`, naming the file `shown` on failure.
+fn set_mode(fd: &OwnedFd, mode: u32, shown: &str) -> Result<()> {
+    rustix::fs::fchmod(fd, rustix::fs::Mode::from_raw_mode(mode))
+        .map_err(|e| Error::io("fchmod", shown, e))
+}
+
+/// The actor of records the lane writes about itself.
+const LOG_ITSELF: &str = "safe-lanes";
+
 /// A file being written; a hidden name is removed when this is dropped.
 struct Unpublished<'lane> {
     fd: OwnedFd,
@@ -495,5 +695,64 @@ impl Drop for Unpublished<'_> {
             // After a successful publish the hidden name is gone already (ENOENT).
             let _ = Name::new(hidden).and_then(|hidden| self.lane.remove_file(hidden));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lane in a fresh state root, with `old` (40 days old) in it; the temporary directory
+    /// must outlive the lane.
+    fn lane_with_old_file() -> (tempfile::TempDir, DownloadLane, PathBuf) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = StateRoot::open(&tmp.path().join("state")).expect("state root");
+        let lane = DownloadLane::open(&root).expect("lane");
+        let old = root.downloads_path().join("old");
+        std::fs::write(&old, "old").expect("write");
+        let forty_days = SystemTime::now() - Duration::from_secs(40 * 86_400);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .expect("open");
+        file.set_modified(forty_days).expect("set_modified");
+        (tmp, lane, old)
+    }
+
+    /// Between the judgement and the unlink, a file is swapped into the judged name: it is
+    /// left alone, whatever its age.
+    #[test]
+    fn a_file_swapped_in_after_the_judgement_is_left_alone() {
+        let (_tmp, lane, old) = lane_with_old_file();
+        let cutoff = cutoff(Duration::from_secs(86_400));
+        let judged = lane.judged(cutoff).expect("judge");
+        assert_eq!(judged.len(), 1);
+        let swapped = old.with_file_name("swapped");
+        std::fs::write(&swapped, "someone else's").expect("write");
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&swapped)
+            .expect("open");
+        file.set_modified(SystemTime::UNIX_EPOCH)
+            .expect("set_modified");
+        std::fs::rename(&swapped, &old).expect("rename");
+        assert!(!lane.remove_judged(&judged[0], cutoff).expect("remove"));
+        assert_eq!(std::fs::read(&old).expect("kept"), b"someone else's");
+    }
+
+    /// The judged file itself, written to since the judgement, is not old any more: it stays.
+    #[test]
+    fn a_file_modified_after_the_judgement_is_left_alone() {
+        let (_tmp, lane, old) = lane_with_old_file();
+        let cutoff = cutoff(Duration::from_secs(86_400));
+        let judged = lane.judged(cutoff).expect("judge");
+        std::fs::write(&old, "written again").expect("write");
+        assert!(!lane.remove_judged(&judged[0], cutoff).expect("remove"));
+        assert!(old.exists());
+        // Judged again, it is old by a later cutoff, and goes.
+        let later = SystemTime::now() + Duration::from_secs(60);
+        let judged = lane.judged(later).expect("judge");
+        assert!(lane.remove_judged(&judged[0], later).expect("remove"));
+        assert!(!old.exists());
     }
 }

@@ -68,6 +68,7 @@ pub mod child;
 pub mod confine;
 pub mod control;
 mod copy;
+mod crash;
 pub mod deposit;
 pub mod download;
 pub mod error;

@@ -12,7 +12,11 @@
 //! The root is found by [`RootLocation::resolve`] and opened by [`StateRoot::open`], which
 //! creates what is missing with mode 0700 and refuses (`insecure_root`) a root or lane that
 //! another user owns or that others may write to: such a directory could be swapped or
-//! filled by someone else, and nothing built on it would be safe.
+//! filled by someone else, and nothing built on it would be safe. [`StateRoot::init`] (the
+//! human's `init`) first sets the user's own root and lanes to 0700 instead.
+//!
+//! Opening writes nothing that exists already, so a read-only root (a read-only mount, a
+//! root of mode 0500) opens, and what only reads it works.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -137,6 +141,29 @@ impl StateRoot {
     /// or others, or a lane is not a real directory (a symbolic link, a file); `io` when it
     /// cannot be created or opened.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, Modes::Check)
+    }
+
+    /// Open the root at `path` as [`StateRoot::open`] does, setting the root and each lane
+    /// that the current user owns to mode 0700 first (the human's `init`), so a root or lane
+    /// others could write to is repaired rather than refused.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateRoot::open`], except for modes; and `insecure_root` when a root others could
+    /// write to holds an entry another user owns; `io` when `fchmod` fails.
+    ///
+    /// # Security
+    ///
+    /// Each mode is set through the descriptor whose owner was just checked, never by path,
+    /// and never on a directory another user owns (that stays `insecure_root`). The root is
+    /// made private before anything in it is trusted: what others may have planted in it
+    /// while they could write to it (a manifest, an upload allowlist) is refused by owner.
+    pub fn init(path: &Path) -> Result<Self> {
+        Self::open_with(path, Modes::Repair)
+    }
+
+    fn open_with(path: &Path, modes: Modes) -> Result<Self> {
         if !path.exists() {
             beneath::create_dir_all(path, DIR_MODE, CHOSEN)?;
         }
@@ -144,10 +171,12 @@ impl StateRoot {
             crate::error::Code::Io => e,
             _ => insecure(path, format!("not a usable directory ({e})")),
         })?;
-        check_private(path, &anchor.stat()?)?;
+        if secure(&anchor, path, modes)? {
+            refuse_planted(&anchor, path)?;
+        }
         let path = beneath::location_of(anchor.as_fd()).unwrap_or_else(|_| path.to_path_buf());
-        let downloads = open_lane(&anchor, &path, DOWNLOADS_DIR)?;
-        let uploads = open_lane(&anchor, &path, UPLOADS_DIR)?;
+        let downloads = open_lane(&anchor, &path, DOWNLOADS_DIR, modes)?;
+        let uploads = open_lane(&anchor, &path, UPLOADS_DIR, modes)?;
         let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
         Ok(Self {
             path,
@@ -167,19 +196,19 @@ impl StateRoot {
         Self::open(&RootLocation::resolve(flag)?.path)
     }
 
-    /// Set the root and both lanes to exactly mode 0700 (the human's `init`).
+    /// Set the root and both lanes to exactly mode 0700 (what [`StateRoot::init`] does as it
+    /// opens them).
     ///
     /// # Errors
     ///
     /// `io` when `fchmod` fails.
     pub fn tighten(&self) -> Result<()> {
-        for (anchor, name) in [
-            (&self.anchor, "state root"),
-            (&self.downloads, DOWNLOADS_DIR),
-            (&self.uploads, UPLOADS_DIR),
+        for (anchor, path) in [
+            (&self.anchor, self.path.clone()),
+            (&self.downloads, self.downloads_path()),
+            (&self.uploads, self.uploads_path()),
         ] {
-            rustix::fs::fchmod(anchor, Mode::from_raw_mode(DIR_MODE))
-                .map_err(|e| Error::io("fchmod", name, e))?;
+            make_private(anchor, &path, &anchor.stat()?)?;
         }
         Ok(())
     }
@@ -273,46 +302,111 @@ fn octal<S: serde::Serializer>(mode: &u32, s: S) -> std::result::Result<S::Ok, S
     s.serialize_str(&format!("{mode:04o}"))
 }
 
-fn open_lane(root: &Anchor, root_path: &Path, name: &str) -> Result<Anchor> {
+/// What opening does with a root or lane whose mode is not 0700.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Modes {
+    /// Leave it; refuse it if others may write to it ([`StateRoot::open`]).
+    Check,
+    /// Set it to 0700 first when the current user owns it ([`StateRoot::init`]).
+    Repair,
+}
+
+/// Open the lane `name` beneath `root`, creating it only when it is missing (so a read-only
+/// root whose lanes exist is not written), and check it as [`secure`] does.
+fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Result<Anchor> {
     let lane_path = root_path.join(name);
-    match root.create_dir(Name::new(name)?, DIR_MODE) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) => {}
-        Err(e) => return Err(e),
+    let open = || root.open_dir(RelPath::new(name)?, Symlinks::Deny);
+    let lane = match open() {
+        Err(Error::NotFound { .. }) => {
+            match root.create_dir(Name::new(name)?, DIR_MODE) {
+                Err(e) if e.raw_os_error() != Some(rustix::io::Errno::EXIST.raw_os_error()) => {
+                    return Err(e);
+                }
+                _ => {}
+            }
+            open()
+        }
+        opened => opened,
     }
-    let lane = root
-        .open_dir(RelPath::new(name)?, Symlinks::Deny)
-        .map_err(|e| match e.code() {
-            crate::error::Code::Io => e,
-            _ => insecure(&lane_path, format!("not a real directory ({e})")),
-        })?;
-    check_private(&lane_path, &lane.stat()?)?;
+    .map_err(|e| match e.code() {
+        crate::error::Code::Io => e,
+        _ => insecure(&lane_path, format!("not a real directory ({e})")),
+    })?;
+    secure(&lane, &lane_path, modes)?;
     Ok(lane)
+}
+
+/// Check the directory `dir` (at `path`) with [`check_private`]; under [`Modes::Repair`], one
+/// the current user owns is set to 0700 first. Whether it was open to others' writes before.
+fn secure(dir: &Anchor, path: &Path, modes: Modes) -> Result<bool> {
+    let st = dir.stat()?;
+    let writable_by_others = st.st_mode & 0o022 != 0;
+    if modes == Modes::Repair && check_owned(path, &st).is_ok() {
+        make_private(dir, path, &st)?;
+        check_private(path, &dir.stat()?)?;
+    } else {
+        check_private(path, &st)?;
+    }
+    Ok(writable_by_others)
+}
+
+/// `fchmod` the directory `dir` (at `path`, whose `fstat` is `st`) to 0700, unless it is
+/// already: a read-only root that is private already is left as it is.
+fn make_private(dir: &Anchor, path: &Path, st: &Stat) -> Result<()> {
+    if st.st_mode & 0o7777 == DIR_MODE {
+        return Ok(());
+    }
+    rustix::fs::fchmod(dir, Mode::from_raw_mode(DIR_MODE)).map_err(|e| Error::io("fchmod", path, e))
 }
 
 /// Refuse a directory another user owns or others may write to.
 fn check_private(path: &Path, st: &Stat) -> Result<()> {
-    let me = rustix::process::geteuid().as_raw();
-    if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
-        return Err(insecure(path, "not a directory".to_owned()));
-    }
-    if st.st_uid != me {
-        return Err(insecure(
-            path,
-            format!(
-                "owned by uid {}, not by the current user (uid {me})",
-                st.st_uid
-            ),
-        ));
-    }
+    check_owned(path, st)?;
     if st.st_mode & 0o022 != 0 {
         return Err(insecure(
             path,
             format!(
-                "mode {:04o} lets group or others write; run `chmod 700` on it",
+                "mode {:04o} lets group or others write; `safe-lanes init` sets it to 0700",
                 st.st_mode & 0o7777
             ),
         ));
+    }
+    Ok(())
+}
+
+/// Refuse anything but a directory the current user owns.
+fn check_owned(path: &Path, st: &Stat) -> Result<()> {
+    if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+        return Err(insecure(path, "not a directory".to_owned()));
+    }
+    match foreign_owner(st) {
+        Some(why) => Err(insecure(path, why)),
+        None => Ok(()),
+    }
+}
+
+/// Why `st` is not the current user's, if it is not.
+fn foreign_owner(st: &Stat) -> Option<String> {
+    let me = rustix::process::geteuid().as_raw();
+    (st.st_uid != me).then(|| {
+        format!(
+            "owned by uid {}, not by the current user (uid {me})",
+            st.st_uid
+        )
+    })
+}
+
+/// Refuse a root that others could write to until now if it holds an entry another user
+/// owns: it may have been planted while the root was open (a manifest that grants folders,
+/// an upload allowlist). Called once the root is private, so nothing can be added after.
+fn refuse_planted(root: &Anchor, path: &Path) -> Result<()> {
+    for (name, st) in root.entries()? {
+        if let Some(why) = foreign_owner(&st) {
+            let why = format!(
+                "{why}, in a state root others could write to: remove it if it is not yours"
+            );
+            return Err(insecure(&path.join(name), why));
+        }
     }
     Ok(())
 }

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use safe_lanes::{DownloadLane, Durability, StateRoot};
@@ -23,7 +24,14 @@ pub(crate) fn run(flag: Option<&Path>, cmd: DownloadCommand) -> Result<Report> {
             buffered,
         } => save(lane, name.as_bytes(), file, max_bytes, buffered),
         DownloadCommand::List => list(&lane),
-        DownloadCommand::Prune { older_than } => prune(&lane, older_than),
+        DownloadCommand::Prune {
+            older_than,
+            dry_run: false,
+        } => prune(&lane, older_than),
+        DownloadCommand::Prune {
+            older_than,
+            dry_run: true,
+        } => would_prune(&lane, older_than),
     }
 }
 
@@ -62,7 +70,7 @@ fn list(lane: &DownloadLane) -> Result<Report> {
     let files = lane.list()?;
     let mut text = String::new();
     for f in &files {
-        let _ = writeln!(text, "{:>12}  {}  {}", f.bytes, f.modified, f.name);
+        let _ = writeln!(text, "{:>12}  {}  {}", f.bytes, f.modified, f.shown());
     }
     if files.is_empty() {
         let _ = write!(text, "{}: empty", lane.path().display());
@@ -73,14 +81,45 @@ fn list(lane: &DownloadLane) -> Result<Report> {
     ))
 }
 
-fn prune(lane: &DownloadLane, older_than: std::time::Duration) -> Result<Report> {
-    let removed = lane.prune(older_than)?;
+fn prune(lane: &DownloadLane, older_than: Duration) -> Result<Report> {
+    let pruned = lane.prune(older_than)?;
     let mut text = String::new();
-    for f in &removed {
-        let _ = writeln!(text, "removed {} ({} bytes)", f.name, f.bytes);
+    for f in &pruned.removed {
+        let _ = writeln!(text, "removed {} ({} bytes)", f.shown(), f.bytes);
     }
-    if removed.is_empty() {
+    for f in &pruned.skipped {
+        let _ = writeln!(text, "left {}: changed since it was judged old", f.shown());
+    }
+    for f in &pruned.failed {
+        let (name, code) = (f.entry.shown(), f.code);
+        let _ = writeln!(text, "could not remove {name}: {code}: {}", f.message);
+    }
+    if text.is_empty() {
         text.push_str("nothing to remove");
     }
-    Ok(Report::ok(json!({ "removed": removed }), text))
+    Ok(Report {
+        failed: !pruned.failed.is_empty(),
+        json: json!({
+            "dry_run": false,
+            "removed": pruned.removed,
+            "skipped": pruned.skipped,
+            "failed": pruned.failed,
+        }),
+        text,
+    })
+}
+
+fn would_prune(lane: &DownloadLane, older_than: Duration) -> Result<Report> {
+    let old = lane.older_than(older_than)?;
+    let mut text = String::new();
+    for f in &old {
+        let _ = writeln!(text, "would remove {} ({} bytes)", f.shown(), f.bytes);
+    }
+    if old.is_empty() {
+        text.push_str("nothing to remove");
+    }
+    Ok(Report::ok(
+        json!({ "dry_run": true, "would_remove": old }),
+        text,
+    ))
 }

@@ -1,4 +1,4 @@
-//! `grant list | requests | log | add | set-access | revoke | request | approve | deny`.
+//! `grant list | requests | log | add | set-access | revoke | adopt | request | approve | deny`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -91,7 +91,7 @@ fn list(grants: &Grants) -> Result<Report> {
     Ok(Report::ok(json!(listing), text))
 }
 
-/// The human's changes to a grant: `add`, `set-access`, `revoke`, `approve`.
+/// The human's changes to a grant: `add`, `set-access`, `revoke`, `adopt`, `approve`.
 fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
     let (verb, grant) = match cmd {
         GrantCommand::Add {
@@ -118,6 +118,11 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             reason,
             actor,
         } => ("revoked", grants.revoke(&alias, &reason, &who(actor))?),
+        GrantCommand::Adopt {
+            alias,
+            reason,
+            actor,
+        } => ("adopted", grants.adopt(&alias, &reason, &who(actor))?),
         GrantCommand::Approve {
             request_id,
             path,

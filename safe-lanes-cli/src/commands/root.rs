@@ -15,8 +15,7 @@ use serde_json::json;
 use crate::output::{Report, path};
 
 pub(crate) fn init(flag: Option<&Path>) -> Result<Report> {
-    let root = StateRoot::open_default(flag)?;
-    root.tighten()?;
+    let root = StateRoot::init(&RootLocation::resolve(flag)?.path)?;
     let json = json!({
         "root": path(root.path()),
         "downloads": path(&root.downloads_path()),

@@ -297,3 +297,120 @@ fn deny_by_alias_whatever_the_current_id() {
         "an id or --alias is required"
     );
 }
+
+/// The state root, initialized, with `manifest` as its `workflow.json`.
+fn with_manifest(env: &Env, manifest: &serde_json::Value) {
+    assert_eq!(env.run(&["init"], b"").status, 0);
+    std::fs::write(
+        env.root().join("workflow.json"),
+        serde_json::to_vec_pretty(manifest).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn adopt_a_grant_written_without_a_host() {
+    let env = world();
+    let proj = env.tmp.path().join("proj");
+    let docs = env.tmp.path().join("docs");
+    with_manifest(
+        &env,
+        &serde_json::json!({"folder_access": [
+            {"id": "folder_abc123", "alias": "rts-source", "path": proj, "access": "read_write",
+             "label": {"by": "another tool"}},
+            {"id": "folder_def456", "alias": "docs", "path": docs, "access": "read_only",
+             "host": null},
+        ]}),
+    );
+    let list = env.run(&["--json", "grant", "list"], b"").json();
+    let g = &list["grants"][0];
+    assert_eq!(g["available"], false, "{g}");
+    assert!(g.get("host").is_none(), "no empty host: {g}");
+    assert!(
+        g["unavailable"]
+            .as_str()
+            .unwrap()
+            .contains("safe-lanes grant adopt rts-source"),
+        "{g}"
+    );
+    let text = env.run(&["grant", "list"], b"");
+    assert!(
+        text.stdout.contains("approved without a host"),
+        "{}",
+        text.stdout
+    );
+
+    let run = env.run(
+        &["--json", "grant", "adopt", "rts-source", "--reason", "mine"],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    let adopted = run.json();
+    assert_eq!(adopted["alias"], "rts-source");
+    assert_eq!(adopted["env"], "WORKFLOW_FOLDER_RTS_SOURCE");
+    assert!(adopted["host"].as_str().is_some_and(|h| !h.is_empty()));
+    assert!(adopted["created_at"].as_str().is_some());
+    let list = env.run(&["--json", "grant", "list"], b"").json();
+    assert_eq!(list["grants"][0]["available"], true, "{list}");
+    assert_eq!(list["grants"][1]["available"], false, "{list}");
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(env.root().join("workflow.json")).unwrap()).unwrap();
+    assert_eq!(stored["folder_access"][0]["label"]["by"], "another tool");
+    assert!(
+        stored["folder_access"][1]["host"].is_null(),
+        "the other one is left as it was"
+    );
+    let log = env.run(&["--json", "grant", "log"], b"").json();
+    assert_eq!(log["changelog"][0]["action"], "adopt");
+    assert_eq!(log["changelog"][0]["reason"], "mine");
+    let text = env.run(&["grant", "adopt", "docs"], b"");
+    assert_eq!(text.status, 0, "{text:?}");
+    assert!(text.stdout.starts_with("adopted docs"), "{}", text.stdout);
+
+    for (alias, code) in [
+        ("rts-source", "invalid_argument"),
+        ("nope", "unknown_alias"),
+        ("Bad", "invalid_alias"),
+    ] {
+        let run = env.run(&["--json", "grant", "adopt", alias], b"");
+        assert_eq!((run.status, run.code()), (3, code.to_owned()), "{alias}");
+    }
+    assert_eq!(
+        env.run(&["grant", "adopt"], b"").status,
+        2,
+        "an alias is required"
+    );
+    let run = env.run(&["--json", "audit", "verify"], b"");
+    assert_eq!(run.json()["intact"], true, "{}", run.stdout);
+}
+
+#[test]
+fn a_manifest_that_names_a_key_twice_is_refused_untouched() {
+    let env = world();
+    assert_eq!(env.run(&["init"], b"").status, 0);
+    let manifest = env.root().join("workflow.json");
+    let proj = env.tmp.path().join("proj");
+    let text = format!(
+        r#"{{"folder_access":[{{"id":"folder_1","alias":"proj","path":"{}","access":"read_only","access":"read_write"}}]}}"#,
+        proj.display()
+    );
+    std::fs::write(&manifest, &text).unwrap();
+    for args in [
+        vec!["--json", "grant", "list"],
+        vec!["--json", "grant", "revoke", "proj"],
+        vec!["--json", "grant", "adopt", "proj"],
+    ] {
+        let run = env.run(&args, b"");
+        assert_eq!(
+            (run.status, run.code()),
+            (3, "invalid_manifest".to_owned()),
+            "{args:?}"
+        );
+        let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.contains("the key `access` appears twice in folder_access[0]"),
+            "{message}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), text);
+}

@@ -1,8 +1,9 @@
 //! `init`, `doctor`, `audit verify`, refusals and usage errors.
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
-use crate::util::Env;
+use crate::util::{Env, Run, SETUP_FAILED, private_mounts};
 
 #[test]
 fn init_creates_a_private_root() {
@@ -89,4 +90,157 @@ fn audit_verify_follows_the_saves() {
     let run = env.run(&["--json", "audit", "verify"], b"");
     assert_eq!(run.status, 1);
     assert_eq!(run.json()["broken"]["line"], 2);
+}
+
+fn chmod(path: &Path, bits: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).unwrap();
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// Regression: `init` on a root or lane of mode 0777 failed with `insecure_root`, though it
+/// is documented to set existing ones to 0700.
+#[test]
+fn init_repairs_a_root_and_lanes_left_open_to_others() {
+    let env = Env::new();
+    let lanes = [env.root().join(".downloads"), env.root().join(".uploads")];
+    for lane in &lanes {
+        std::fs::create_dir_all(lane).unwrap();
+        chmod(lane, 0o777);
+    }
+    chmod(&env.root(), 0o777);
+    assert_eq!(
+        env.run(&["--json", "download", "list"], b"").code(),
+        "insecure_root"
+    );
+    let run = env.run(&["--json", "init"], b"");
+    assert_eq!(run.status, 0, "{run:?}");
+    for dir in [&env.root(), &lanes[0], &lanes[1]] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    }
+    assert_eq!(env.run(&["download", "list"], b"").status, 0);
+}
+
+/// `init` never changes a root another user owns: it stays `insecure_root`, mode kept.
+#[test]
+#[allow(clippy::print_stderr)] // what was not tried and why, where the runner shows it
+fn init_leaves_a_root_of_another_user_refused() {
+    let env = Env::new();
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: only root can give a directory to another user");
+        return;
+    }
+    std::fs::create_dir(env.root()).unwrap();
+    chmod(&env.root(), 0o777);
+    std::os::unix::fs::chown(env.root(), Some(65534), Some(65534)).unwrap();
+    let run = env.run(&["--json", "init"], b"");
+    assert_eq!(run.status, 3, "{run:?}");
+    assert_eq!(run.code(), "insecure_root");
+    assert_eq!(mode(&env.root()), 0o777);
+}
+
+/// A root with a file in the lane, set up by `init` and one save.
+fn used_root() -> Env {
+    let env = Env::new();
+    assert_eq!(env.run(&["init"], b"").status, 0);
+    let save = env.run(&["download", "save", "--name", "a.txt"], b"x");
+    assert_eq!(save.status, 0, "{save:?}");
+    env
+}
+
+/// What only reads the root works on a read-only root; what writes fails with `io`.
+fn reads_work(env: &Env, how: &str, run: impl Fn(&[&str]) -> Run) {
+    let list = run(&["--json", "download", "list"]);
+    assert_eq!(list.status, 0, "{how}: {list:?}");
+    assert_eq!(list.json()["files"][0]["name"], "a.txt", "{how}");
+    let verify = run(&["--json", "audit", "verify"]);
+    assert_eq!(verify.status, 0, "{how}: {verify:?}");
+    assert_eq!(verify.json()["intact"], true, "{how}");
+    for args in [
+        &["--json", "grant", "list"][..],
+        &["--json", "upload", "roots"],
+    ] {
+        let r = run(args);
+        assert_eq!(r.status, 0, "{how}: {args:?}: {r:?}");
+    }
+    let dry = run(&[
+        "--json",
+        "download",
+        "prune",
+        "--older-than",
+        "0s",
+        "--dry-run",
+    ]);
+    assert_eq!(dry.status, 0, "{how}: {dry:?}");
+    assert_eq!(dry.json()["would_remove"][0]["name"], "a.txt", "{how}");
+    let prune = run(&["--json", "download", "prune", "--older-than", "0s"]);
+    assert_eq!(prune.status, 1, "{how}: {prune:?}");
+    assert_eq!(prune.json()["failed"][0]["code"], "io", "{how}");
+    assert!(env.root().join(".downloads/a.txt").exists(), "{how}");
+}
+
+/// Regression: on a read-only root every command failed, `download list`, `grant list` and
+/// `audit verify` included. Run both ways a read-only root can be set up here: a read-only
+/// bind mount (in a namespace of the test's own), and a root of mode 0500 for a user without
+/// privileges (as root: uid 65534 through `setpriv`).
+#[test]
+#[allow(clippy::print_stderr)] // what was not tried and why, where the runner shows it
+fn read_only_commands_work_on_a_read_only_root() {
+    let mut tried = Vec::new();
+    match private_mounts() {
+        Ok(()) => {
+            let env = used_root();
+            let root = env.root();
+            let script =
+                format!(r#"mount --bind -o ro "$1" "$1" || exit {SETUP_FAILED}; shift; exec "$@""#);
+            let wrapper = [
+                "unshare",
+                "-rm",
+                "sh",
+                "-c",
+                &script,
+                "sh",
+                root.to_str().unwrap(),
+            ];
+            let run = |args: &[&str]| env.run_wrapped(&wrapper, args);
+            reads_work(&env, "read-only bind mount", run);
+            let init = run(&["--json", "init"]);
+            assert_eq!(init.status, 0, "init on a private read-only root: {init:?}");
+            tried.push("a read-only bind mount");
+        }
+        Err(why) => eprintln!("not tried: a read-only bind mount: {why}"),
+    }
+    let env = used_root();
+    let lanes = [env.root().join(".downloads"), env.root().join(".uploads")];
+    for file in ["audit.jsonl", "audit.head"] {
+        if env.root().join(file).exists() {
+            chmod(&env.root().join(file), 0o400);
+        }
+    }
+    for dir in [&lanes[0], &lanes[1], &env.root()] {
+        chmod(dir, 0o500);
+    }
+    if rustix::process::geteuid().is_root() {
+        chmod(env.tmp.path(), 0o711);
+        for entry in crate::util::tree(&env.root()) {
+            std::os::unix::fs::chown(env.root().join(entry), Some(65534), Some(65534)).unwrap();
+        }
+        std::os::unix::fs::chown(env.root(), Some(65534), Some(65534)).unwrap();
+        let wrapper = [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ];
+        reads_work(&env, "mode 0500 as uid 65534", |args| {
+            env.run_wrapped(&wrapper, args)
+        });
+        tried.push("mode 0500, as uid 65534");
+    } else {
+        reads_work(&env, "mode 0500", |args| env.run(args, b""));
+        tried.push("mode 0500");
+    }
+    eprintln!("read-only roots tried: {}", tried.join(", "));
 }

@@ -97,6 +97,23 @@ impl Env {
         full.extend_from_slice(args);
         run_in(&self.cwd(), &self.home(), &full, stdin, vars)
     }
+
+    /// Run `WRAPPER… safe-lanes --root <root> ARGS`: the binary under a program that sets
+    /// something up first (`unshare`, `setpriv`), which gets the binary's path as its last
+    /// argument before ARGS.
+    pub(crate) fn run_wrapped(&self, wrapper: &[&str], args: &[&str]) -> Run {
+        let root = self.root();
+        let mut full = vec![
+            env!("CARGO_BIN_EXE_safe-lanes"),
+            "--root",
+            root.to_str().unwrap(),
+        ];
+        full.extend_from_slice(args);
+        let (program, before) = wrapper.split_first().expect("a wrapper program");
+        let mut all = before.to_vec();
+        all.extend_from_slice(&full);
+        spawn(program, &self.cwd(), &self.home(), &all, b"", &[])
+    }
 }
 
 pub(crate) fn run_in(
@@ -106,7 +123,26 @@ pub(crate) fn run_in(
     stdin: &[u8],
     vars: &[(&str, &str)],
 ) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_safe-lanes"))
+    spawn(
+        env!("CARGO_BIN_EXE_safe-lanes"),
+        cwd,
+        home,
+        args,
+        stdin,
+        vars,
+    )
+}
+
+/// Run `program ARGS` in `cwd` with a clean environment: `HOME`, `PATH` and `vars`.
+fn spawn(
+    program: &str,
+    cwd: &Path,
+    home: &Path,
+    args: &[&str],
+    stdin: &[u8],
+    vars: &[(&str, &str)],
+) -> Run {
+    let mut child = Command::new(program)
         .args(args)
         .current_dir(cwd)
         .env_clear()
@@ -117,7 +153,7 @@ pub(crate) fn run_in(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn safe-lanes");
+        .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     Run::from(child.wait_with_output().unwrap())
 }
@@ -166,3 +202,23 @@ pub(crate) fn appears(path: &Path) -> bool {
         path.exists()
     })
 }
+
+/// Whether `unshare -rm` (a user and mount namespace of one's own, where a test may mount)
+/// works here, or why not.
+pub(crate) fn private_mounts() -> Result<(), String> {
+    let out = Command::new("unshare")
+        .args(["-rm", "true"])
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "unshare -rm failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The status a wrapper script exits with when its own setup (a mount) failed.
+pub(crate) const SETUP_FAILED: i32 = 97;

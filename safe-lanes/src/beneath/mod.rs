@@ -435,6 +435,33 @@ impl Anchor {
             .map_err(|e| Error::io("unlinkat", name_shown(name), e))
     }
 
+    /// Removes the entry `name` (not a directory) only if its `lstat` still passes `still`:
+    /// the caller's check that it is the file it judged, such as the same `(st_dev, st_ino)`.
+    /// Returns whether it was removed; a name that is gone, or now fails `still`, is left alone.
+    ///
+    /// The `lstat` and the `unlinkat` are two system calls: a process that may write the
+    /// directory can still rename another file into the name between them. This narrows the
+    /// window to those two calls; it does not close it.
+    ///
+    /// # Errors
+    ///
+    /// `io`.
+    pub fn remove_file_if(
+        &self,
+        name: Name<'_>,
+        still: impl FnOnce(&Stat) -> bool,
+    ) -> Result<bool> {
+        let gone = |e: &Error| e.raw_os_error() == Some(Errno::NOENT.raw_os_error());
+        match self.stat_entry(name) {
+            Ok(st) if still(&st) => match self.remove_file(name) {
+                Err(e) if gone(&e) => Ok(false),
+                other => other.map(|()| true),
+            },
+            Ok(_) | Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Removes the empty directory `name` from the anchor's directory.
     ///
     /// # Errors

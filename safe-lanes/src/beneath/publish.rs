@@ -1,7 +1,8 @@
 //! Writing a whole file under its final name atomically.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
 
 use rustix::fs::Mode;
 
@@ -35,9 +36,7 @@ impl Anchor {
         mode: u32,
         publish: Publish,
     ) -> Result<()> {
-        let mut tmp = OsString::from(".");
-        tmp.push(name.as_os_str());
-        tmp.push(format!(".{}.tmp", crate::random::random_hex()));
+        let tmp = temp_name(name);
         let tmp = Name::new(&tmp)?;
         let fd = self.create_new(tmp, 0o600)?;
         let written = (|| {
@@ -57,5 +56,66 @@ impl Anchor {
             let _ = self.remove_file(tmp);
         }
         written
+    }
+}
+
+/// The digits of the random part of a staging name (16 random bytes in hex).
+const TEMP_HEX_LEN: usize = 32;
+
+/// A new hidden name to stage `name` under in [`Anchor::write_file`]: `.<name>.<hex>.tmp`.
+fn temp_name(name: Name<'_>) -> OsString {
+    let mut tmp = OsString::from(".");
+    tmp.push(name.as_os_str());
+    tmp.push(format!(".{}.tmp", crate::random::random_hex()));
+    tmp
+}
+
+impl Anchor {
+    /// Whether `entry` is a name [`Anchor::write_file`] stages `target` under
+    /// (`.<target>.<32 lowercase hex digits>.tmp`): what a writer killed between creating the
+    /// hidden file and renaming it leaves behind. Only the name is looked at.
+    pub(crate) fn is_staging_name(entry: &OsStr, target: Name<'_>) -> bool {
+        let random = entry
+            .as_bytes()
+            .strip_prefix(b".")
+            .and_then(|rest| rest.strip_prefix(target.as_os_str().as_bytes()))
+            .and_then(|rest| rest.strip_prefix(b"."))
+            .and_then(|rest| rest.strip_suffix(b".tmp"));
+        random.is_some_and(|hex| {
+            hex.len() == TEMP_HEX_LEN && hex.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_names_are_recognised_exactly() {
+        let target = OsStr::new("workflow.json");
+        let name = Name::new(target).unwrap();
+        let staged = temp_name(name);
+        assert!(Anchor::is_staging_name(&staged, name), "{staged:?}");
+        let hex = "0123456789abcdef0123456789abcdef";
+        for other in [
+            "workflow.json".to_owned(),
+            format!(".workflow.json.{hex}"),
+            format!("workflow.json.{hex}.tmp"),
+            format!(".workflow.json.{}.tmp", &hex[1..]),
+            format!(".workflow.json.{hex}0.tmp"),
+            format!(".workflow.json.{}.tmp", hex.to_uppercase()),
+            format!(".other.json.{hex}.tmp"),
+            format!(".workflow.json.x.{hex}.tmp"),
+            format!(".workflow.json.{hex}.tmp.tmp"),
+            ".workflow.json.lock".to_owned(),
+        ] {
+            assert!(
+                !Anchor::is_staging_name(OsStr::new(&other), name),
+                "{other}"
+            );
+        }
+        let ours = format!(".workflow.json.{hex}.tmp");
+        assert!(Anchor::is_staging_name(OsStr::new(&ours), name));
     }
 }

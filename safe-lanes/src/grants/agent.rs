@@ -10,9 +10,9 @@ use crate::error::Result;
 use crate::root::StateRoot;
 
 /// What an agent-facing adapter may do with the grants: look at them, file a request, and
-/// work in a session. Nothing else — no add, approve, deny, narrow or revoke, and no access to
-/// the manifest — so an adapter that holds only this type cannot widen anyone's authority,
-/// even by mistake. Everything it does is recorded as [`Actor::Agent`].
+/// work in a session. Nothing else — no add, adopt, approve, deny, narrow or revoke, and no
+/// access to the manifest — so an adapter that holds only this type cannot widen anyone's
+/// authority, even by mistake. Everything it does is recorded as [`Actor::Agent`].
 ///
 /// The human's side is [`Grants`]; [`Grants::agent`] hands this out.
 ///

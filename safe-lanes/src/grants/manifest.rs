@@ -7,7 +7,15 @@
 //! re-reads the manifest under that lock, and replaces it with `rename(2)` of a complete,
 //! `fsync`ed temporary file: the CLI and a running server never lose each other's changes, and
 //! a reader never sees half a file. An invalid manifest is refused (`invalid_manifest`) and
-//! left untouched.
+//! left untouched; so is one that names a key twice in any object (JSON readers disagree on
+//! which of the two counts, and keeping one would erase the other on the next write).
+//!
+//! Inside the three lists, each entry keeps the keys that are not ours too
+//! ([`OtherKeys`](super::model::OtherKeys)), written back after ours.
+//!
+//! A writer killed between creating its temporary file and renaming it leaves that file
+//! behind; every change sweeps such files first, under the lock, when no writer of ours can be
+//! in the middle of a write.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -15,12 +23,11 @@ use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{FlockOperation, Mode, OFlags};
-use serde::Serialize;
+use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::model::{Change, Grant, Request};
+use super::model::{Change, Entry, Grant, Request};
 use crate::beneath::{Ambient, Anchor, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
 use crate::input::{Name, RelPath};
@@ -140,6 +147,7 @@ impl Manifest {
     /// Whatever `change` returns; `invalid_manifest` when the current file is invalid; `io`.
     pub(crate) fn update<T>(&self, change: impl FnOnce(&mut Document) -> Result<T>) -> Result<T> {
         let _lock = self.lock()?;
+        self.sweep();
         let (_, mut doc) = self.load()?;
         let out = change(&mut doc)?;
         doc.validate().map_err(|why| self.invalid(why))?;
@@ -161,6 +169,26 @@ impl Manifest {
         rustix::fs::flock(&fd, FlockOperation::LockExclusive)
             .map_err(|e| Error::io("flock", &self.path, e))?;
         Ok(fd)
+    }
+
+    /// Remove the temporary files an earlier writer was killed before renaming: every regular
+    /// file named as [`Anchor::write_file`] stages this manifest. Only called under the lock,
+    /// so none of them belongs to a write in progress. Best effort: what cannot be listed or
+    /// removed is left for the next change, which is never refused for it (a revoke must not
+    /// wait on a leftover).
+    fn sweep(&self) {
+        let (Ok(name), Ok(entries)) = (self.name(), self.dir.entries()) else {
+            return;
+        };
+        for (entry, st) in entries {
+            let regular = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile;
+            if regular
+                && Anchor::is_staging_name(&entry, name)
+                && let Ok(leftover) = Name::new(&entry)
+            {
+                let _ = self.dir.remove_file(leftover);
+            }
+        }
     }
 
     /// Write `doc` to a temporary file, `fsync` it, rename it over the manifest, `fsync` the
@@ -212,11 +240,10 @@ impl Document {
     ///
     /// # Errors
     ///
-    /// Why it is invalid, in words.
+    /// Why it is invalid, in words: not JSON, not an object, a key named twice in any object
+    /// (which key, and where), or a broken rule.
     pub fn parse(bytes: &[u8]) -> std::result::Result<Self, String> {
-        let value: Value = serde_json::from_slice(bytes)
-            .map_err(|e| format!("not valid JSON ({})", Shown::text(&e.to_string())))?;
-        let Value::Object(map) = value else {
+        let Value::Object(map) = super::strict::parse(bytes)? else {
             return Err("the top level is not a JSON object".to_owned());
         };
         let doc = Document {
@@ -327,7 +354,7 @@ fn field<T: DeserializeOwned>(
 }
 
 /// Set `map[key]` to `items`, in place; an absent key is added only for a non-empty list.
-fn put<T: Serialize>(
+fn put<T: Entry>(
     map: &mut Map<String, Value>,
     key: &str,
     items: &[T],
@@ -335,7 +362,12 @@ fn put<T: Serialize>(
     if items.is_empty() && !map.contains_key(key) {
         return Ok(());
     }
-    let value = serde_json::to_value(items).map_err(|e| format!("`{key}`: {e}"))?;
+    let value = items
+        .iter()
+        .map(stored)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map(Value::Array)
+        .map_err(|e| format!("`{key}`: {e}"))?;
     match map.get_mut(key) {
         Some(slot) => *slot = value,
         None => {
@@ -343,4 +375,16 @@ fn put<T: Serialize>(
         }
     }
     Ok(())
+}
+
+/// One entry as stored: its own keys, then the keys that are not ours as they were read (one
+/// of ours always wins over an other key of the same name).
+fn stored<T: Entry>(item: &T) -> serde_json::Result<Value> {
+    let mut value = serde_json::to_value(item)?;
+    if let Value::Object(object) = &mut value {
+        for (key, other) in item.other_keys() {
+            object.entry(key.as_str()).or_insert_with(|| other.clone());
+        }
+    }
+    Ok(value)
 }

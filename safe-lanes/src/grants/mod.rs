@@ -21,13 +21,15 @@
 //!   OS sandbox adds rights along a path and could not keep the inner folder read-only; so is
 //!   the same folder granted twice;
 //! - the host it was approved on is recorded; on another host the grant is unavailable
-//!   (`unavailable_on_host`), never silently active.
+//!   (`unavailable_on_host`), never silently active. A grant written without a host (by
+//!   another tool) is unavailable everywhere until the human adopts it ([`Grants::adopt`]).
 
 mod agent;
 mod manifest;
 mod model;
 mod rules;
 mod session;
+mod strict;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,7 +40,7 @@ pub use agent::AgentGrants;
 pub use manifest::{CHANGELOG_KEY, Document, GRANTS_KEY, Manifest, REQUESTS_KEY, Stamp};
 pub use model::{
     ALIAS_PATTERN, Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN,
-    MAX_REASON_CHARS, Request, Want,
+    MAX_REASON_CHARS, OtherKeys, Request, Want,
 };
 pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
@@ -258,6 +260,44 @@ impl Grants {
         Ok(grant)
     }
 
+    /// Adopt on this host a grant that names no host (written by another tool, or restored
+    /// from elsewhere without one): it gets this host, and an approval time if it has none
+    /// (the human's action). Its folder must be at the path it names, and the grant must
+    /// keep every grant rule.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_alias`; `invalid_argument` when the grant already names a host; every folder
+    /// refusal of [`Grants::add`] for its path, and `symlink_escape` when that path is not
+    /// canonical here; `overlapping_grant`, `invalid_manifest`, `io`.
+    pub fn adopt(&self, alias: &str, reason: &str, actor: &str) -> Result<Grant> {
+        let alias = Alias::new(alias)?;
+        let grant = self.manifest.update(|doc| {
+            let grant = find(doc, &alias)?;
+            if let Some(host) = &grant.host {
+                return Err(Error::InvalidArgument {
+                    what: Shown::text(alias.as_str()),
+                    why: format!(
+                        "the grant was approved on host `{}` already; only a grant without a \
+                         host can be adopted",
+                        Shown::text(host)
+                    ),
+                });
+            }
+            self.canonical_as_is(&grant.path, "the grant's path is not canonical here")?;
+            let grant = adopt_in(doc, &alias, &self.host)?;
+            doc.changelog
+                .push(self.change(Action::Adopt, actor, reason, &alias, |c| {
+                    c.grant_id = Some(grant.id.clone());
+                    c.path = Some(grant.path.clone());
+                    c.access = Some(grant.access);
+                }));
+            Ok(grant)
+        })?;
+        self.audited(Action::Adopt, actor, reason, &grant)?;
+        Ok(grant)
+    }
+
     /// File a request for a new or wider grant (what an agent may do). It grants nothing. A
     /// second request for the same alias updates the pending one.
     ///
@@ -306,6 +346,7 @@ impl Grants {
                 reason: reason.clone(),
                 path: path.map(Path::to_path_buf),
                 requested_at: now(),
+                other_keys: OtherKeys::new(),
             };
             match doc.requests.iter().position(|r| r.alias == alias) {
                 // An update goes to the audit log only: a requester re-filing in a loop must not
@@ -401,15 +442,22 @@ impl Grants {
         let Some(proposed) = &request.path else {
             return Ok(None);
         };
-        let canonical = self.canonical_folder(proposed)?;
-        if &canonical != proposed {
+        let why = "the proposed folder is not canonical (a symbolic link or `..` leads \
+                   elsewhere); approve it with an explicit --path";
+        self.canonical_as_is(proposed, why).map(Some)
+    }
+
+    /// [`Grants::canonical_folder`] of a path that must already be canonical, as it was
+    /// written down: `symlink_escape`, saying `why`, when it leads elsewhere.
+    fn canonical_as_is(&self, path: &Path, why: &'static str) -> Result<PathBuf> {
+        let canonical = self.canonical_folder(path)?;
+        if canonical != path {
             return Err(Error::SymlinkEscape {
-                path: Shown::path(proposed),
-                why: "the proposed folder is not canonical (a symbolic link or `..` leads \
-                      elsewhere); approve it with an explicit --path",
+                path: Shown::path(path),
+                why,
             });
         }
-        Ok(Some(canonical))
+        Ok(canonical)
     }
 
     /// Deny a pending request (the human's action); the changelog records why.
@@ -526,8 +574,9 @@ impl Grants {
             alias,
             path,
             access,
-            created_at: now(),
-            host: self.host.clone(),
+            created_at: Some(now()),
+            host: Some(self.host.clone()),
+            other_keys: OtherKeys::new(),
         };
         let mut all = doc.grants.clone();
         all.push(grant.clone());
@@ -554,6 +603,7 @@ impl Grants {
             path: None,
             from: None,
             access: None,
+            other_keys: OtherKeys::new(),
         };
         fill(&mut change);
         change
@@ -572,6 +622,16 @@ impl Grants {
 fn find<'d>(doc: &'d Document, alias: &Alias) -> Result<&'d Grant> {
     doc.grants
         .iter()
+        .find(|g| &g.alias == alias)
+        .ok_or_else(|| Error::UnknownAlias {
+            alias: Shown::text(alias.as_str()),
+        })
+}
+
+/// The grant with `alias`, to change.
+fn find_mut<'d>(doc: &'d mut Document, alias: &Alias) -> Result<&'d mut Grant> {
+    doc.grants
+        .iter_mut()
         .find(|g| &g.alias == alias)
         .ok_or_else(|| Error::UnknownAlias {
             alias: Shown::text(alias.as_str()),
@@ -600,15 +660,19 @@ fn widen(
     Ok(find(doc, &request.alias)?.clone())
 }
 
+/// Give the grant `alias` this `host`, and an approval time if it has none; checked against
+/// the other grants.
+fn adopt_in(doc: &mut Document, alias: &Alias, host: &str) -> Result<Grant> {
+    let grant = find_mut(doc, alias)?;
+    grant.host = Some(host.to_owned());
+    grant.created_at.get_or_insert_with(now);
+    let grant = grant.clone();
+    check_overlaps(&doc.grants)?;
+    Ok(grant)
+}
+
 fn set_access_in(doc: &mut Document, alias: &Alias, access: Access) -> Result<()> {
-    let grant = doc
-        .grants
-        .iter_mut()
-        .find(|g| &g.alias == alias)
-        .ok_or_else(|| Error::UnknownAlias {
-            alias: Shown::text(alias.as_str()),
-        })?;
-    grant.access = access;
+    find_mut(doc, alias)?.access = access;
     check_overlaps(&doc.grants)
 }
 

@@ -3,7 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Result, Shown};
 
@@ -165,12 +166,25 @@ pub struct Grant {
     pub path: PathBuf,
     /// What the grant allows.
     pub access: Access,
-    /// When it was approved (RFC 3339).
-    #[serde(default)]
-    pub created_at: String,
-    /// The host it was approved on; elsewhere it is unavailable.
-    #[serde(default)]
-    pub host: String,
+    /// When it was approved (RFC 3339); absent for a grant written without one (by another
+    /// tool) until it is adopted ([`Grants::adopt`](super::Grants::adopt)).
+    #[serde(
+        default,
+        deserialize_with = "non_empty",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub created_at: Option<String>,
+    /// The host it was approved on; elsewhere it is unavailable. A grant without one is
+    /// unavailable everywhere until the human adopts it on a host.
+    #[serde(
+        default,
+        deserialize_with = "non_empty",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub host: Option<String>,
+    /// The keys of the grant's entry in the manifest that are not ours, as they were.
+    #[serde(flatten, skip_serializing)]
+    pub other_keys: OtherKeys,
 }
 
 /// A pending request for a new or wider grant, as stored in `folder_access_requests`. It grants
@@ -190,6 +204,9 @@ pub struct Request {
     pub path: Option<PathBuf>,
     /// When it was (last) requested (RFC 3339).
     pub requested_at: String,
+    /// The keys of the request's entry in the manifest that are not ours, as they were.
+    #[serde(flatten, skip_serializing)]
+    pub other_keys: OtherKeys,
 }
 
 /// What a changelog entry records.
@@ -208,6 +225,8 @@ pub enum Action {
     Approve,
     /// A request was denied.
     Deny,
+    /// A grant approved without a host was adopted on this one.
+    Adopt,
 }
 
 impl Action {
@@ -220,6 +239,7 @@ impl Action {
             Action::Request => "grant.request",
             Action::Approve => "grant.approve",
             Action::Deny => "grant.deny",
+            Action::Adopt => "grant.adopt",
         }
     }
 }
@@ -253,6 +273,45 @@ pub struct Change {
     /// The access after the change (or asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<Access>,
+    /// The keys of the entry in the manifest that are not ours, as they were.
+    #[serde(flatten, skip_serializing)]
+    pub other_keys: OtherKeys,
+}
+
+/// The keys of one manifest entry (a grant, a request, a changelog entry) that safe-lanes
+/// does not know, with their values exactly as read. They are written back after the entry's
+/// own keys and never in place of one of them; they appear nowhere else (listings, audit
+/// records), so a key written by another tool cannot pose as one of ours.
+pub type OtherKeys = Map<String, Value>;
+
+/// The entries of the manifest's lists, with the keys they keep for other tools.
+pub(crate) trait Entry: Serialize {
+    /// The keys that are not ours.
+    fn other_keys(&self) -> &OtherKeys;
+}
+
+impl Entry for Grant {
+    fn other_keys(&self) -> &OtherKeys {
+        &self.other_keys
+    }
+}
+
+impl Entry for Request {
+    fn other_keys(&self) -> &OtherKeys {
+        &self.other_keys
+    }
+}
+
+impl Entry for Change {
+    fn other_keys(&self) -> &OtherKeys {
+        &self.other_keys
+    }
+}
+
+/// An optional text in which `null` and `""` both mean absent (earlier versions wrote `""`
+/// for a grant's missing host and time).
+fn non_empty<'de, D: Deserializer<'de>>(de: D) -> std::result::Result<Option<String>, D::Error> {
+    Ok(Option::<String>::deserialize(de)?.filter(|text| !text.is_empty()))
 }
 
 /// A reason made safe to store: escaped, and cut to [`MAX_REASON_CHARS`].

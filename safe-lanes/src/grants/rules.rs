@@ -34,6 +34,12 @@ pub enum Unusable {
         /// That host.
         host: String,
     },
+    /// It names no host (another tool wrote it): nothing says it was approved for this one.
+    /// The human can adopt it here.
+    NoHost {
+        /// The grant.
+        alias: Alias,
+    },
     /// Its folder does not open at the path it names: missing, moved, or a component replaced
     /// by a symbolic link.
     Missing {
@@ -48,6 +54,11 @@ impl std::fmt::Display for Unusable {
             Unusable::Placement { why } => f.write_str(why),
             Unusable::Overlap { other, why } => write!(f, "{why} `{other}`"),
             Unusable::OtherHost { host } => write!(f, "approved on host `{}`", Shown::text(host)),
+            Unusable::NoHost { alias } => write!(
+                f,
+                "it was approved without a host; adopt it on this host with \
+                 `safe-lanes grant adopt {alias}`"
+            ),
             Unusable::Missing { why } => f.write_str(why),
         }
     }
@@ -55,13 +66,19 @@ impl std::fmt::Display for Unusable {
 
 impl Unusable {
     /// The refusal for using the grant `alias` at `path`: `unavailable_on_host` for another
-    /// host, `not_found` for a folder that is not at its path, `invalid_manifest` for a stored
-    /// grant that breaks a rule (one that was edited in, or whose surroundings moved).
+    /// host or none, `not_found` for a folder that is not at its path, `invalid_manifest` for a
+    /// stored grant that breaks a rule (one that was edited in, or whose surroundings moved).
     pub(crate) fn error(&self, alias: &Alias, path: &Path) -> Error {
         match self {
             Unusable::OtherHost { host } => Error::UnavailableOnHost {
                 alias: Shown::text(alias.as_str()),
                 host: Shown::text(host),
+            },
+            Unusable::NoHost { alias } => Error::UnavailableOnHost {
+                alias: Shown::text(alias.as_str()),
+                host: Shown::text(&format!(
+                    "(none recorded; adopt it here with `safe-lanes grant adopt {alias}`)"
+                )),
             },
             Unusable::Missing { .. } => Error::NotFound {
                 path: Shown::path(path),
@@ -121,16 +138,24 @@ impl Rules<'_> {
     pub(crate) fn usable(&self, grant: &Grant, all: &[Grant]) -> Result<Anchor, Unusable> {
         self.placement(&grant.path)?;
         overlap(grant, all)?;
-        if grant.host != self.host {
-            return Err(Unusable::OtherHost {
-                host: grant.host.clone(),
-            });
-        }
+        self.this_host(grant)?;
         let folder = AbsPath::new(&grant.path)
             .and_then(Anchor::open_canonical)
             .map_err(|e| Unusable::Missing { why: e.to_string() })?;
         still_at_path(&folder, &grant.path)?;
         Ok(folder)
+    }
+
+    /// A grant is usable only on the host it was approved on, and one that names no host
+    /// nowhere.
+    fn this_host(&self, grant: &Grant) -> Result<(), Unusable> {
+        match &grant.host {
+            Some(host) if host == self.host => Ok(()),
+            Some(host) => Err(Unusable::OtherHost { host: host.clone() }),
+            None => Err(Unusable::NoHost {
+                alias: grant.alias.clone(),
+            }),
+        }
     }
 }
 

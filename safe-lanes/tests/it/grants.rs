@@ -80,8 +80,8 @@ fn a_grant_is_stored_canonical_with_id_host_and_time() {
         .unwrap();
     assert_eq!(g.path, w.p("proj"));
     assert!(g.id.starts_with("folder_") && g.id.len() > 10, "{}", g.id);
-    assert_eq!(g.host, w.grants.host());
-    assert!(humantime::parse_rfc3339(&g.created_at).is_ok());
+    assert_eq!(g.host.as_deref(), Some(w.grants.host()));
+    assert!(humantime::parse_rfc3339(g.created_at.as_deref().unwrap()).is_ok());
     let listing = w.grants.list().unwrap();
     assert_eq!(listing.grants.len(), 1);
     assert_eq!(listing.grants[0].env, "WORKFLOW_FOLDER_RTS_SOURCE");
@@ -1002,4 +1002,482 @@ fn stored_paths_with_dot_components_are_refused() {
     std::fs::write(w.manifest(), manifest.to_string()).unwrap();
     assert_eq!(code(w.grants.list()), Code::InvalidManifest);
     assert_eq!(code(w.grants.session().snapshot()), Code::InvalidManifest);
+}
+
+/// A value of every JSON type, for the keys that are not ours.
+fn foreign_values() -> Value {
+    json!({
+        "comment": "kept \"as is\" é \u{1}",
+        "count": 12345678901234567u64,
+        "negative": -7,
+        "ratio": 0.1,
+        "huge": 1e300,
+        "flag": false,
+        "nothing": null,
+        "list": [1, "two", [3.5], {"four": null}],
+        "nested": {"a": {"b": [true, {"c": "d"}]}, "empty": {}}
+    })
+}
+
+/// `entry` with the keys of [`foreign_values`] spread through it, before and after its own.
+fn with_foreign(entry: Value) -> Value {
+    let Value::Object(own) = entry else {
+        unreachable!("an entry is an object")
+    };
+    let Value::Object(foreign) = foreign_values() else {
+        unreachable!("an object")
+    };
+    let mut out = serde_json::Map::new();
+    let mut foreign = foreign.into_iter();
+    for (key, value) in own {
+        out.insert(key, value);
+        if let Some((k, v)) = foreign.next() {
+            out.insert(k, v);
+        }
+    }
+    out.extend(foreign);
+    Value::Object(out)
+}
+
+fn stored(w: &World) -> Value {
+    serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap()
+}
+
+/// The keys of `entry` that are not in `ours`, with their values serialized.
+fn foreign_of(entry: &Value) -> Vec<(String, String)> {
+    let ours = [
+        "id",
+        "alias",
+        "path",
+        "access",
+        "created_at",
+        "host",
+        "reason",
+        "requested_at",
+        "at",
+        "action",
+        "actor",
+        "grant_id",
+        "request_id",
+        "from",
+    ];
+    entry
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| !ours.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), serde_json::to_string(v).unwrap()))
+        .collect()
+}
+
+/// Regression: keys another tool put inside a grant, a request or a changelog entry were
+/// dropped by the next write.
+#[test]
+fn keys_that_are_not_ours_are_kept_inside_every_entry_through_every_write() {
+    let w = World::new();
+    let host = w.grants.host().to_owned();
+    let grant = |alias: &str, rel: &str| {
+        with_foreign(json!({"id": format!("folder_{alias}"), "alias": alias,
+            "path": w.p(rel), "access": "read_only", "created_at": "2026-01-01T00:00:00Z",
+            "host": host}))
+    };
+    let manifest = json!({
+        "folder_access": [grant("proj", "proj"), grant("keep", "proj2")],
+        "folder_access_requests": [with_foreign(json!({"id": "req_1", "alias": "later",
+            "access": "read_only", "reason": "r", "requested_at": "2026-01-01T00:00:00Z"}))],
+        "folder_access_changelog": [with_foreign(json!({"at": "2026-01-01T00:00:00Z",
+            "action": "add", "actor": "someone", "reason": "", "alias": "proj"}))],
+    });
+    std::fs::write(w.manifest(), serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    let expected = foreign_of(&with_foreign(json!({})));
+    let check = |what: &str| {
+        let now = stored(&w);
+        for at in [
+            "/folder_access/1",
+            "/folder_access_requests/0",
+            "/folder_access_changelog/0",
+        ] {
+            let entry = now.pointer(at).unwrap_or_else(|| panic!("{what}: {at}"));
+            assert_eq!(foreign_of(entry), expected, "{what}: {at}");
+        }
+    };
+    w.add("other", "other", Access::ReadOnly).unwrap();
+    check("add");
+    w.grants
+        .set_access("proj", Access::ReadWrite, "", "alice")
+        .unwrap();
+    check("set-access");
+    let proj = stored(&w)["folder_access"][0].clone();
+    assert_eq!(
+        foreign_of(&proj),
+        expected,
+        "the changed grant keeps them too"
+    );
+    assert_eq!(proj["access"], "read_write");
+    let r = w
+        .grants
+        .request("sib", Access::ReadOnly, "", Some(&w.p("sibling")), "agent")
+        .unwrap();
+    check("request");
+    w.grants.deny(&r.id, "no", "alice").unwrap();
+    check("deny");
+    w.grants.revoke("other", "", "alice").unwrap();
+    check("revoke");
+    let r = w
+        .grants
+        .request("bad", Access::ReadOnly, "", Some(&w.p("state")), "agent")
+        .unwrap();
+    assert_eq!(
+        code(w.grants.approve(&r.id, None, "", "alice")),
+        Code::StateRoot,
+        "a refused change writes nothing"
+    );
+    w.grants.deny(&r.id, "", "alice").unwrap();
+    let r = w
+        .grants
+        .request("proj", Access::ReadOnly, "", None, "agent")
+        .unwrap();
+    w.grants.approve(&r.id, None, "", "alice").unwrap();
+    check("approve");
+    let proj = stored(&w)["folder_access"][0].clone();
+    assert_eq!(
+        foreign_of(&proj),
+        expected,
+        "the approved grant keeps them too"
+    );
+    assert_eq!(proj["access"], "read_only");
+    // Reading them back gives the same entries, and a listing shows none of them.
+    let listing = serde_json::to_value(w.grants.list().unwrap()).unwrap();
+    let keep = &listing["grants"][0];
+    assert_eq!(keep["alias"], "proj");
+    assert!(
+        keep.get("comment").is_none() && keep.get("nested").is_none(),
+        "{keep}"
+    );
+    assert_eq!(
+        w.grants.list().unwrap().grants[1].grant.other_keys,
+        *with_foreign(json!({})).as_object().unwrap()
+    );
+}
+
+/// Keys of another tool never pose as ours: a grant's own `available` or `env` in the
+/// manifest changes nothing in a listing.
+#[test]
+fn a_key_that_is_not_ours_never_shows_in_a_listing() {
+    let w = World::new();
+    let manifest = json!({"folder_access": [{"id": "folder_x", "alias": "x",
+        "path": w.p("proj"), "access": "read_only", "host": "elsewhere",
+        "available": true, "env": "PATH", "unavailable": null}]});
+    std::fs::write(w.manifest(), manifest.to_string()).unwrap();
+    let listing = serde_json::to_value(w.grants.list().unwrap()).unwrap();
+    let g = &listing["grants"][0];
+    assert_eq!(g["available"], false, "{g}");
+    assert_eq!(g["env"], "WORKFLOW_FOLDER_X");
+    assert!(g["unavailable"].as_str().unwrap().contains("elsewhere"));
+    // Written back, ours come first and theirs are kept.
+    w.add("other", "other", Access::ReadOnly).unwrap();
+    let x = &stored(&w)["folder_access"][0];
+    assert_eq!(x["available"], true);
+    assert_eq!(x["env"], "PATH");
+}
+
+/// Regression: a key named twice was read as its last occurrence, and the next write erased
+/// the first one's grants.
+#[test]
+fn a_key_named_twice_anywhere_is_refused_and_the_file_left_untouched() {
+    let w = World::new();
+    let host = w.grants.host().to_owned();
+    let g = |alias: &str, rel: &str| {
+        json!({"id": format!("folder_{alias}"), "alias": alias, "path": w.p(rel),
+            "access": "read_only", "host": host})
+        .to_string()
+    };
+    let (a, b) = (g("a", "proj"), g("b", "proj2"));
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "folder_access",
+            format!(r#"{{"folder_access":[{a}],"x":1,"folder_access":[{b}]}}"#),
+        ),
+        (
+            "alias",
+            format!(
+                r#"{{"folder_access":[{}, "alias":"b"}}]}}"#,
+                a.trim_end_matches('}')
+            ),
+        ),
+        (
+            "host",
+            format!(r#"{{"folder_access":[{a},{{"host":null,"host":"h"}}]}}"#),
+        ),
+        (
+            "reason",
+            r#"{"folder_access_requests":[{"id":"req_1","alias":"r","access":"read_only","reason":"a","requested_at":"t","reason":"b"}]}"#.to_owned(),
+        ),
+        (
+            "actor",
+            r#"{"folder_access_changelog":[{"at":"t","action":"add","actor":"a","actor":"b","alias":"x"}]}"#.to_owned(),
+        ),
+        (
+            "deep",
+            format!(r#"{{"folder_access":[{a}],"settings":{{"x":[{{}},{{"deep":1,"deep":1}}]}}}}"#),
+        ),
+        ("name", r#"{"name":"one","name":"two"}"#.to_owned()),
+        ("", r#"{"":1,"":2}"#.to_owned()),
+    ];
+    for (key, text) in cases {
+        std::fs::write(w.manifest(), &text).unwrap();
+        let err = w.grants.list().unwrap_err();
+        assert_eq!(err.code(), Code::InvalidManifest, "{key}: {text}");
+        assert!(
+            err.to_string()
+                .contains(&format!("the key `{key}` appears twice")),
+            "{key}: {err}"
+        );
+        assert_eq!(
+            code(w.add("new", "other", Access::ReadOnly)),
+            Code::InvalidManifest,
+            "{key}"
+        );
+        assert_eq!(
+            code(w.grants.revoke("a", "", "alice")),
+            Code::InvalidManifest
+        );
+        assert_eq!(
+            code(w.grants.request("r2", Access::ReadOnly, "", None, "agent")),
+            Code::InvalidManifest
+        );
+        assert_eq!(
+            code(w.grants.session().snapshot()),
+            Code::InvalidManifest,
+            "{key}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.manifest()).unwrap(),
+            text,
+            "{key}: untouched"
+        );
+    }
+}
+
+/// Regression: a grant written without `host` and `created_at` (as other tools write it)
+/// gained empty strings on the next write and was listed as "approved on host ``", with no
+/// way to use it.
+#[test]
+fn a_grant_without_a_host_is_unavailable_until_the_human_adopts_it() {
+    let w = World::new();
+    let manifest = json!({"folder_access": [
+        {"id": "folder_a", "alias": "seed", "path": w.p("proj"), "access": "read_write"},
+        {"id": "folder_b", "alias": "nulls", "path": w.p("proj2"), "access": "read_only",
+         "host": null, "created_at": null},
+        {"id": "folder_c", "alias": "empty", "path": w.p("other"), "access": "read_only",
+         "host": "", "created_at": "2026-01-02T03:04:05Z"},
+    ]});
+    std::fs::write(w.manifest(), manifest.to_string()).unwrap();
+    let listing = w.grants.list().unwrap();
+    for g in &listing.grants {
+        assert!(!g.available, "{}", g.grant.alias);
+        assert_eq!(g.grant.host, None);
+        assert_eq!(
+            g.unavailable.as_deref().unwrap(),
+            format!(
+                "it was approved without a host; adopt it on this host with \
+                 `safe-lanes grant adopt {}`",
+                g.grant.alias
+            )
+        );
+    }
+    assert_eq!(
+        code(w.grants.session().at("seed", ".", Want::Read)),
+        Code::UnavailableOnHost
+    );
+    // Another change writes no host or time for them.
+    w.add("sib", "sibling", Access::ReadOnly).unwrap();
+    let after = stored(&w);
+    for i in 0..3 {
+        let g = after["folder_access"][i].as_object().unwrap();
+        assert!(!g.contains_key("host"), "{g:?}");
+    }
+    assert!(
+        !after["folder_access"][0]
+            .as_object()
+            .unwrap()
+            .contains_key("created_at")
+    );
+    assert_eq!(
+        after["folder_access"][2]["created_at"],
+        "2026-01-02T03:04:05Z"
+    );
+    // The human adopts them: this host, a time if there was none, a changelog entry and an
+    // audit record.
+    let session = w.grants.session();
+    let seed = w.grants.adopt("seed", "mine", "alice").unwrap();
+    assert_eq!(seed.host.as_deref(), Some(w.grants.host()));
+    assert!(humantime::parse_rfc3339(seed.created_at.as_deref().unwrap()).is_ok());
+    assert!(session.at("seed", ".", Want::Write).is_ok(), "live");
+    let empty = w.grants.adopt("empty", "", "alice").unwrap();
+    assert_eq!(empty.created_at.as_deref(), Some("2026-01-02T03:04:05Z"));
+    let listing = w.grants.list().unwrap();
+    let available: Vec<(&str, bool)> = listing
+        .grants
+        .iter()
+        .map(|g| (g.grant.alias.as_str(), g.available))
+        .collect();
+    assert_eq!(
+        available,
+        [
+            ("seed", true),
+            ("nulls", false),
+            ("empty", true),
+            ("sib", true)
+        ]
+    );
+    let log = w.grants.changelog().unwrap();
+    let last = log.last().unwrap();
+    assert_eq!(
+        (last.action, last.alias.as_str(), last.actor.as_str()),
+        (Action::Adopt, "empty", "alice")
+    );
+    assert_eq!(last.grant_id.as_deref(), Some("folder_c"));
+    let audit = std::fs::read_to_string(w.root.path().join("audit.jsonl")).unwrap();
+    assert_eq!(
+        audit
+            .lines()
+            .filter(|l| l.contains("\"grant.adopt\""))
+            .count(),
+        2
+    );
+    assert!(w.root.audit().verify().unwrap().is_intact());
+}
+
+#[test]
+fn only_a_grant_without_a_host_can_be_adopted_and_its_folder_is_checked() {
+    let w = World::new();
+    symlink(w.p("proj"), w.p("proj-link")).unwrap();
+    let host = w.grants.host().to_owned();
+    let manifest = json!({"folder_access": [
+        {"id": "folder_1", "alias": "here", "path": w.p("proj"), "access": "read_only", "host": host},
+        {"id": "folder_2", "alias": "there", "path": w.p("proj2"), "access": "read_only", "host": "elsewhere"},
+        {"id": "folder_3", "alias": "gone", "path": w.p("missing"), "access": "read_only"},
+        {"id": "folder_4", "alias": "link", "path": w.p("proj-link"), "access": "read_only"},
+        {"id": "folder_5", "alias": "state", "path": w.tmp.path().join("state"), "access": "read_only"},
+        {"id": "folder_6", "alias": "inner", "path": w.p("other"), "access": "read_only"},
+        {"id": "folder_7", "alias": "outer", "path": w.p("other"), "access": "read_write",
+         "host": "elsewhere"},
+    ]});
+    std::fs::write(w.manifest(), serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    let before = std::fs::read(w.manifest()).unwrap();
+    let cases = [
+        ("here", Code::InvalidArgument),
+        ("there", Code::InvalidArgument),
+        ("gone", Code::NotFound),
+        ("link", Code::SymlinkEscape),
+        ("state", Code::StateRoot),
+        ("inner", Code::OverlappingGrant),
+        ("nope", Code::UnknownAlias),
+        ("Bad!", Code::InvalidAlias),
+    ];
+    for (alias, expected) in cases {
+        assert_eq!(
+            code(w.grants.adopt(alias, "", "alice")),
+            expected,
+            "{alias}"
+        );
+        assert_eq!(
+            std::fs::read(w.manifest()).unwrap(),
+            before,
+            "{alias}: untouched"
+        );
+    }
+    let err = w.grants.adopt("there", "", "alice").unwrap_err();
+    assert!(err.to_string().contains("elsewhere"), "{err}");
+}
+
+/// Regression: a writer killed between creating its temporary file and renaming it left
+/// `.workflow.json.<hex>.tmp` behind for good.
+#[test]
+fn a_change_sweeps_the_temporary_files_of_killed_writers_and_nothing_else() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadOnly).unwrap();
+    let state = w.root.path();
+    let hex = "0123456789abcdef0123456789abcdef";
+    let leftovers = [
+        format!(".workflow.json.{hex}.tmp"),
+        format!(".workflow.json.{}.tmp", "f".repeat(32)),
+    ];
+    for name in &leftovers {
+        std::fs::write(state.join(name), "{\"half\":").unwrap();
+    }
+    let kept = [
+        format!(".workflow.json.{}.tmp", &hex[..31]),
+        format!(".workflow.json.{}.tmp", hex.to_uppercase()),
+        format!(".other.json.{hex}.tmp"),
+        format!("workflow.json.{hex}.tmp"),
+        format!(".workflow.json.{hex}.tmp.keep"),
+    ];
+    for name in &kept {
+        std::fs::write(state.join(name), "theirs").unwrap();
+    }
+    // Not regular files: a directory, and a link to a file outside.
+    let dir = format!(".workflow.json.{}.tmp", "a".repeat(32));
+    std::fs::create_dir(state.join(&dir)).unwrap();
+    let link = format!(".workflow.json.{}.tmp", "b".repeat(32));
+    symlink(w.p("proj/src/main.rs"), state.join(&link)).unwrap();
+    // A read sweeps nothing.
+    w.grants.list().unwrap();
+    w.grants.session().snapshot().unwrap();
+    assert!(state.join(&leftovers[0]).exists());
+    // A change does, whoever makes it.
+    w.grants
+        .request("docs", Access::ReadOnly, "", None, "agent")
+        .unwrap();
+    for name in &leftovers {
+        assert!(!state.join(name).exists(), "{name} swept");
+    }
+    for name in kept.iter().chain([&dir, &link]) {
+        assert!(
+            std::fs::symlink_metadata(state.join(name)).is_ok(),
+            "{name} kept"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/src/main.rs")).unwrap(),
+        "fn main() {}"
+    );
+    // And so does one on a manifest of another name, for its own files only.
+    let custom = w.p("flows.json");
+    let grants = Grants::open(&w.root, Some(&custom)).unwrap();
+    let theirs = w.p(&format!(".flows.json.{hex}.tmp"));
+    let not_theirs = w.p(&format!(".workflow.json.{hex}.tmp"));
+    std::fs::write(&theirs, "").unwrap();
+    std::fs::write(&not_theirs, "").unwrap();
+    grants
+        .add("other", &w.p("other"), Access::ReadOnly, "", "alice")
+        .unwrap();
+    assert!(!theirs.exists());
+    assert!(not_theirs.exists());
+}
+
+/// Other keys round-trip exactly, and one of ours always wins over an other key of its name,
+/// even one put there by a caller of the library.
+#[test]
+fn other_keys_round_trip_and_never_replace_ours() {
+    use safe_lanes::grants::Document;
+    let text = json!({"folder_access": [with_foreign(json!({"id": "folder_x", "alias": "x",
+        "path": "/srv/x", "access": "read_only", "host": ""}))]})
+    .to_string();
+    let mut doc = Document::parse(text.as_bytes()).unwrap();
+    assert_eq!(doc.grants[0].host, None, "an empty host is no host");
+    let written = doc.to_json().unwrap();
+    let again = Document::parse(&written).unwrap();
+    assert_eq!(again.grants, doc.grants);
+    assert_eq!(again.to_json().unwrap(), written, "writing is stable");
+    let entry = &serde_json::from_slice::<Value>(&written).unwrap()["folder_access"][0];
+    assert!(entry.get("host").is_none(), "{entry}");
+    assert_eq!(foreign_of(entry), foreign_of(&with_foreign(json!({}))));
+    for (key, forged) in [("id", "folder_forged"), ("access", "read_write")] {
+        doc.grants[0].other_keys.insert(key.into(), json!(forged));
+    }
+    let forged: Value = serde_json::from_slice(&doc.to_json().unwrap()).unwrap();
+    assert_eq!(forged["folder_access"][0]["id"], "folder_x");
+    assert_eq!(forged["folder_access"][0]["access"], "read_only");
 }

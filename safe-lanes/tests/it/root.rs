@@ -158,3 +158,110 @@ fn a_planted_lane_is_refused() {
     std::fs::write(&d, "").unwrap();
     refused(&d);
 }
+
+fn chmod(path: &Path, bits: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).unwrap();
+}
+
+fn init_refused(path: &Path) -> String {
+    let err = StateRoot::init(path).unwrap_err();
+    assert_eq!(err.code(), Code::InsecureRoot, "{err}");
+    err.to_string()
+}
+
+/// Regression: `init` refused a root or lane of mode 0777 (`insecure_root`), though it is
+/// documented to set existing ones to 0700.
+#[test]
+fn init_repairs_the_modes_of_the_users_own_root_and_lanes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (root_bits, lane_bits) in [
+        (0o777, 0o700),
+        (0o700, 0o777),
+        (0o1777, 0o773),
+        (0o500, 0o500),
+    ] {
+        let path = tmp.path().join(format!("root{root_bits:o}-{lane_bits:o}"));
+        for lane in [".downloads", ".uploads"] {
+            std::fs::create_dir_all(path.join(lane)).unwrap();
+            chmod(&path.join(lane), lane_bits);
+        }
+        chmod(&path, root_bits);
+        if (root_bits | lane_bits) & 0o022 != 0 {
+            refused(&path);
+        }
+        let root = StateRoot::init(&path).unwrap();
+        for p in [path.clone(), path.join(".downloads"), path.join(".uploads")] {
+            assert_eq!(mode(&p), 0o700, "{}", p.display());
+        }
+        assert!(root.report().unwrap().iter().all(|d| d.private));
+        drop(root);
+        StateRoot::open(&path).unwrap();
+    }
+}
+
+/// `init` changes only what the user owns: a root or lane of another user stays refused and
+/// keeps its mode, and a planted link is not a lane to repair.
+#[test]
+#[allow(clippy::print_stderr)] // what was not tried and why, where the runner shows it
+fn init_never_changes_a_root_or_lane_of_another_user() {
+    let tmp = tempfile::tempdir().unwrap();
+    let link_root = tmp.path().join("link");
+    std::fs::create_dir(&link_root).unwrap();
+    chmod(&link_root, 0o700);
+    std::fs::create_dir(tmp.path().join("elsewhere")).unwrap();
+    symlink(tmp.path().join("elsewhere"), link_root.join(".downloads")).unwrap();
+    init_refused(&link_root);
+    if !rustix::process::geteuid().is_root() {
+        // Without root, no directory of another user can be set up here; /usr is root's.
+        eprintln!(
+            "as uid {}: checking /usr only",
+            rustix::process::geteuid().as_raw()
+        );
+        let before = mode(Path::new("/usr"));
+        assert!(init_refused(Path::new("/usr")).contains("owned by uid"));
+        assert_eq!(mode(Path::new("/usr")), before);
+        return;
+    }
+    let foreign = tmp.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    chmod(&foreign, 0o777);
+    std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+    assert!(init_refused(&foreign).contains("owned by uid 65534"));
+    assert_eq!(mode(&foreign), 0o777, "not repaired");
+    let mine = tmp.path().join("mine");
+    std::fs::create_dir_all(mine.join(".downloads")).unwrap();
+    chmod(&mine, 0o700);
+    chmod(&mine.join(".downloads"), 0o777);
+    std::os::unix::fs::chown(mine.join(".downloads"), Some(65534), Some(65534)).unwrap();
+    assert!(init_refused(&mine).contains("owned by uid 65534"));
+    assert_eq!(mode(&mine.join(".downloads")), 0o777, "not repaired");
+}
+
+/// A root others could write to may hold what they planted (a manifest that grants folders,
+/// an upload allowlist): `init` makes it private, then refuses an entry of another user.
+#[test]
+#[allow(clippy::print_stderr)] // what was not tried and why, where the runner shows it
+fn init_refuses_what_another_user_planted_in_a_root_open_to_writes() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: only root can make a file owned by another user");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("state");
+    std::fs::create_dir(&path).unwrap();
+    chmod(&path, 0o777);
+    std::fs::write(path.join(".upload-roots"), "/home\n").unwrap();
+    std::os::unix::fs::chown(path.join(".upload-roots"), Some(65534), Some(65534)).unwrap();
+    let message = init_refused(&path);
+    assert!(
+        message.contains(".upload-roots") && message.contains("65534"),
+        "{message}"
+    );
+    assert_eq!(
+        mode(&path),
+        0o700,
+        "made private before anything in it is looked at"
+    );
+    std::fs::remove_file(path.join(".upload-roots")).unwrap();
+    StateRoot::init(&path).unwrap();
+}
