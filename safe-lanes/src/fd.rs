@@ -19,6 +19,27 @@ pub(crate) fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> io::Result<()> 
     Ok(())
 }
 
+/// Write all of `bytes` to `fd` at `offset` (`pwrite`: the descriptor's own offset stays),
+/// retrying on `EINTR`; a write that makes no progress is an error, never a loop.
+pub(crate) fn write_all_at(
+    fd: BorrowedFd<'_>,
+    mut bytes: &[u8],
+    mut offset: u64,
+) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match rustix::io::pwrite(fd, bytes, offset) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                offset += n as u64;
+            }
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 /// Reads a file from offset 0 with `pread`, leaving the descriptor's own offset (which other
 /// handles of the same open file share) untouched.
 pub(crate) struct ReadAt<'f> {

@@ -216,3 +216,137 @@ fn a_crash_while_staged_for_upload_leaves_nothing_after_the_next_process() {
         );
     }
 }
+
+/// A process that dies while changing the grants: the next change finds the manifest whole,
+/// no temporary file, and every changelog entry with its audit record (written late, marked
+/// recovered, when the process died between the manifest and the record).
+#[test]
+fn a_crash_at_each_step_of_a_grant_change_leaves_every_entry_recorded() {
+    for point in ["manifest.pending", "manifest.written", "manifest.recorded"] {
+        let lab = Lab::new();
+        for folder in ["one", "two"] {
+            std::fs::create_dir(lab.tmp.path().join(folder)).unwrap();
+        }
+        let folder = |name: &str| lab.tmp.path().join(name).display().to_string();
+        let (one, two) = (folder("one"), folder("two"));
+        let add = |alias: &str, path: &str, crash| {
+            let args = [
+                "grant",
+                "add",
+                "--alias",
+                alias,
+                "--path",
+                path,
+                "--access",
+                "read_only",
+            ];
+            lab.run(&args, crash, b"")
+        };
+        assert_eq!(add("first", &one, None).0, None);
+        let (signal, _) = add("second", &two, Some(point));
+        assert_eq!(signal, Some(SIGABRT), "{point}: the process died there");
+        // The next change, by another process.
+        let (_, revoked) = lab.run(&["grant", "revoke", "first"], None, b"");
+        assert_eq!(revoked["alias"], "first", "{point}: {revoked}");
+        let manifest = lab.root().join("workflow.json");
+        let doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap())
+            .unwrap_or_else(|e| panic!("{point}: the manifest parses: {e}"));
+        let leftovers: Vec<String> = lane(&lab.root())
+            .into_iter()
+            .map(|(n, _)| n)
+            .filter(|n| n.starts_with(".workflow.json.") && n.ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{point}: {leftovers:?}");
+        let records = lab.records();
+        let recorded = |event: String, alias: &str| {
+            records
+                .iter()
+                .filter(|r| r["event"] == event.as_str() && r["grant"]["alias"] == alias)
+                .count()
+        };
+        let changelog = doc["folder_access_changelog"].as_array().unwrap();
+        for entry in changelog {
+            let (action, alias) = (
+                entry["action"].as_str().unwrap(),
+                entry["alias"].as_str().unwrap(),
+            );
+            assert!(
+                recorded(format!("grant.{action}"), alias) >= 1,
+                "{point}: the {action} of {alias} has no record"
+            );
+        }
+        let second_landed = changelog.iter().any(|e| e["alias"] == "second");
+        assert_eq!(second_landed, point != "manifest.pending", "{point}");
+        let recovered = records.iter().any(|r| r["recovered"].is_string());
+        assert_eq!(
+            recovered,
+            point != "manifest.pending",
+            "{point}: a late record says so"
+        );
+        let (_, verified) = lab.run(&["audit", "verify"], None, b"");
+        assert_eq!(verified["intact"], true, "{point}: {verified}");
+    }
+}
+
+/// `SIGKILL` at random instants of many grant changes: the next change finds every
+/// changelog entry recorded and the manifest whole.
+#[test]
+fn a_kill_storm_on_grant_changes_leaves_every_entry_recorded() {
+    let lab = Lab::new();
+    let mut killed = 0;
+    for i in 0..30u64 {
+        let folder = lab.tmp.path().join(format!("f{i}"));
+        std::fs::create_dir(&folder).unwrap();
+        let path = folder.display().to_string();
+        let alias = format!("a{i}");
+        let args = [
+            "grant",
+            "add",
+            "--alias",
+            &alias,
+            "--path",
+            &path,
+            "--access",
+            "read_only",
+        ];
+        let mut child = lab.spawn(&args, None, b"");
+        std::thread::sleep(Duration::from_millis((i * 7919) % 9));
+        if child.kill().is_ok() {
+            killed += 1;
+        }
+        let _ = child.wait();
+    }
+    assert!(killed > 0);
+    let last = lab.tmp.path().join("last");
+    std::fs::create_dir(&last).unwrap();
+    let path = last.display().to_string();
+    let (signal, added) = lab.run(
+        &[
+            "grant",
+            "add",
+            "--alias",
+            "last",
+            "--path",
+            &path,
+            "--access",
+            "read_only",
+        ],
+        None,
+        b"",
+    );
+    assert_eq!(signal, None, "{added}");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(lab.root().join("workflow.json")).unwrap()).unwrap();
+    let records = lab.records();
+    for entry in doc["folder_access_changelog"].as_array().unwrap() {
+        let alias = entry["alias"].as_str().unwrap();
+        assert!(
+            records
+                .iter()
+                .any(|r| r["event"] == "grant.add" && r["grant"]["alias"] == alias),
+            "the add of {alias} has no record"
+        );
+    }
+    let (_, verified) = lab.run(&["audit", "verify"], None, b"");
+    assert_eq!(verified["intact"], true, "{verified}");
+}

@@ -20,14 +20,16 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::model::{Change, Entry, Grant, Request};
+use crate::audit::AuditLog;
 use crate::beneath::{Ambient, Anchor, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
 use crate::input::{Name, RelPath};
@@ -38,6 +40,29 @@ pub const GRANTS_KEY: &str = "folder_access";
 pub const REQUESTS_KEY: &str = "folder_access_requests";
 /// The manifest key holding the changelog.
 pub const CHANGELOG_KEY: &str = "folder_access_changelog";
+
+/// Why a record was written by a later change ([`Manifest::update_recorded`]).
+const RECOVERED: &str =
+    "written by the next change: the process that made this one ended before recording it";
+
+/// The audit record of a manifest change.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// Its event.
+    pub(crate) event: String,
+    /// Who made the change.
+    pub(crate) actor: String,
+    /// What changed.
+    pub(crate) fields: Value,
+}
+
+/// A change written, or about to be, whose record is not written yet: kept in the lock file.
+#[derive(Debug, Serialize, Deserialize)]
+struct Pending {
+    record: Record,
+    /// The changelog entry the change adds, by which the next change knows it was written.
+    entry: Value,
+}
 
 /// The largest manifest read, in bytes.
 const MAX_MANIFEST_BYTES: u64 = 16 << 20;
@@ -139,20 +164,90 @@ impl Manifest {
         Ok((stamp_of(&st), doc))
     }
 
-    /// Apply `change` to the current manifest under the lock and write the result atomically.
-    /// Nothing is written when `change` fails or the result is invalid.
+    /// Apply `change` to the current manifest under the lock, write the result atomically, and
+    /// append the change's audit record (from `record`), still under the lock. Nothing is
+    /// written when `change` fails or the result is invalid. What a crash between the write
+    /// and the record would lose is kept in the lock file until the record is written, and the
+    /// next change writes it first, as recovered (ADR 0009): every changelog entry has its
+    /// record. There is no way to change the manifest without one.
     ///
     /// # Errors
     ///
-    /// Whatever `change` returns; `invalid_manifest` when the current file is invalid; `io`.
-    pub(crate) fn update<T>(&self, change: impl FnOnce(&mut Document) -> Result<T>) -> Result<T> {
-        let _lock = self.lock()?;
+    /// Whatever `change` returns; `invalid_manifest` when the current file is invalid; `io`
+    /// (when only the record could not be written, the change stays written, and its record
+    /// is written by the next change).
+    pub(crate) fn update_recorded<T>(
+        &self,
+        audit: &AuditLog,
+        change: impl FnOnce(&mut Document) -> Result<T>,
+        record: impl FnOnce(&T) -> Record,
+    ) -> Result<T> {
+        let lock = self.lock()?;
         self.sweep();
         let (_, mut doc) = self.load()?;
+        self.recover(&lock, &doc, audit)?;
+        let entries = doc.changelog.len();
         let out = change(&mut doc)?;
         doc.validate().map_err(|why| self.invalid(why))?;
-        self.write(&doc)?;
+        let record = record(&out);
+        if let Some(entry) = doc.changelog.get(entries) {
+            let entry = serde_json::to_value(entry).unwrap_or(Value::Null);
+            let pending = Pending {
+                record: record.clone(),
+                entry,
+            };
+            self.keep_pending(&lock, &pending)?;
+        }
+        crate::crash::point("manifest.pending");
+        if let Err(e) = self.write(&doc) {
+            let _ = self.clear_pending(&lock);
+            return Err(e);
+        }
+        crate::crash::point("manifest.written");
+        audit.append(&record.event, &record.actor, &record.fields)?;
+        crate::crash::point("manifest.recorded");
+        self.clear_pending(&lock)?;
         Ok(out)
+    }
+
+    /// Write the record a crash left in the lock file, if its change was written (its
+    /// changelog entry is in `doc`); then forget it.
+    fn recover(&self, lock: &OwnedFd, doc: &Document, audit: &AuditLog) -> Result<()> {
+        let mut bytes = Vec::new();
+        crate::fd::ReadAt::new(lock.as_fd())
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if let Ok(pending) = serde_json::from_slice::<Pending>(&bytes) {
+            let landed = doc
+                .changelog
+                .iter()
+                .any(|c| serde_json::to_value(c).ok().as_ref() == Some(&pending.entry));
+            if landed {
+                let mut fields = pending.record.fields;
+                if let Value::Object(map) = &mut fields {
+                    map.insert("recovered".into(), Value::from(RECOVERED));
+                }
+                audit.append(&pending.record.event, &pending.record.actor, &fields)?;
+            }
+        }
+        self.clear_pending(lock)
+    }
+
+    /// Keep `pending` in the lock file, durably, until its record is written.
+    fn keep_pending(&self, lock: &OwnedFd, pending: &Pending) -> Result<()> {
+        let bytes = serde_json::to_vec(pending)
+            .map_err(|e| Error::io("serialize", "a pending record", std::io::Error::other(e)))?;
+        self.clear_pending(lock)?;
+        crate::fd::write_all_at(lock.as_fd(), &bytes, 0)
+            .map_err(|e| Error::io("write", &self.path, e))?;
+        rustix::fs::fsync(lock).map_err(|e| Error::io("fsync", &self.path, e))
+    }
+
+    fn clear_pending(&self, lock: &OwnedFd) -> Result<()> {
+        rustix::fs::ftruncate(lock, 0).map_err(|e| Error::io("ftruncate", &self.path, e))
     }
 
     /// An exclusive lock on `.<name>.lock` beside the manifest, released when dropped.

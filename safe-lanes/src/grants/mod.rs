@@ -52,7 +52,9 @@ use crate::error::{Error, Result, Shown};
 use crate::input::AbsPath;
 use crate::random::random_hex;
 use crate::root::StateRoot;
+use manifest::Record;
 use model::clean_reason;
+use serde_json::json;
 
 /// The most requests pending at once; the human approves or denies before more can be filed.
 pub const MAX_PENDING_REQUESTS: usize = 64;
@@ -194,18 +196,27 @@ impl Grants {
     ) -> Result<Grant> {
         let alias = Alias::new(alias)?;
         let path = self.canonical_folder(path)?;
-        let grant = self.manifest.update(|doc| {
-            let grant = self.new_grant(doc, alias, path, access)?;
-            doc.changelog
-                .push(self.change(Action::Add, actor, reason, &grant.alias, |c| {
-                    c.grant_id = Some(grant.id.clone());
-                    c.path = Some(grant.path.clone());
-                    c.access = Some(access);
-                }));
-            doc.grants.push(grant.clone());
-            Ok(grant)
-        })?;
-        self.audited(Action::Add, actor, reason, &grant)?;
+        let grant = self.manifest.update_recorded(
+            &self.audit,
+            |doc| {
+                let grant = self.new_grant(doc, alias, path, access)?;
+                doc.changelog
+                    .push(self.change(Action::Add, actor, reason, &grant.alias, |c| {
+                        c.grant_id = Some(grant.id.clone());
+                        c.path = Some(grant.path.clone());
+                        c.access = Some(access);
+                    }));
+                doc.grants.push(grant.clone());
+                Ok(grant)
+            },
+            |grant| {
+                record(
+                    Action::Add,
+                    actor,
+                    json!({ "reason": clean_reason(reason), "grant": grant }),
+                )
+            },
+        )?;
         Ok(grant)
     }
 
@@ -222,19 +233,28 @@ impl Grants {
         actor: &str,
     ) -> Result<Grant> {
         let alias = Alias::new(alias)?;
-        let grant = self.manifest.update(|doc| {
-            let from = find(doc, &alias)?.access;
-            set_access_in(doc, &alias, access)?;
-            let grant = find(doc, &alias)?.clone();
-            doc.changelog
-                .push(self.change(Action::SetAccess, actor, reason, &alias, |c| {
-                    c.grant_id = Some(grant.id.clone());
-                    c.from = Some(from);
-                    c.access = Some(access);
-                }));
-            Ok(grant)
-        })?;
-        self.audited(Action::SetAccess, actor, reason, &grant)?;
+        let grant = self.manifest.update_recorded(
+            &self.audit,
+            |doc| {
+                let from = find(doc, &alias)?.access;
+                set_access_in(doc, &alias, access)?;
+                let grant = find(doc, &alias)?.clone();
+                doc.changelog
+                    .push(self.change(Action::SetAccess, actor, reason, &alias, |c| {
+                        c.grant_id = Some(grant.id.clone());
+                        c.from = Some(from);
+                        c.access = Some(access);
+                    }));
+                Ok(grant)
+            },
+            |grant| {
+                record(
+                    Action::SetAccess,
+                    actor,
+                    json!({ "reason": clean_reason(reason), "grant": grant }),
+                )
+            },
+        )?;
         Ok(grant)
     }
 
@@ -245,18 +265,27 @@ impl Grants {
     /// `unknown_alias`, `invalid_manifest`, `io`.
     pub fn revoke(&self, alias: &str, reason: &str, actor: &str) -> Result<Grant> {
         let alias = Alias::new(alias)?;
-        let grant = self.manifest.update(|doc| {
-            let grant = find(doc, &alias)?.clone();
-            doc.grants.retain(|g| g.alias != alias);
-            doc.changelog
-                .push(self.change(Action::Revoke, actor, reason, &alias, |c| {
-                    c.grant_id = Some(grant.id.clone());
-                    c.path = Some(grant.path.clone());
-                    c.from = Some(grant.access);
-                }));
-            Ok(grant)
-        })?;
-        self.audited(Action::Revoke, actor, reason, &grant)?;
+        let grant = self.manifest.update_recorded(
+            &self.audit,
+            |doc| {
+                let grant = find(doc, &alias)?.clone();
+                doc.grants.retain(|g| g.alias != alias);
+                doc.changelog
+                    .push(self.change(Action::Revoke, actor, reason, &alias, |c| {
+                        c.grant_id = Some(grant.id.clone());
+                        c.path = Some(grant.path.clone());
+                        c.from = Some(grant.access);
+                    }));
+                Ok(grant)
+            },
+            |grant| {
+                record(
+                    Action::Revoke,
+                    actor,
+                    json!({ "reason": clean_reason(reason), "grant": grant }),
+                )
+            },
+        )?;
         Ok(grant)
     }
 
@@ -272,29 +301,38 @@ impl Grants {
     /// canonical here; `overlapping_grant`, `invalid_manifest`, `io`.
     pub fn adopt(&self, alias: &str, reason: &str, actor: &str) -> Result<Grant> {
         let alias = Alias::new(alias)?;
-        let grant = self.manifest.update(|doc| {
-            let grant = find(doc, &alias)?;
-            if let Some(host) = &grant.host {
-                return Err(Error::InvalidArgument {
-                    what: Shown::text(alias.as_str()),
-                    why: format!(
-                        "the grant was approved on host `{}` already; only a grant without a \
+        let grant = self.manifest.update_recorded(
+            &self.audit,
+            |doc| {
+                let grant = find(doc, &alias)?;
+                if let Some(host) = &grant.host {
+                    return Err(Error::InvalidArgument {
+                        what: Shown::text(alias.as_str()),
+                        why: format!(
+                            "the grant was approved on host `{}` already; only a grant without a \
                          host can be adopted",
-                        Shown::text(host)
-                    ),
-                });
-            }
-            self.canonical_as_is(&grant.path, "the grant's path is not canonical here")?;
-            let grant = adopt_in(doc, &alias, &self.host)?;
-            doc.changelog
-                .push(self.change(Action::Adopt, actor, reason, &alias, |c| {
-                    c.grant_id = Some(grant.id.clone());
-                    c.path = Some(grant.path.clone());
-                    c.access = Some(grant.access);
-                }));
-            Ok(grant)
-        })?;
-        self.audited(Action::Adopt, actor, reason, &grant)?;
+                            Shown::text(host)
+                        ),
+                    });
+                }
+                self.canonical_as_is(&grant.path, "the grant's path is not canonical here")?;
+                let grant = adopt_in(doc, &alias, &self.host)?;
+                doc.changelog
+                    .push(self.change(Action::Adopt, actor, reason, &alias, |c| {
+                        c.grant_id = Some(grant.id.clone());
+                        c.path = Some(grant.path.clone());
+                        c.access = Some(grant.access);
+                    }));
+                Ok(grant)
+            },
+            |grant| {
+                record(
+                    Action::Adopt,
+                    actor,
+                    json!({ "reason": clean_reason(reason), "grant": grant }),
+                )
+            },
+        )?;
         Ok(grant)
     }
 
@@ -336,44 +374,48 @@ impl Grants {
             storable(p)?;
         }
         let reason = clean_reason(reason);
-        let request = self.manifest.update(|doc| {
-            // A new id for every version: the human approves the request they read, and an
-            // update in between makes that id unknown rather than silently different.
-            let request = Request {
-                id: format!("req_{}", &random_hex()[..16]),
-                alias: alias.clone(),
-                access,
-                reason: reason.clone(),
-                path: path.map(Path::to_path_buf),
-                requested_at: now(),
-                other_keys: OtherKeys::new(),
-            };
-            match doc.requests.iter().position(|r| r.alias == alias) {
-                // An update goes to the audit log only: a requester re-filing in a loop must not
-                // grow the manifest.
-                Some(at) => doc.requests[at] = request.clone(),
-                None if doc.requests.len() >= MAX_PENDING_REQUESTS => {
-                    return Err(Error::TooLarge {
-                        what: "the number of pending requests",
-                        limit: MAX_PENDING_REQUESTS as u64,
-                    });
+        let request = self.manifest.update_recorded(
+            &self.audit,
+            |doc| {
+                // A new id for every version: the human approves the request they read, and an
+                // update in between makes that id unknown rather than silently different.
+                let request = Request {
+                    id: format!("req_{}", &random_hex()[..16]),
+                    alias: alias.clone(),
+                    access,
+                    reason: reason.clone(),
+                    path: path.map(Path::to_path_buf),
+                    requested_at: now(),
+                    other_keys: OtherKeys::new(),
+                };
+                match doc.requests.iter().position(|r| r.alias == alias) {
+                    // An update goes to the audit log only: a requester re-filing in a loop must not
+                    // grow the manifest.
+                    Some(at) => doc.requests[at] = request.clone(),
+                    None if doc.requests.len() >= MAX_PENDING_REQUESTS => {
+                        return Err(Error::TooLarge {
+                            what: "the number of pending requests",
+                            limit: MAX_PENDING_REQUESTS as u64,
+                        });
+                    }
+                    None => {
+                        doc.requests.push(request.clone());
+                        doc.changelog.push(self.change(
+                            Action::Request,
+                            actor,
+                            &reason,
+                            &alias,
+                            |c| {
+                                c.request_id = Some(request.id.clone());
+                                c.path = request.path.clone();
+                                c.access = Some(access);
+                            },
+                        ));
+                    }
                 }
-                None => {
-                    doc.requests.push(request.clone());
-                    doc.changelog
-                        .push(self.change(Action::Request, actor, &reason, &alias, |c| {
-                            c.request_id = Some(request.id.clone());
-                            c.path = request.path.clone();
-                            c.access = Some(access);
-                        }));
-                }
-            }
-            Ok(request)
-        })?;
-        self.audit.append(
-            Action::Request.event(),
-            actor,
-            serde_json::json!({ "request": &request }),
+                Ok(request)
+            },
+            |request| record(Action::Request, actor, json!({ "request": request })),
         )?;
         Ok(request)
     }
@@ -394,43 +436,51 @@ impl Grants {
     ) -> Result<Grant> {
         // Validate a human-given path before taking the lock.
         let given = path.map(|p| self.canonical_folder(p)).transpose()?;
-        let (grant, request) = self.manifest.update(|doc| {
-            let request = take_request(doc, request_id)?;
-            let folder = match given.clone() {
-                Some(given) => Some(given),
-                None => self.proposed_folder(&request)?,
-            };
-            let grant = match find(doc, &request.alias) {
-                Ok(existing) => {
-                    let existing = existing.clone();
-                    widen(doc, &existing, &request, folder.as_deref())?
-                }
-                Err(_) => {
-                    let Some(path) = folder else {
-                        return Err(Error::InvalidArgument {
-                            what: Shown::text(&request.id),
-                            why: "the request names no folder: approve it with a path".into(),
-                        });
-                    };
-                    let grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
-                    doc.grants.push(grant.clone());
-                    grant
-                }
-            };
-            doc.changelog.push(
-                self.change(Action::Approve, actor, reason, &grant.alias, |c| {
-                    c.grant_id = Some(grant.id.clone());
-                    c.request_id = Some(request.id.clone());
-                    c.path = Some(grant.path.clone());
-                    c.access = Some(grant.access);
-                }),
-            );
-            Ok((grant, request))
-        })?;
-        self.audit.append(
-            Action::Approve.event(),
-            actor,
-            serde_json::json!({ "reason": clean_reason(reason), "request": request, "grant": &grant }),
+        let (grant, _request) = self.manifest.update_recorded(
+            &self.audit,
+            |doc| {
+                let request = take_request(doc, request_id)?;
+                let folder = match given.clone() {
+                    Some(given) => Some(given),
+                    None => self.proposed_folder(&request)?,
+                };
+                let grant = match find(doc, &request.alias) {
+                    Ok(existing) => {
+                        let existing = existing.clone();
+                        widen(doc, &existing, &request, folder.as_deref())?
+                    }
+                    Err(_) => {
+                        let Some(path) = folder else {
+                            return Err(Error::InvalidArgument {
+                                what: Shown::text(&request.id),
+                                why: "the request names no folder: approve it with a path".into(),
+                            });
+                        };
+                        let grant =
+                            self.new_grant(doc, request.alias.clone(), path, request.access)?;
+                        doc.grants.push(grant.clone());
+                        grant
+                    }
+                };
+                doc.changelog.push(self.change(
+                    Action::Approve,
+                    actor,
+                    reason,
+                    &grant.alias,
+                    |c| {
+                        c.grant_id = Some(grant.id.clone());
+                        c.request_id = Some(request.id.clone());
+                        c.path = Some(grant.path.clone());
+                        c.access = Some(grant.access);
+                    },
+                ));
+                Ok((grant, request))
+            },
+            |(grant, request)| {
+                let fields =
+                    json!({ "reason": clean_reason(reason), "request": request, "grant": grant });
+                record(Action::Approve, actor, fields)
+            },
         )?;
         Ok(grant)
     }
@@ -487,28 +537,33 @@ impl Grants {
         reason: &str,
         actor: &str,
     ) -> Result<Request> {
-        let request = self.manifest.update(|doc| {
-            let at = doc
-                .requests
-                .iter()
-                .position(which)
-                .ok_or_else(|| Error::NotFound {
-                    path: Shown::text(shown),
-                    why: "no pending request matches",
-                })?;
-            let request = doc.requests.remove(at);
-            doc.changelog.push(
-                self.change(Action::Deny, actor, reason, &request.alias, |c| {
-                    c.request_id = Some(request.id.clone());
-                    c.access = Some(request.access);
-                }),
-            );
-            Ok(request)
-        })?;
-        self.audit.append(
-            Action::Deny.event(),
-            actor,
-            serde_json::json!({ "reason": clean_reason(reason), "request": &request }),
+        let request = self.manifest.update_recorded(
+            &self.audit,
+            |doc| {
+                let at = doc
+                    .requests
+                    .iter()
+                    .position(which)
+                    .ok_or_else(|| Error::NotFound {
+                        path: Shown::text(shown),
+                        why: "no pending request matches",
+                    })?;
+                let request = doc.requests.remove(at);
+                doc.changelog.push(
+                    self.change(Action::Deny, actor, reason, &request.alias, |c| {
+                        c.request_id = Some(request.id.clone());
+                        c.access = Some(request.access);
+                    }),
+                );
+                Ok(request)
+            },
+            |request| {
+                record(
+                    Action::Deny,
+                    actor,
+                    json!({ "reason": clean_reason(reason), "request": request }),
+                )
+            },
         )?;
         Ok(request)
     }
@@ -608,13 +663,14 @@ impl Grants {
         fill(&mut change);
         change
     }
+}
 
-    fn audited(&self, action: Action, actor: &str, reason: &str, grant: &Grant) -> Result<()> {
-        self.audit.append(
-            action.event(),
-            actor,
-            serde_json::json!({ "reason": clean_reason(reason), "grant": grant }),
-        )
+/// The audit record of a change by `actor`.
+fn record(action: Action, actor: &str, fields: serde_json::Value) -> Record {
+    Record {
+        event: action.event().to_owned(),
+        actor: actor.to_owned(),
+        fields,
     }
 }
 
