@@ -53,6 +53,10 @@ pub(crate) enum Command {
         /// Allow TCP connections and listening sockets.
         #[arg(long)]
         network: bool,
+        /// Run in a narrowed session: only these grants, each optionally capped, e.g.
+        /// 'site,docs:read_only' (`docs` at most read-only).
+        #[arg(long, value_name = "ALIAS[:ACCESS],…")]
+        only: Option<String>,
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "CMD ARGS")]
         command: Vec<OsString>,
@@ -72,6 +76,14 @@ pub(crate) enum Command {
     /// The audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `safe-lanes man > safe-lanes.1`.
+    Man,
 }
 
 /// `read_only` or `read_write`.
@@ -95,8 +107,15 @@ impl From<AccessArg> for safe_lanes::Access {
 pub(crate) enum GrantCommand {
     /// The grants, with their environment key and availability, and the pending requests.
     List,
-    /// The pending requests.
+    /// The pending requests, each with the change approving it would make.
     Requests,
+    /// One pending request, the change approving it would make, and the line that approves it.
+    Show {
+        /// The request's id (see `grant requests`).
+        request_id: String,
+    },
+    /// Walk the pending requests on a terminal: approve, deny with a reason, or skip each.
+    Review,
     /// The changelog: every add, access change, revoke, request, approval and denial.
     Log,
     /// Grant a folder.
@@ -172,19 +191,7 @@ pub(crate) enum GrantCommand {
         actor: Option<String>,
     },
     /// Approve a pending request, with its proposed folder or the one given here.
-    Approve {
-        /// The request's id (see `grant requests`).
-        request_id: String,
-        /// The folder to grant (required when the request proposes none).
-        #[arg(long)]
-        path: Option<PathBuf>,
-        /// Why, for the changelog.
-        #[arg(long, default_value = "")]
-        reason: String,
-        /// Who, for the changelog (default: the OS user).
-        #[arg(long)]
-        actor: Option<String>,
-    },
+    Approve(ApproveArgs),
     /// Deny a pending request, by id or by alias.
     Deny {
         /// The request's id (see `grant requests`).
@@ -263,4 +270,29 @@ pub(crate) enum DownloadCommand {
 pub(crate) enum AuditCommand {
     /// Walk the hash chain and report the first line that breaks it.
     Verify,
+}
+
+/// `grant approve`: the request, and the change as the human saw it.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ApproveArgs {
+    /// The request's id (see `grant requests`).
+    pub(crate) request_id: String,
+    /// The folder to grant (required when the request proposes none).
+    #[arg(long)]
+    pub(crate) path: Option<PathBuf>,
+    /// The alias the change is for, as shown (required without a terminal).
+    #[arg(long)]
+    pub(crate) alias: Option<String>,
+    /// The access the change gives, as shown (required without a terminal).
+    #[arg(long, value_enum)]
+    pub(crate) access: Option<AccessArg>,
+    /// The change's digest, as shown by `grant show` (checked when given).
+    #[arg(long)]
+    pub(crate) digest: Option<String>,
+    /// Why, for the changelog.
+    #[arg(long, default_value = "")]
+    pub(crate) reason: String,
+    /// Who, for the changelog (default: the OS user).
+    #[arg(long)]
+    pub(crate) actor: Option<String>,
 }

@@ -12,6 +12,7 @@ mod args;
 mod commands;
 mod output;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -19,11 +20,36 @@ use clap::Parser;
 fn main() -> ExitCode {
     // First, before anything is read: no core file, no same-user tracing.
     let hardening = safe_lanes::harden();
-    let cli = args::Cli::parse();
+    log_to_stderr();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return output::usage(&err, json_asked(std::env::args_os())),
+    };
     let json = cli.json;
     let result = match hardening {
         Ok(_) => commands::run(cli),
         Err(e) => Err(e.into()),
     };
     output::finish(result, json)
+}
+
+/// Send the library's log (its warnings) to stderr: level from `RUST_LOG`, `warn` by default;
+/// colours only on a terminal. Stdout stays the result's alone.
+fn log_to_stderr() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(filter)
+        .try_init();
+}
+
+/// Whether `--json` is among the arguments, before any `--` (after it, arguments belong to
+/// the command run), even when the command line does not parse.
+fn json_asked(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    args.into_iter()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }

@@ -32,7 +32,38 @@ pub(crate) fn path(p: &std::path::Path) -> String {
 }
 
 const EXIT_FAILURE: u8 = 1;
+const EXIT_USAGE: u8 = 2;
 const EXIT_REFUSED: u8 = 3;
+
+/// Report a command line that does not parse: with `--json`, one
+/// `{"error":{"code":"invalid_argument","message":…}}` on stdout; without, clap's own text on
+/// stderr. Exit status 2 either way. `--help` and `--version` print as clap prints them.
+pub(crate) fn usage(err: &clap::Error, json: bool) -> ExitCode {
+    use clap::error::ErrorKind;
+    if !json
+        || matches!(
+            err.kind(),
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+        )
+    {
+        let _ = err.print();
+        return ExitCode::from(match err.exit_code() {
+            0 => 0,
+            _ => EXIT_USAGE,
+        });
+    }
+    let rendered = err.render().to_string();
+    let first = rendered
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("the command line does not parse");
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    let message = safe_lanes::Shown::text(message).to_string();
+    let error = json!({ "error": { "code": "invalid_argument", "message": message } });
+    let _ = writeln!(std::io::stdout().lock(), "{error}");
+    ExitCode::from(EXIT_USAGE)
+}
 
 /// Print the result (or the error) and turn it into the exit status.
 pub(crate) fn finish(result: anyhow::Result<Report>, json: bool) -> ExitCode {

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Parser;
 use rmcp::ServiceExt;
+use safe_lanes::grants::Narrowing;
 use safe_lanes::{RootLocation, Uploader};
 
 /// The safe-lanes MCP server (stdio).
@@ -40,6 +41,10 @@ struct Args {
     /// It also sizes the longest request line (twice this, plus 1 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = 50 << 20)]
     max_bytes: u64,
+    /// Serve a narrowed session: only these grants, each optionally capped, e.g.
+    /// 'site,docs:read_only' (`docs` at most read-only). Without it, every grant.
+    #[arg(long, value_name = "ALIAS[:ACCESS],…")]
+    only: Option<String>,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -66,12 +71,20 @@ async fn main() -> Result<()> {
         .map(Uploader::parse)
         .transpose()
         .context("--uploader")?;
+    let narrowing = args
+        .only
+        .as_deref()
+        .map(Narrowing::parse)
+        .transpose()
+        .context("--only")?
+        .unwrap_or_default();
     let cancels = transport::Cancels::default();
     let server = server::Server::new(server::Config {
         root: root.path.clone(),
         manifest: args.manifest,
         uploader,
         max_bytes: args.max_bytes,
+        narrowing,
         cancels: cancels.clone(),
     })
     .context("cannot open the state root")?;

@@ -11,7 +11,7 @@ use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use safe_lanes::confine::Jobs;
-use safe_lanes::grants::AgentGrants;
+use safe_lanes::grants::{AgentGrants, Narrowing};
 use safe_lanes::{
     Code, Confined, Control, DownloadLane, Limits, Patched, Saved, Session, Source, StateRoot,
     UploadDeposit, UploadSource, Uploader, apply_patch,
@@ -43,6 +43,9 @@ pub(crate) struct Config {
     pub(crate) uploader: Option<Uploader>,
     /// The largest content a tool saves or stages.
     pub(crate) max_bytes: u64,
+    /// What the agent's session is narrowed to (`--only`): every grant tool works in a child
+    /// session of the human's grants with this on top.
+    pub(crate) narrowing: Narrowing,
     /// Where the transport reports cancelled requests.
     pub(crate) cancels: Cancels,
 }
@@ -265,7 +268,7 @@ impl Server {
     ) -> Reply<GrantsList> {
         let _: Nothing = arguments(raw)?;
         let state = Arc::clone(&self.state);
-        let listing = blocking(move || Ok(state.folders()?.grants.list()?)).await?;
+        let listing = blocking(move || Ok(state.folders()?.session.list()?)).await?;
         Ok(Json(GrantsList {
             grants: listing
                 .grants
@@ -304,16 +307,18 @@ impl Server {
     ) -> Reply<Requested> {
         let args: AccessRequest = arguments(raw)?;
         let state = Arc::clone(&self.state);
-        let request = blocking(move || {
-            Ok(state.folders()?.grants.request(
-                &args.alias,
-                args.access.into(),
-                &args.reason,
-                args.path.as_deref().map(Path::new),
-            )?)
+        let (request, approve_with) = blocking(move || {
+            let grants = &state.folders()?.grants;
+            let path = args.path.as_deref().map(Path::new);
+            let request = grants.request(&args.alias, args.access.into(), &args.reason, path)?;
+            let proposal = grants.proposal(&request.id)?;
+            let manifest = state.config.manifest.as_deref();
+            Ok((
+                request,
+                proposal.approve_command(state.root.path(), manifest),
+            ))
         })
         .await?;
-        let approve_with = self.state.approve_command(&request);
         Ok(Json(Requested {
             request: request_info(request),
             status: "pending".to_owned(),
@@ -501,7 +506,7 @@ impl State {
             return Ok(Arc::clone(open));
         }
         let grants = AgentGrants::open(&self.root, self.config.manifest.as_deref())?;
-        let session = Arc::new(grants.session());
+        let session = Arc::new(grants.session().child(self.config.narrowing.clone()));
         let jobs = Jobs::new(Arc::clone(&session), MAX_JOBS);
         let open = Arc::new(Folders {
             grants,
@@ -517,25 +522,6 @@ impl State {
             .uploader
             .as_ref()
             .ok_or_else(|| refusal(Code::NotConfigured, "no uploader is configured"))
-    }
-
-    /// The exact command the human runs to approve `request`.
-    fn approve_command(&self, request: &safe_lanes::grants::Request) -> String {
-        let mut cmd = format!(
-            "safe-lanes --root {}",
-            quote(&self.root.path().to_string_lossy())
-        );
-        if let Some(manifest) = &self.config.manifest {
-            cmd.push_str(&format!(
-                " --manifest {}",
-                quote(&manifest.to_string_lossy())
-            ));
-        }
-        cmd.push_str(&format!(" grant approve {}", request.id));
-        if request.path.is_none() {
-            cmd.push_str(" --path /absolute/path/of/the/folder");
-        }
-        cmd
     }
 }
 
@@ -600,16 +586,4 @@ fn from_cursor(cursor: &str) -> Result<String, Failure> {
 
 fn lossy(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-/// Quote for a POSIX shell when needed.
-fn quote(text: &str) -> String {
-    if text
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(&b))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
 }

@@ -171,16 +171,6 @@ impl Shown {
     }
 }
 
-/// `raw` with control, format and separator characters escaped, at full length (for text the
-/// library stores, such as a grant request's reason).
-pub(crate) fn escaped(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    for c in raw.chars() {
-        push_escaped(&mut out, c);
-    }
-    out
-}
-
 fn push_escaped(out: &mut String, c: char) {
     use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
     let hidden = matches!(
@@ -360,14 +350,16 @@ pub enum Error {
         why: String,
     },
     /// An overlap the sandbox could not enforce.
-    #[error("{path}: {why} `{other}`")]
+    #[error("{path}: {why} `{other}` ({other_path})")]
     OverlappingGrant {
         /// The refused folder.
         path: Shown,
         /// Why the overlap is refused.
         why: &'static str,
-        /// The alias of the grant it overlaps.
+        /// The alias of the existing grant it overlaps.
         other: Shown,
+        /// The folder of the existing grant it overlaps.
+        other_path: Shown,
     },
     /// More than a cap allows.
     #[error("{what} exceeds the cap of {limit}; nothing was kept")]

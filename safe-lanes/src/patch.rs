@@ -86,6 +86,17 @@ pub enum FileChange {
     Deleted,
 }
 
+impl FileChange {
+    /// The word for it, as in JSON: `modified`, `created`, `deleted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileChange::Modified => "modified",
+            FileChange::Created => "created",
+            FileChange::Deleted => "deleted",
+        }
+    }
+}
+
 /// The result of [`apply_patch`].
 #[derive(Clone, Debug, Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]

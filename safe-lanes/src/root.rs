@@ -62,6 +62,25 @@ pub enum RootOrigin {
     Home,
 }
 
+impl RootOrigin {
+    /// The snake_case name, as in JSON (`flag`, `safe_lanes_root`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RootOrigin::Flag => "flag",
+            RootOrigin::SafeLanesRoot => "safe_lanes_root",
+            RootOrigin::GwsaRoot => "gwsa_root",
+            RootOrigin::XdgStateHome => "xdg_state_home",
+            RootOrigin::Home => "home",
+        }
+    }
+}
+
+impl std::fmt::Display for RootOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A state root path and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RootLocation {

@@ -84,6 +84,23 @@ pub enum AllowedBy {
     Env,
 }
 
+impl AllowedBy {
+    /// The snake_case name, as in JSON (`downloads`, `file`, `env`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AllowedBy::Downloads => "downloads",
+            AllowedBy::File => "file",
+            AllowedBy::Env => "env",
+        }
+    }
+}
+
+impl std::fmt::Display for AllowedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One allowed root.
 #[derive(Debug, Serialize)]
 pub struct AllowedRoot {

@@ -24,9 +24,13 @@ pub(crate) fn exec(
     cwd: Option<String>,
     timeout: u64,
     network: bool,
+    only: Option<&str>,
     command: Vec<OsString>,
 ) -> Result<Report> {
-    let session = session(flag, manifest)?;
+    let mut session = session(flag, manifest)?;
+    if let Some(spec) = only {
+        session = session.child(spec.parse()?);
+    }
     let (program, args) = command.split_first().context("no command given")?;
     let mut confined = Confined::new(program, args)
         .network(network)
@@ -95,7 +99,7 @@ pub(crate) fn patch(
     let done = apply_patch(&session, &alias, file, &text)?;
     let summary = format!(
         "{} {} ({} hunk{}, {} bytes)",
-        format!("{:?}", done.change).to_lowercase(),
+        done.change.as_str(),
         done.path.display(),
         done.hunks,
         if done.hunks == 1 { "" } else { "s" },

@@ -5,9 +5,10 @@ use std::path::Path;
 
 use anyhow::Result;
 use safe_lanes::grants::{Change, Grant, Request};
-use safe_lanes::{Grants, StateRoot};
+use safe_lanes::{Grants, Shown, StateRoot};
 use serde_json::json;
 
+use super::approve;
 use crate::args::GrantCommand;
 use crate::output::Report;
 
@@ -18,12 +19,18 @@ pub(crate) fn run(
 ) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
     let grants = Grants::open(&root, manifest)?;
+    let at = approve::Where {
+        root: root.path(),
+        manifest,
+    };
     match cmd {
         GrantCommand::List => list(&grants),
-        GrantCommand::Requests => {
-            let requests = grants.list()?.requests;
-            let text = requests_text(&requests);
-            Ok(Report::ok(json!({ "requests": requests }), text))
+        GrantCommand::Requests => approve::requests(&grants, at),
+        GrantCommand::Show { request_id } => approve::show(&grants, at, &request_id),
+        GrantCommand::Review => approve::review(&grants, at, &who(None)),
+        GrantCommand::Approve(args) => {
+            let actor = who(args.actor.clone());
+            approve::approve(&grants, at, args, &actor)
         }
         GrantCommand::Log => {
             let log = grants.changelog()?;
@@ -123,17 +130,11 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             reason,
             actor,
         } => ("adopted", grants.adopt(&alias, &reason, &who(actor))?),
-        GrantCommand::Approve {
-            request_id,
-            path,
-            reason,
-            actor,
-        } => (
-            "approved",
-            grants.approve(&request_id, path.as_deref(), &reason, &who(actor))?,
-        ),
         GrantCommand::List
         | GrantCommand::Requests
+        | GrantCommand::Show { .. }
+        | GrantCommand::Review
+        | GrantCommand::Approve(_)
         | GrantCommand::Log
         | GrantCommand::Request { .. }
         | GrantCommand::Deny { .. } => unreachable!("not a change to a grant: {cmd:?}"),
@@ -165,28 +166,30 @@ fn requests_text(requests: &[Request]) -> String {
             r.access,
             r.path
                 .as_ref()
-                .map(|p| format!(" {}", p.display()))
+                .map(|p| format!(" {}", Shown::path(p)))
                 .unwrap_or_default(),
-            r.reason
+            Shown::text(&r.reason)
         );
     }
     text
 }
 
+/// `grant log`: one line per change, with the words of the JSON (`add`, `set_access`, …);
+/// what was stored as given (time, actor, reason) is escaped once, here.
 fn log_text(log: &[Change]) -> String {
     let mut text = String::new();
     for c in log {
         let _ = writeln!(
             text,
-            "{} {:?} {} by {}{}",
-            c.at,
+            "{} {} {} by {}{}",
+            Shown::text(&c.at),
             c.action,
             c.alias,
-            c.actor,
+            Shown::text(&c.actor),
             if c.reason.is_empty() {
                 String::new()
             } else {
-                format!(": {}", c.reason)
+                format!(": {}", Shown::text(&c.reason))
             }
         );
     }

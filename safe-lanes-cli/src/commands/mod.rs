@@ -1,8 +1,10 @@
 //! One function per command; each is a few lines over one library call.
 
+mod approve;
 mod confined;
 mod download;
 mod grant;
+mod reference;
 mod root;
 mod upload;
 
@@ -24,6 +26,7 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
             cwd,
             timeout,
             network,
+            only,
             command,
         } => confined::exec(
             root,
@@ -31,11 +34,14 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
             cwd,
             timeout,
             network,
+            only.as_deref(),
             command,
         ),
         Command::Patch { alias, file, diff } => {
             confined::patch(root, cli.manifest.as_deref(), &alias, &file, diff)
         }
         Command::Audit(AuditCommand::Verify) => root::audit_verify(root),
+        Command::Completions { shell } => reference::completions(shell),
+        Command::Man => reference::man(),
     }
 }

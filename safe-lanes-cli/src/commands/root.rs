@@ -116,7 +116,7 @@ fn inspect(location: &RootLocation) -> Inspected {
     }
     for i in &found.ignored {
         found.problems.push(format!(
-            "upload root {} ({:?} {}) is ignored: {}",
+            "upload root {} ({} {}) is ignored: {}",
             i.entry, i.origin, i.at, i.why
         ));
     }
@@ -131,7 +131,7 @@ fn machine_text(
     sandbox: &SandboxSupport,
 ) -> String {
     let mut text = format!(
-        "state root: {} (from {:?})\n",
+        "state root: {} (from {})\n",
         location.path.display(),
         location.origin
     );

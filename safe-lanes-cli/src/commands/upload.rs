@@ -46,17 +46,12 @@ pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
 fn roots(source: &UploadSource) -> Report {
     let mut text = String::new();
     for r in source.roots() {
-        let _ = writeln!(
-            text,
-            "{:<9}  {}",
-            format!("{:?}", r.origin).to_lowercase(),
-            r.path.display()
-        );
+        let _ = writeln!(text, "{:<9}  {}", r.origin.as_str(), r.path.display());
     }
     for i in source.ignored() {
         let _ = writeln!(
             text,
-            "ignored    {} ({:?} {}): {}",
+            "ignored    {} ({} {}): {}",
             i.entry, i.origin, i.at, i.why
         );
     }

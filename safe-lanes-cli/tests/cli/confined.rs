@@ -158,3 +158,59 @@ fn a_timeout_too_large_to_add_is_no_timeout_not_a_panic() {
     assert_eq!(run.status, 0, "{run:?}");
     assert_eq!(run.json()["exit_code"], 0);
 }
+
+#[test]
+fn exec_only_runs_the_command_in_a_narrowed_session() {
+    let env = world();
+    let proj = env.tmp.path().join("proj");
+    let write = r#"env | grep -c WORKFLOW_FOLDER_DOCS; echo four >> "$WORKFLOW_FOLDER_PROJ/a.txt""#;
+    let run = env.run(
+        &[
+            "--json",
+            "exec",
+            "--only",
+            "proj:read_only",
+            "--",
+            "/bin/sh",
+            "-c",
+            write,
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 1, "{run:?}");
+    let json = run.json();
+    assert_ne!(json["exit_code"], 0, "{json}");
+    assert_eq!(
+        json["stdout"], "0\n",
+        "docs is not in the environment: {json}"
+    );
+    assert_eq!(json["grants"], serde_json::json!([["proj", "read_only"]]));
+    assert_eq!(
+        std::fs::read_to_string(proj.join("a.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    // The same command without `--only` writes: the narrowing made the difference.
+    let run = env.run(&["--json", "exec", "--", "/bin/sh", "-c", write], b"");
+    assert_eq!(run.status, 0, "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(proj.join("a.txt")).unwrap(),
+        "one\ntwo\nthree\nfour\n"
+    );
+    for (spec, code) in [("", "invalid_argument"), ("proj:rw", "invalid_argument")] {
+        let run = env.run(&["--json", "exec", "--only", spec, "--", "/bin/true"], b"");
+        assert_eq!(
+            (run.status, run.code()),
+            (3, code.to_owned()),
+            "{spec:?}: {run:?}"
+        );
+    }
+    let run = env.run(
+        &["--json", "exec", "--only", "../proj", "--", "/bin/true"],
+        b"",
+    );
+    assert_eq!(
+        (run.status, run.code()),
+        (3, "invalid_alias".to_owned()),
+        "{run:?}"
+    );
+}

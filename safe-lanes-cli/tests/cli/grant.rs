@@ -180,7 +180,19 @@ fn a_request_is_approved_through_the_cli() {
             .unwrap()
             .is_empty()
     );
+    // Without a terminal, the change must be spelled out.
     let run = env.run(&["--json", "grant", "approve", &id, "--reason", "ok"], b"");
+    assert_eq!(
+        (run.status, run.code()),
+        (3, "invalid_argument".to_owned()),
+        "{run:?}"
+    );
+    let shown = env.run(&["--json", "grant", "show", &id], b"").json();
+    let line = shown["approve_with"].as_str().unwrap().to_owned();
+    let mut approve: Vec<&str> = vec!["--json"];
+    approve.extend(line[line.find("grant approve").unwrap()..].split_whitespace());
+    approve.extend(["--reason", "ok"]);
+    let run = env.run(&approve, b"");
     assert_eq!(run.status, 0, "{run:?}");
     assert_eq!(run.json()["alias"], "docs");
     let list = env.run(&["--json", "grant", "list"], b"").json();

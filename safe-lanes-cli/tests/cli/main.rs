@@ -1,11 +1,13 @@
 //! Tests of the real `safe-lanes` binary: exit statuses, JSON shapes, and that nothing is
 //! written outside the state root.
 
+mod approve;
 mod confined;
 mod download;
 mod grant;
 mod hostile;
 mod process;
 mod root;
+mod screens;
 mod upload;
 mod util;

@@ -39,8 +39,17 @@ async fn a_request_stays_inert_until_the_human_approves_it() {
         )
         .await;
     assert_ne!(peek["exit_code"], 0, "{peek}");
-    // The human approves through the CLI; the running server sees it on the next call.
-    w.cli(&["grant", "approve", &id]);
+    // The human approves through the CLI, with the line the agent handed over (which spells
+    // the change out); the running server sees it on the next call.
+    let line = asked["approve_with"].as_str().unwrap();
+    let approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
+        .split_whitespace()
+        .collect();
+    assert!(
+        line.contains("--alias docs --access read_only --path"),
+        "{line}"
+    );
+    w.cli(&approve);
     let read = w
         .ok(
             "shell_exec",
@@ -191,5 +200,53 @@ async fn patch_and_shell_refusals() {
             .as_str()
             .unwrap()
             .contains(&format!("WORKFLOW_FOLDER_DOCS={docs}"))
+    );
+}
+
+/// The whole flow of the seeds: the agent asks (MCP), the human looks at the change and
+/// approves it (CLI), the agent reads the folder in the sandbox and edits a file in it.
+#[tokio::test]
+async fn the_agent_asks_the_human_approves_the_agent_reads_and_edits() {
+    let w = World::new().await;
+    std::fs::write(w.p("proj/notes.txt"), "one\ntwo\n").unwrap();
+    let asked = w
+        .ok(
+            "folder_access_request",
+            json!({"alias": "proj", "access": "read_write", "reason": "fix a typo", "path": w.p("proj")}),
+        )
+        .await;
+    let id = asked["request"]["id"].as_str().unwrap();
+    // The human reviews: the change is spelled out, then the line the agent handed over
+    // approves exactly it.
+    let shown = w.cli(&["grant", "show", id]);
+    assert_eq!(shown["change"]["kind"], "new");
+    assert_eq!(shown["change"]["access"], "read_write");
+    let line = asked["approve_with"].as_str().unwrap();
+    assert_eq!(
+        line, shown["approve_with"],
+        "the agent's line is the human's"
+    );
+    let approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
+        .split_whitespace()
+        .collect();
+    w.cli(&approve);
+    let read = w
+        .ok(
+            "shell_exec",
+            json!({"command": "cat notes.txt", "cwd": "proj"}),
+        )
+        .await;
+    assert_eq!(read["stdout"], "one\ntwo\n");
+    let diff = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n";
+    let patched = w
+        .ok(
+            "folder_patch",
+            json!({"alias": "proj", "path": "notes.txt", "diff": diff}),
+        )
+        .await;
+    assert_eq!(patched["change"], "modified");
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/notes.txt")).unwrap(),
+        "one\nTWO\n"
     );
 }

@@ -5,6 +5,7 @@ mod downloads;
 mod folders;
 mod limits;
 mod malformed;
+mod narrowed;
 mod process;
 mod raw;
 mod shell;

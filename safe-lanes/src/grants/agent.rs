@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::model::{Access, Request};
-use super::{Grants, Listing, Session};
+use super::{Grants, Listing, Proposal, Session};
 use crate::actor::Actor;
 use crate::error::Result;
 use crate::root::StateRoot;
@@ -90,6 +90,16 @@ impl AgentGrants {
     ) -> Result<Request> {
         self.grants
             .request(alias, access, reason, path, &Actor::Agent.to_string())
+    }
+
+    /// The pending request `request_id` with the change approving it would make, and so the
+    /// exact line the human runs to approve it ([`Proposal::approve_command`]).
+    ///
+    /// # Errors
+    ///
+    /// `not_found`, `invalid_manifest`, `io`.
+    pub fn proposal(&self, request_id: &str) -> Result<Proposal> {
+        self.grants.proposal(request_id)
     }
 
     /// A live session whose operations are recorded as the agent's.

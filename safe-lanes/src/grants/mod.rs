@@ -27,6 +27,7 @@
 mod agent;
 mod manifest;
 mod model;
+mod proposal;
 mod rules;
 mod session;
 mod strict;
@@ -42,6 +43,7 @@ pub use model::{
     ALIAS_PATTERN, Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN,
     MAX_REASON_CHARS, OtherKeys, Request, Want,
 };
+pub use proposal::{Proposal, Proposed, Seen};
 pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 
@@ -49,7 +51,7 @@ use crate::actor::Actor;
 use crate::audit::AuditLog;
 use crate::beneath::{self, Ambient, Anchor};
 use crate::error::{Error, Result, Shown};
-use crate::input::AbsPath;
+use crate::input::{AbsPath, RelPath};
 use crate::random::random_hex;
 use crate::root::StateRoot;
 use manifest::Record;
@@ -66,6 +68,8 @@ pub struct Grants {
     state_root: PathBuf,
     audit: Arc<AuditLog>,
     host: String,
+    /// This machine's identity ([`this_machine`]).
+    machine: String,
 }
 
 /// A grant as listed: the stored fields, its environment key, and whether it is usable here.
@@ -107,6 +111,7 @@ impl Grants {
             state_root: root.path().to_path_buf(),
             audit: root.audit(),
             host: this_host(),
+            machine: this_machine(),
         };
         let (_, doc) = this.manifest.load()?;
         if let Some(g) = doc
@@ -296,7 +301,8 @@ impl Grants {
     ///
     /// # Errors
     ///
-    /// `unknown_alias`; `invalid_argument` when the grant already names a host; every folder
+    /// `unknown_alias`; `invalid_argument` when the grant is bound to this machine already;
+    /// every folder
     /// refusal of [`Grants::add`] for its path, and `symlink_escape` when that path is not
     /// canonical here; `overlapping_grant`, `invalid_manifest`, `io`.
     pub fn adopt(&self, alias: &str, reason: &str, actor: &str) -> Result<Grant> {
@@ -305,18 +311,20 @@ impl Grants {
             &self.audit,
             |doc| {
                 let grant = find(doc, &alias)?;
-                if let Some(host) = &grant.host {
+                let here = match &grant.machine {
+                    Some(machine) => *machine == self.machine,
+                    None => grant.host.as_deref() == Some(self.host.as_str()),
+                };
+                if here {
                     return Err(Error::InvalidArgument {
                         what: Shown::text(alias.as_str()),
-                        why: format!(
-                            "the grant was approved on host `{}` already; only a grant without a \
-                         host can be adopted",
-                            Shown::text(host)
-                        ),
+                        why: "the grant is bound to this machine already; only a grant without \
+                              a host, or from another machine, can be adopted"
+                            .into(),
                     });
                 }
                 self.canonical_as_is(&grant.path, "the grant's path is not canonical here")?;
-                let grant = adopt_in(doc, &alias, &self.host)?;
+                let grant = adopt_in(doc, &alias, &self.host, &self.machine)?;
                 doc.changelog
                     .push(self.change(Action::Adopt, actor, reason, &alias, |c| {
                         c.grant_id = Some(grant.id.clone());
@@ -434,11 +442,72 @@ impl Grants {
         reason: &str,
         actor: &str,
     ) -> Result<Grant> {
+        self.approve_checked(request_id, None, path, reason, actor)
+    }
+
+    /// [`Grants::approve`], only if the request still makes the change `seen` spells out
+    /// (what the human was shown: [`Proposal`]), checked under the manifest's lock.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` when it does not (saying what it would change now); as
+    /// [`Grants::approve`] otherwise.
+    pub fn approve_seen(
+        &self,
+        request_id: &str,
+        seen: &Seen,
+        path: Option<&Path>,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Grant> {
+        self.approve_checked(request_id, Some(seen), path, reason, actor)
+    }
+
+    /// Every pending request with the change approving it would make now.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest`, `io`.
+    pub fn proposals(&self) -> Result<Vec<Proposal>> {
+        let (_, doc) = self.manifest.load()?;
+        Ok(doc
+            .requests
+            .iter()
+            .map(|r| Proposal::of(r, &doc.grants))
+            .collect())
+    }
+
+    /// The pending request `request_id` with the change approving it would make now.
+    ///
+    /// # Errors
+    ///
+    /// `not_found`, `invalid_manifest`, `io`.
+    pub fn proposal(&self, request_id: &str) -> Result<Proposal> {
+        self.proposals()?
+            .into_iter()
+            .find(|p| p.request.id == request_id)
+            .ok_or_else(|| Error::NotFound {
+                path: Shown::text(request_id),
+                why: "no pending request has this id",
+            })
+    }
+
+    fn approve_checked(
+        &self,
+        request_id: &str,
+        seen: Option<&Seen>,
+        path: Option<&Path>,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Grant> {
         // Validate a human-given path before taking the lock.
         let given = path.map(|p| self.canonical_folder(p)).transpose()?;
         let (grant, _request) = self.manifest.update_recorded(
             &self.audit,
             |doc| {
+                if let Some(seen) = seen {
+                    check_seen(doc, request_id, seen, given.as_ref())?;
+                }
                 let request = take_request(doc, request_id)?;
                 let folder = match given.clone() {
                     Some(given) => Some(given),
@@ -585,6 +654,7 @@ impl Grants {
             state_root: &self.state_root,
             manifest: self.manifest.path(),
             host: &self.host,
+            machine: &self.machine,
         }
     }
 
@@ -631,11 +701,12 @@ impl Grants {
             access,
             created_at: Some(now()),
             host: Some(self.host.clone()),
+            machine: Some(self.machine.clone()),
             other_keys: OtherKeys::new(),
         };
         let mut all = doc.grants.clone();
         all.push(grant.clone());
-        check_overlaps(&all)?;
+        check_overlaps(&grant, &all)?;
         Ok(grant)
     }
 
@@ -662,6 +733,21 @@ impl Grants {
         };
         fill(&mut change);
         change
+    }
+}
+
+/// Refuse unless the request `request_id` still makes the change `seen` spells out (with the
+/// folder the human gave, if any). An unknown request is left for the caller to refuse.
+fn check_seen(
+    doc: &Document,
+    request_id: &str,
+    seen: &Seen,
+    given: Option<&PathBuf>,
+) -> Result<()> {
+    let request = doc.requests.iter().find(|r| r.id == request_id);
+    match request.map(|r| Proposal::of(r, &doc.grants)) {
+        Some(proposal) => seen.check(&proposal, given),
+        None => Ok(()),
     }
 }
 
@@ -718,18 +804,21 @@ fn widen(
 
 /// Give the grant `alias` this `host`, and an approval time if it has none; checked against
 /// the other grants.
-fn adopt_in(doc: &mut Document, alias: &Alias, host: &str) -> Result<Grant> {
+fn adopt_in(doc: &mut Document, alias: &Alias, host: &str, machine: &str) -> Result<Grant> {
     let grant = find_mut(doc, alias)?;
     grant.host = Some(host.to_owned());
+    grant.machine = Some(machine.to_owned());
     grant.created_at.get_or_insert_with(now);
     let grant = grant.clone();
-    check_overlaps(&doc.grants)?;
+    check_overlaps(&grant, &doc.grants)?;
     Ok(grant)
 }
 
 fn set_access_in(doc: &mut Document, alias: &Alias, access: Access) -> Result<()> {
-    find_mut(doc, alias)?.access = access;
-    check_overlaps(&doc.grants)
+    let grant = find_mut(doc, alias)?;
+    grant.access = access;
+    let grant = grant.clone();
+    check_overlaps(&grant, &doc.grants)
 }
 
 fn take_request(doc: &mut Document, id: &str) -> Result<Request> {
@@ -744,12 +833,12 @@ fn take_request(doc: &mut Document, id: &str) -> Result<Request> {
     Ok(doc.requests.remove(at))
 }
 
-/// Refuse a set of grants in which any breaks the overlap rule ([`rules::overlap`]).
-fn check_overlaps(all: &[Grant]) -> Result<()> {
-    for grant in all {
-        rules::overlap(grant, all).map_err(|why| why.refusal(&grant.path))?;
-    }
-    Ok(())
+/// Refuse `changed` (the grant being made or changed, a member of `all`) when it overlaps
+/// another grant in either direction ([`rules::collision`]), naming the grant that was there.
+/// Overlaps among the others were there before this change: they make those grants unusable
+/// ([`rules::Rules::usable`]), not this change impossible.
+fn check_overlaps(changed: &Grant, all: &[Grant]) -> Result<()> {
+    rules::collision(changed, all).map_err(|why| why.refusal(&changed.path))
 }
 
 /// A path must be UTF-8 to be stored in the (JSON) manifest exactly.
@@ -768,6 +857,28 @@ fn storable(path: &Path) -> Result<()> {
 /// The current time, RFC 3339 to the second.
 fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// This machine's identity as grants record it: a digest of `/etc/machine-id` (or the D-Bus
+/// copy), which is meant to stay private, so only a digest is stored; the host name where
+/// neither exists.
+fn this_machine() -> String {
+    let read = |dir: &str| -> Option<String> {
+        let why = Ambient::because("the machine's identity, from the system");
+        let dir = Anchor::open_ambient(Path::new(dir), why).ok()?;
+        let fd = dir
+            .open_read(RelPath::new("machine-id").ok()?, beneath::Symlinks::Beneath)
+            .ok()?;
+        let mut text = String::new();
+        let file = std::io::Read::take(std::fs::File::from(fd), 256);
+        std::io::Read::read_to_string(&mut { file }, &mut text).ok()?;
+        Some(text.trim().to_owned()).filter(|id| !id.is_empty())
+    };
+    let id = read("/etc")
+        .or_else(|| read("/var/lib/dbus"))
+        .unwrap_or_else(this_host);
+    let digest = crate::copy::sha256_hex(format!("safe-lanes machine {id}").as_bytes());
+    digest[..32].to_owned()
 }
 
 /// This host's name (`uname -n`).

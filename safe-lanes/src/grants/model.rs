@@ -182,6 +182,16 @@ pub struct Grant {
         skip_serializing_if = "Option::is_none"
     )]
     pub host: Option<String>,
+    /// The identity of the machine it was approved on (a digest of its `/etc/machine-id`):
+    /// on another machine — a manifest copied or restored there, even under the same host
+    /// name — it is unavailable until the human adopts it there. Absent in grants written
+    /// before machines were told apart, which are bound by `host` alone.
+    #[serde(
+        default,
+        deserialize_with = "non_empty",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub machine: Option<String>,
     /// The keys of the grant's entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,
@@ -230,6 +240,19 @@ pub enum Action {
 }
 
 impl Action {
+    /// The snake_case name, as in JSON (`add`, `set_access`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Add => "add",
+            Action::SetAccess => "set_access",
+            Action::Revoke => "revoke",
+            Action::Request => "request",
+            Action::Approve => "approve",
+            Action::Deny => "deny",
+            Action::Adopt => "adopt",
+        }
+    }
+
     /// The audit event name (`grant.add`, …).
     pub fn event(self) -> &'static str {
         match self {
@@ -241,6 +264,12 @@ impl Action {
             Action::Deny => "grant.deny",
             Action::Adopt => "grant.adopt",
         }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -314,12 +343,20 @@ fn non_empty<'de, D: Deserializer<'de>>(de: D) -> std::result::Result<Option<Str
     Ok(Option::<String>::deserialize(de)?.filter(|text| !text.is_empty()))
 }
 
-/// A reason made safe to store: escaped, and cut to [`MAX_REASON_CHARS`].
+/// A reason (or actor) as it is stored: the text as given, trimmed, without NUL characters
+/// (which no C string or terminal line can carry), and cut to [`MAX_REASON_CHARS`].
+///
+/// It is *not* escaped: the manifest is JSON, which escapes control characters itself, and
+/// whoever prints a reason escapes it once, with [`Shown`]. Cleaning twice changes nothing.
 pub(crate) fn clean_reason(reason: &str) -> String {
-    crate::error::escaped(reason.trim())
+    reason
+        .trim()
         .chars()
+        .filter(|&c| c != '\0')
         .take(MAX_REASON_CHARS)
-        .collect()
+        .collect::<String>()
+        .trim()
+        .to_owned()
 }
 
 #[cfg(test)]

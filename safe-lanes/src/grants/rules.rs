@@ -6,7 +6,7 @@
 //! functions, so the three can never disagree; the verdict is a typed [`Unusable`], turned into
 //! an [`Error`] in one place ([`Unusable::error`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::model::{Access, Alias, Grant};
 use crate::beneath::{self, Anchor};
@@ -26,12 +26,22 @@ pub enum Unusable {
     Overlap {
         /// The other grant.
         other: Alias,
+        /// The other grant's folder.
+        other_path: PathBuf,
         /// How they overlap.
         why: &'static str,
     },
     /// It was approved on another host.
     OtherHost {
         /// That host.
+        host: String,
+    },
+    /// It was approved on another machine (a manifest copied or restored here, even under the
+    /// same host name). The human can adopt it here.
+    OtherMachine {
+        /// The grant.
+        alias: Alias,
+        /// The host name it was approved under.
         host: String,
     },
     /// It names no host (another tool wrote it): nothing says it was approved for this one.
@@ -52,8 +62,18 @@ impl std::fmt::Display for Unusable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Unusable::Placement { why } => f.write_str(why),
-            Unusable::Overlap { other, why } => write!(f, "{why} `{other}`"),
+            Unusable::Overlap {
+                other,
+                other_path,
+                why,
+            } => write!(f, "{why} `{other}` ({})", Shown::path(other_path)),
             Unusable::OtherHost { host } => write!(f, "approved on host `{}`", Shown::text(host)),
+            Unusable::OtherMachine { alias, host } => write!(
+                f,
+                "approved on another machine (host `{}`); adopt it on this one with \
+                 `safe-lanes grant adopt {alias}`",
+                Shown::text(host)
+            ),
             Unusable::NoHost { alias } => write!(
                 f,
                 "it was approved without a host; adopt it on this host with \
@@ -73,6 +93,13 @@ impl Unusable {
             Unusable::OtherHost { host } => Error::UnavailableOnHost {
                 alias: Shown::text(alias.as_str()),
                 host: Shown::text(host),
+            },
+            Unusable::OtherMachine { alias, host } => Error::UnavailableOnHost {
+                alias: Shown::text(alias.as_str()),
+                host: Shown::text(&format!(
+                    "another machine named `{host}`; adopt it here with `safe-lanes grant adopt \
+                     {alias}`"
+                )),
             },
             Unusable::NoHost { alias } => Error::UnavailableOnHost {
                 alias: Shown::text(alias.as_str()),
@@ -95,10 +122,15 @@ impl Unusable {
     /// `overlapping_grant`.
     pub(crate) fn refusal(&self, path: &Path) -> Error {
         match self {
-            Unusable::Overlap { other, why } => Error::OverlappingGrant {
+            Unusable::Overlap {
+                other,
+                other_path,
+                why,
+            } => Error::OverlappingGrant {
                 path: Shown::path(path),
                 why,
                 other: Shown::text(other.as_str()),
+                other_path: Shown::path(other_path),
             },
             _ => Error::StateRoot {
                 path: Shown::path(path),
@@ -113,6 +145,7 @@ pub(crate) struct Rules<'a> {
     pub(crate) state_root: &'a Path,
     pub(crate) manifest: &'a Path,
     pub(crate) host: &'a str,
+    pub(crate) machine: &'a str,
 }
 
 impl Rules<'_> {
@@ -149,10 +182,16 @@ impl Rules<'_> {
     /// A grant is usable only on the host it was approved on, and one that names no host
     /// nowhere.
     fn this_host(&self, grant: &Grant) -> Result<(), Unusable> {
-        match &grant.host {
-            Some(host) if host == self.host => Ok(()),
-            Some(host) => Err(Unusable::OtherHost { host: host.clone() }),
-            None => Err(Unusable::NoHost {
+        match (&grant.machine, &grant.host) {
+            (Some(machine), _) if machine == self.machine => Ok(()),
+            (Some(_), host) => Err(Unusable::OtherMachine {
+                alias: grant.alias.clone(),
+                host: host.clone().unwrap_or_default(),
+            }),
+            // Written before machines were told apart: bound by its host name alone.
+            (None, Some(host)) if host == self.host => Ok(()),
+            (None, Some(host)) => Err(Unusable::OtherHost { host: host.clone() }),
+            (None, None) => Err(Unusable::NoHost {
                 alias: grant.alias.clone(),
             }),
         }
@@ -175,6 +214,35 @@ pub(crate) fn overlap(grant: &Grant, all: &[Grant]) -> Result<(), Unusable> {
         };
         return Err(Unusable::Overlap {
             other: other.alias.clone(),
+            other_path: other.path.clone(),
+            why,
+        });
+    }
+    Ok(())
+}
+
+/// [`overlap`] seen from `changed`, a grant being made or changed (a member of `all`): it is
+/// checked against every other member in both directions, so the verdict always names the
+/// grant that was there before, never `changed` itself.
+pub(crate) fn collision(changed: &Grant, all: &[Grant]) -> Result<(), Unusable> {
+    let read_only_inside = |inner: &Grant, outer: &Grant| {
+        inner.access == Access::ReadOnly
+            && outer.access == Access::ReadWrite
+            && inner.path.starts_with(&outer.path)
+    };
+    for other in all.iter().filter(|o| o.id != changed.id) {
+        let why = if other.path == changed.path {
+            "this folder is already granted as"
+        } else if read_only_inside(changed, other) {
+            "a read-only grant cannot lie inside the read-write grant"
+        } else if read_only_inside(other, changed) {
+            "a read-write grant cannot contain the read-only grant"
+        } else {
+            continue;
+        };
+        return Err(Unusable::Overlap {
+            other: other.alias.clone(),
+            other_path: other.path.clone(),
             why,
         });
     }

@@ -5,26 +5,46 @@
 //! when the manifest changed, so a revoke or a narrowing by the human applies to the very next
 //! operation of every live session, and a new approval to the next one too. A child session
 //! ([`Session::child`]) applies its own [`Narrowing`] on top of its parent's: it can only ever
-//! see fewer folders, or the same ones with less access.
+//! see fewer folders, or the same ones with less access. A human writes a narrowing as a spec
+//! (`site,docs:read_only`), read by [`Narrowing::parse`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
-use super::Grants;
 use super::manifest::{Document, Stamp};
 use super::model::{Access, Action, Alias, Want};
 use super::rules::{Unusable, still_at_path};
+use super::{Grants, Listing};
 use crate::actor::Actor;
 use crate::beneath::{Anchor, Symlinks};
 use crate::error::{Error, Result, Shown};
 use crate::input::{AbsPath, RelPath};
 
-/// A restriction a session applies to the grants it sees.
+/// A restriction a session applies to the grants it sees: only some aliases, and at most some
+/// access for some of them. Narrowings only ever combine by intersection, so a session built
+/// with one ([`Session::child`]) never sees more than its parent.
+///
+/// ```
+/// use safe_lanes::grants::Narrowing;
+/// use safe_lanes::{Access, Alias};
+///
+/// # fn main() -> safe_lanes::Result<()> {
+/// let spec: Narrowing = "site,docs:read_only".parse()?;
+/// let site = Alias::new("site")?;
+/// let docs = Alias::new("docs")?;
+/// let built = Narrowing::none()
+///     .only([site, docs.clone()])
+///     .at_most(docs, Access::ReadOnly);
+/// assert_eq!(spec, built);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Narrowing {
     only: Option<BTreeSet<Alias>>,
@@ -54,6 +74,49 @@ impl Narrowing {
         self
     }
 
+    /// The narrowing a spec names, as a human writes it on a command line: aliases separated
+    /// by commas, each optionally followed by `:read_only` or `:read_write`. The session then
+    /// sees only the grants named; an alias alone keeps its grant's access, and a `:` access
+    /// caps it (`:read_write` caps nothing, as a narrowing never widens). Spaces around an
+    /// alias or an access are ignored; an alias named twice gets the lower of its caps.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` for an empty spec or an access other than `read_only` and
+    /// `read_write`; `invalid_alias` for an alias [`Alias::new`] refuses (an empty one too,
+    /// as in `site,,docs` or a trailing comma).
+    ///
+    /// # Security
+    ///
+    /// The spec may be any string; it is only split and checked, and each alias passes the
+    /// same rules as a grant's. A narrowing can only take authority away.
+    pub fn parse(spec: &str) -> Result<Self> {
+        if spec.trim().is_empty() {
+            return Err(Error::InvalidArgument {
+                what: Shown::text(spec),
+                why: "a narrowing names at least one grant, as `alias[:read_only],…`".into(),
+            });
+        }
+        let mut aliases = Vec::new();
+        let mut narrowing = Narrowing::none();
+        for item in spec.split(',') {
+            let (alias, cap) = match item.split_once(':') {
+                Some((alias, cap)) => (alias, Some(cap.trim())),
+                None => (item, None),
+            };
+            let alias = Alias::new(alias.trim())?;
+            if let Some(cap) = cap {
+                let access = Access::parse(cap).map_err(|_| Error::InvalidArgument {
+                    what: Shown::text(cap),
+                    why: format!("the access for `{alias}` is read_only or read_write"),
+                })?;
+                narrowing = narrowing.at_most(alias.clone(), access);
+            }
+            aliases.push(alias);
+        }
+        Ok(narrowing.only(aliases))
+    }
+
     /// Both restrictions at once.
     fn then(&self, inner: &Narrowing) -> Narrowing {
         let mut out = self.clone();
@@ -76,6 +139,15 @@ impl Narrowing {
                 .get(alias)
                 .map_or(access, |cap| access.min(*cap)),
         )
+    }
+}
+
+impl FromStr for Narrowing {
+    type Err = Error;
+
+    /// As [`Narrowing::parse`].
+    fn from_str(spec: &str) -> Result<Self> {
+        Self::parse(spec)
     }
 }
 
@@ -207,8 +279,11 @@ impl Session {
         }
     }
 
-    /// A child session: this session's grants with `narrowing` on top. It follows the manifest
-    /// like its parent and can never see more than its parent.
+    /// A child session: this session's grants with `narrowing` on top (for an orchestrator's
+    /// sub-agent, or a server started with `--only`). It follows the manifest like its parent,
+    /// so a revoke or a narrowing by the human reaches it at its next operation and stops its
+    /// running commands, and it can never see more than its parent: its narrowing is the
+    /// intersection of its parent's and `narrowing`.
     pub fn child(&self, narrowing: Narrowing) -> Session {
         Session {
             grants: Arc::clone(&self.grants),
@@ -238,6 +313,28 @@ impl Session {
         let snap = Arc::new(self.build(stamp, &doc));
         *current = Some(Arc::clone(&snap));
         Ok(snap)
+    }
+
+    /// The grants this session can use, each with this session's access to it (after its
+    /// narrowing) and whether it is usable here, and the pending requests (which go to the
+    /// human whatever the narrowing). For a session without a narrowing this is
+    /// [`Grants::list`].
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest`, `io`.
+    pub fn list(&self) -> Result<Listing> {
+        let mut listing = self.grants.list()?;
+        listing.grants.retain_mut(|view| {
+            match self.narrowing.apply(&view.grant.alias, view.grant.access) {
+                Some(access) => {
+                    view.grant.access = access;
+                    true
+                }
+                None => false,
+            }
+        });
+        Ok(listing)
     }
 
     /// Resolve `relative` beneath the grant `alias` for `want`, against the current manifest.

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use safe_lanes::confine::{landlock_support, sandbox_support};
-use safe_lanes::{Access, Alias, Confined, ConfinedOutcome, Control, Grants, Limits, StateRoot};
+use safe_lanes::{
+    Access, Alias, Confined, ConfinedOutcome, Control, Grants, Limits, Session, StateRoot,
+};
 
 use crate::util::{HEARTBEAT, stops_writing};
 
@@ -68,11 +70,7 @@ impl World {
 
     /// Run `script` under `/bin/sh` with `args` as `$1…`.
     fn sh(&self, script: &str, args: &[&Path]) -> ConfinedOutcome {
-        let mut argv: Vec<std::ffi::OsString> = vec!["-c".into(), script.into(), "sh".into()];
-        argv.extend(args.iter().map(|a| a.as_os_str().to_owned()));
-        Confined::new("/bin/sh", argv)
-            .run(&self.grants.session())
-            .unwrap()
+        sh_in(&self.grants.session(), script, args)
     }
 
     fn ok(&self, script: &str, args: &[&Path]) -> String {
@@ -94,6 +92,13 @@ impl World {
         );
         assert!(out.outcome.stopped.is_none() && !out.outcome.timed_out);
     }
+}
+
+/// Run `script` under `/bin/sh` in `session`, with `args` as `$1…`.
+fn sh_in(session: &Session, script: &str, args: &[&Path]) -> ConfinedOutcome {
+    let mut argv: Vec<std::ffi::OsString> = vec!["-c".into(), script.into(), "sh".into()];
+    argv.extend(args.iter().map(|a| a.as_os_str().to_owned()));
+    Confined::new("/bin/sh", argv).run(session).unwrap()
 }
 
 #[test]
@@ -705,4 +710,121 @@ fn background_jobs_report_new_output_and_are_bounded_and_stopped() {
         stops_writing(&two.join("beat")),
         "dropping the table stopped the job"
     );
+}
+
+/// A child session narrowed to read-only on a read-write grant runs under a sandbox that
+/// cannot write there, while its parent, in the same manifest, still can.
+#[test]
+fn a_child_narrowed_to_read_only_cannot_write_where_its_parent_can() {
+    let w = World::new();
+    let parent = w.grants.session();
+    let child = parent.child("rw:read_only,ro".parse().unwrap());
+    let rw = w.p("rw");
+    for script in [
+        r#"echo child > "$1/data.txt""#,
+        r#"echo child >> "$1/data.txt""#,
+        r#"echo child > "$1/new.txt""#,
+        r#"rm -f "$1/data.txt""#,
+        r#"mkdir "$1/sub""#,
+    ] {
+        let out = sh_in(&child, script, &[&rw]);
+        assert_ne!(out.outcome.exit_code, Some(0), "`{script}`: {out:?}");
+        assert!(out.outcome.stopped.is_none() && !out.outcome.timed_out);
+        assert_eq!(
+            std::fs::read_to_string(w.p("rw/data.txt")).unwrap(),
+            "change me"
+        );
+    }
+    assert!(!w.p("rw/new.txt").exists() && !w.p("rw/sub").exists());
+    let out = sh_in(&child, r#"cat "$WORKFLOW_FOLDER_RW/data.txt""#, &[]);
+    assert_eq!(out.outcome.stdout, "change me", "{out:?}");
+    assert_eq!(
+        out.grants,
+        [
+            (alias("ro"), Access::ReadOnly),
+            (alias("rw"), Access::ReadOnly)
+        ]
+    );
+    let out = sh_in(&parent, r#"echo parent > "$1/data.txt""#, &[&rw]);
+    assert_eq!(out.outcome.exit_code, Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(w.p("rw/data.txt")).unwrap(),
+        "parent\n"
+    );
+}
+
+/// A grant left out of a child's narrowing is not in its command's environment and its folder
+/// cannot be read, though the parent reads it.
+#[test]
+fn a_child_without_a_grant_cannot_see_it() {
+    let w = World::new();
+    let parent = w.grants.session();
+    let child = parent.child("ro".parse().unwrap());
+    let rw = w.p("rw");
+    let env = r#"env | grep '^WORKFLOW_FOLDER_' | cut -d= -f1 | sort"#;
+    assert_eq!(
+        sh_in(&parent, env, &[]).outcome.stdout,
+        "WORKFLOW_FOLDER_RO\nWORKFLOW_FOLDER_RW\n"
+    );
+    assert_eq!(
+        sh_in(&child, env, &[]).outcome.stdout,
+        "WORKFLOW_FOLDER_RO\n"
+    );
+    let out = sh_in(&child, r#"test -z "${WORKFLOW_FOLDER_RW+set}""#, &[]);
+    assert_eq!(out.outcome.exit_code, Some(0), "{out:?}");
+    for script in [
+        r#"cat "$1/data.txt""#,
+        r#"ls "$1""#,
+        r#"test -r "$1/data.txt""#,
+    ] {
+        let out = sh_in(&child, script, &[&rw]);
+        assert_ne!(out.outcome.exit_code, Some(0), "`{script}`: {out:?}");
+        assert!(!out.outcome.stdout.contains("change me"), "{out:?}");
+        let out = sh_in(&parent, script, &[&rw]);
+        assert_eq!(out.outcome.exit_code, Some(0), "parent `{script}`: {out:?}");
+    }
+    let out = sh_in(&child, r#"cat "$WORKFLOW_FOLDER_RO/data.txt""#, &[]);
+    assert_eq!(out.outcome.stdout, "read me", "{out:?}");
+}
+
+/// The human's revoke or narrowing of a grant, through another handle, stops a child
+/// session's running command that uses it, as it stops its parent's.
+#[test]
+fn the_humans_change_to_a_parent_grant_stops_a_childs_running_command() {
+    type Change = fn(&Grants) -> safe_lanes::Result<()>;
+    let revoke: Change = |g| g.revoke("rw", "stop now", "alice").map(|_| ());
+    let narrow: Change = |g| {
+        g.set_access("rw", Access::ReadOnly, "narrow", "alice")
+            .map(|_| ())
+    };
+    for (change, word) in [(revoke, "revoked"), (narrow, "narrowed")] {
+        let w = World::new();
+        let rw = w.p("rw");
+        let child = w.grants.session().child("rw,ro:read_only".parse().unwrap());
+        std::thread::scope(|s| {
+            let runner = s.spawn(|| {
+                Confined::new("/bin/sh", ["-c", HEARTBEAT, "sh", rw.to_str().unwrap()])
+                    .limits(Limits {
+                        timeout: Duration::from_secs(60),
+                        max_output: 1024,
+                    })
+                    .run(&child)
+                    .unwrap()
+            });
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !rw.join("beat").exists() {
+                assert!(Instant::now() < deadline, "the child never wrote");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            change(&Grants::open(&w.root, None).unwrap()).unwrap();
+            let out = runner.join().unwrap();
+            let stopped = out.outcome.stopped.as_deref().unwrap_or("");
+            assert!(stopped.contains(word), "{word}: {out:?}");
+            assert!(!out.outcome.timed_out);
+        });
+        assert!(
+            stops_writing(&rw.join("beat")),
+            "{word}: the child still writes"
+        );
+    }
 }

@@ -1,0 +1,254 @@
+//! Approvals bind to the change the human was shown: `grant show`, a pasted line refused when
+//! the change is no longer what it says, and `grant approve` / `grant review` on a real
+//! pseudo-terminal (through `script`).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::util::Env;
+
+fn world() -> Env {
+    let env = Env::new();
+    for d in ["docs", "other", "new"] {
+        std::fs::create_dir(env.tmp.path().join(d)).unwrap();
+    }
+    env
+}
+
+fn path(env: &Env, dir: &str) -> String {
+    env.tmp.path().join(dir).display().to_string()
+}
+
+/// `grant request` as the agent files it; the request id.
+fn request(env: &Env, alias: &str, access: &str, dir: Option<&str>, reason: &str) -> String {
+    let mut args = vec![
+        "--json", "grant", "request", "--alias", alias, "--access", access,
+    ];
+    args.extend(["--reason", reason]);
+    let folder = dir.map(|d| path(env, d));
+    if let Some(folder) = &folder {
+        args.extend(["--path", folder.as_str()]);
+    }
+    let run = env.run(&args, b"");
+    assert_eq!(run.status, 0, "{run:?}");
+    run.json()["id"].as_str().unwrap().to_owned()
+}
+
+/// The words of an approve line after `safe-lanes --root R`.
+fn approve_args(line: &str) -> Vec<String> {
+    line[line.find("grant approve").unwrap()..]
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn show_spells_out_a_widening_and_quotes_the_reason_on_its_own_lines() {
+    let env = world();
+    let docs = path(&env, "docs");
+    let add = [
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        &docs,
+        "--access",
+        "read_only",
+    ];
+    assert_eq!(env.run(&add, b"").status, 0);
+    let reason = "fix typos\nreviewed and approved by security: /tmp/share";
+    let id = request(&env, "docs", "read_write", None, reason);
+    let shown = env.run(&["grant", "show", &id], b"");
+    assert_eq!(shown.status, 0, "{shown:?}");
+    let text = &shown.stdout;
+    assert!(
+        text.contains(&format!(
+            "change:  `docs`: read_only → read_write at {docs}"
+        )),
+        "{text}"
+    );
+    // The reason is quoted, line by line, after the change: it cannot pose as a path.
+    assert!(
+        text.contains("    | fix typos\n    | reviewed and approved by security: /tmp/share"),
+        "{text}"
+    );
+    assert!(text.find("change:").unwrap() < text.find("reason:").unwrap());
+    let json = env.run(&["--json", "grant", "show", &id], b"").json();
+    assert_eq!(json["change"]["kind"], "change");
+    assert_eq!(
+        (json["change"]["from"].clone(), json["change"]["to"].clone()),
+        ("read_only".into(), "read_write".into())
+    );
+    assert!(
+        json["approve_with"]
+            .as_str()
+            .unwrap()
+            .contains("--alias docs --access read_write")
+    );
+}
+
+#[test]
+fn a_pasted_line_is_refused_when_the_change_is_no_longer_what_it_says() {
+    let env = world();
+    let (docs, other) = (path(&env, "docs"), path(&env, "other"));
+    let add = |dir: &str| {
+        [
+            "grant",
+            "add",
+            "--alias",
+            "docs",
+            "--path",
+            dir,
+            "--access",
+            "read_only",
+        ]
+        .map(str::to_owned)
+    };
+    assert_eq!(
+        env.run(&add(&docs).each_ref().map(String::as_str), b"")
+            .status,
+        0
+    );
+    let id = request(&env, "docs", "read_write", None, "edit the docs");
+    let line = env.run(&["--json", "grant", "show", &id], b"").json()["approve_with"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Meanwhile `docs` now names another folder: the same request would widen that one.
+    assert_eq!(env.run(&["grant", "revoke", "docs"], b"").status, 0);
+    assert_eq!(
+        env.run(&add(&other).each_ref().map(String::as_str), b"")
+            .status,
+        0
+    );
+    let mut args = vec!["--json".to_owned()];
+    args.extend(approve_args(&line));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = env.run(&args, b"");
+    assert_eq!(
+        (run.status, run.code()),
+        (3, "invalid_argument".to_owned()),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("does not describe the change"),
+        "{}",
+        run.stdout
+    );
+    let list = env.run(&["--json", "grant", "list"], b"").json();
+    assert_eq!(
+        list["grants"][0]["access"], "read_only",
+        "nothing was widened"
+    );
+    // Spelled out without a terminal but wrong: refused too.
+    let wrong = [
+        "--json",
+        "grant",
+        "approve",
+        &id,
+        "--alias",
+        "docs",
+        "--access",
+        "read_only",
+    ];
+    assert_eq!(env.run(&wrong, b"").code(), "invalid_argument");
+}
+
+/// Run `safe-lanes --root R ARGS` on a pseudo-terminal (`script`), typing `input`.
+fn on_a_terminal(env: &Env, args: &[&str], input: &str) -> (i32, String) {
+    let mut command = format!(
+        "{} --root {}",
+        env!("CARGO_BIN_EXE_safe-lanes"),
+        env.root().display()
+    );
+    for arg in args {
+        command.push(' ');
+        command.push_str(arg);
+    }
+    let mut child = Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env("HOME", env.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs a command on a pseudo-terminal");
+    let mut stdin = child.stdin.take().unwrap();
+    for line in input.lines() {
+        // One answer at a time, as a person types.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn on_a_terminal_approve_shows_the_change_and_asks() {
+    let env = world();
+    let id = request(&env, "docs", "read_only", Some("docs"), "read the spec");
+    let (status, screen) = on_a_terminal(&env, &["grant", "approve", &id], "n");
+    assert_eq!(status, 0, "{screen}");
+    assert!(
+        screen.contains(&format!(
+            "new grant `docs` read_only at {}",
+            path(&env, "docs")
+        )),
+        "{screen}"
+    );
+    assert!(screen.contains("Approve this change? [y/N]"), "{screen}");
+    assert!(screen.contains("not approved"), "{screen}");
+    let (status, screen) = on_a_terminal(&env, &["grant", "approve", &id], "y");
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("approved docs read_only"), "{screen}");
+}
+
+#[test]
+fn review_approves_and_denies_on_a_terminal() {
+    let env = world();
+    let first = request(&env, "docs", "read_only", Some("docs"), "read the spec");
+    let second = request(&env, "other", "read_write", Some("other"), "scratch space");
+    let third = request(&env, "new", "read_only", None, "a folder you pick");
+    let new = path(&env, "new");
+    // Approve the first, deny the second with a reason, approve the third choosing its folder.
+    let input = format!("a\nlooks right\nd\nnot needed\na\n{new}\nok\n");
+    let (status, screen) = on_a_terminal(&env, &["grant", "review"], &input);
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("approved 2, denied 1"), "{screen}");
+    let list = env.run(&["--json", "grant", "list"], b"").json();
+    let aliases: Vec<&str> = list["grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["alias"].as_str().unwrap())
+        .collect();
+    assert_eq!(aliases, ["docs", "new"]);
+    assert!(list["requests"].as_array().unwrap().is_empty());
+    let log = env.run(&["--json", "grant", "log"], b"").json();
+    let denied = log["changelog"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["action"] == "deny")
+        .unwrap();
+    assert_eq!(denied["reason"], "not needed");
+    let _ = (first, second, third);
+}
+
+#[test]
+fn review_needs_a_terminal() {
+    let env = world();
+    request(&env, "docs", "read_only", Some("docs"), "r");
+    let run = env.run(&["--json", "grant", "review"], b"a\n");
+    assert_eq!(
+        (run.status, run.code()),
+        (3, "invalid_argument".to_owned()),
+        "{run:?}"
+    );
+}

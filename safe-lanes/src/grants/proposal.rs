@@ -1,0 +1,204 @@
+//! What approving a request would change: shown to the human, and bound to their approval.
+//!
+//! A request names an alias, an access and perhaps a folder; what approving it does depends
+//! also on the grants as they are (a new grant, or a wider access for an existing one at its
+//! folder). [`Proposal`] is that change, described for a human, with a digest over it. An
+//! approval spelled out ([`Seen`]: the alias, the access, the folder, the digest as shown) is
+//! refused when the request or the grant it changes is no longer what was shown, so a pasted
+//! approve line is itself the description of what it approves.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::model::{Access, Alias, Grant, Request};
+use crate::error::{Error, Result, Shown};
+
+/// The change approving a request makes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Proposed {
+    /// A new grant; without a folder, the human chooses it when approving.
+    New {
+        /// The alias granted.
+        alias: Alias,
+        /// Its access.
+        access: Access,
+        /// The folder the request proposes, if any.
+        path: Option<PathBuf>,
+    },
+    /// An existing grant's access changes (at its own folder).
+    Change {
+        /// The grant.
+        alias: Alias,
+        /// Its folder, which does not change.
+        path: PathBuf,
+        /// The access it has.
+        from: Access,
+        /// The access it would have.
+        to: Access,
+    },
+}
+
+impl Proposed {
+    /// What approving `request` changes, with the grants `grants` as they are.
+    pub fn of(request: &Request, grants: &[Grant]) -> Self {
+        match grants.iter().find(|g| g.alias == request.alias) {
+            Some(existing) => Proposed::Change {
+                alias: existing.alias.clone(),
+                path: existing.path.clone(),
+                from: existing.access,
+                to: request.access,
+            },
+            None => Proposed::New {
+                alias: request.alias.clone(),
+                access: request.access,
+                path: request.path.clone(),
+            },
+        }
+    }
+
+    /// One line for the human, every string escaped: ``new grant `docs` read_only at /x`` or
+    /// `` `docs`: read_only → read_write at /x``.
+    pub fn describe(&self) -> String {
+        match self {
+            Proposed::New {
+                alias,
+                access,
+                path,
+            } => {
+                let at = path.as_ref().map_or_else(
+                    || "(no folder proposed: you choose it)".to_owned(),
+                    |p| format!("at {}", Shown::path(p)),
+                );
+                format!("new grant `{}` {access} {at}", Shown::text(alias.as_str()))
+            }
+            Proposed::Change {
+                alias,
+                path,
+                from,
+                to,
+            } => format!(
+                "`{}`: {from} → {to} at {}",
+                Shown::text(alias.as_str()),
+                Shown::path(path)
+            ),
+        }
+    }
+}
+
+/// A pending request and what approving it changes now.
+#[derive(Clone, Debug, Serialize)]
+pub struct Proposal {
+    /// The request.
+    pub request: Request,
+    /// The change approving it makes.
+    pub change: Proposed,
+    /// A short digest over the request's id and the change (16 hex digits).
+    pub digest: String,
+}
+
+impl Proposal {
+    /// The proposal of `request`, with the grants `grants` as they are.
+    pub fn of(request: &Request, grants: &[Grant]) -> Self {
+        let change = Proposed::of(request, grants);
+        let text = serde_json::json!({ "request": &request.id, "change": &change }).to_string();
+        let digest = crate::copy::sha256_hex(text.as_bytes())[..16].to_owned();
+        Self {
+            request: request.clone(),
+            change,
+            digest,
+        }
+    }
+}
+
+impl Proposal {
+    /// The command that approves exactly this change, for the state root `root` (and the
+    /// manifest `manifest` when it is not the default): what the agent hands the human, and
+    /// what `grant show` prints. Run on a terminal, it still shows the change and asks.
+    pub fn approve_command(&self, root: &Path, manifest: Option<&Path>) -> String {
+        let (alias, access, path) = match &self.change {
+            Proposed::New {
+                alias,
+                access,
+                path,
+            } => (alias, *access, path.as_deref()),
+            Proposed::Change {
+                alias, path, to, ..
+            } => (alias, *to, Some(path.as_path())),
+        };
+        let mut line = format!("safe-lanes --root {}", quote(root));
+        if let Some(manifest) = manifest {
+            line.push_str(&format!(" --manifest {}", quote(manifest)));
+        }
+        line.push_str(&format!(
+            " grant approve {} --alias {alias} --access {access} --path {} --digest {}",
+            self.request.id,
+            path.map_or_else(|| "/absolute/folder/you/choose".to_owned(), quote),
+            self.digest
+        ));
+        line
+    }
+}
+
+/// `path` quoted for a POSIX shell when it needs to be.
+fn quote(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(&b))
+    {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// An approval spelled out, as the human saw the change: it must still be the change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The alias.
+    pub alias: Alias,
+    /// The access it gets.
+    pub access: Access,
+    /// The folder: the proposed one, the existing grant's, or the one the human chose.
+    pub path: Option<PathBuf>,
+    /// The digest shown, if given.
+    pub digest: Option<String>,
+}
+
+impl Seen {
+    /// Refuse unless `proposal` (with the folder `chosen` by the human, if any) is what this
+    /// approval spells out.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` saying what the request would change now.
+    pub(crate) fn check(&self, proposal: &Proposal, chosen: Option<&PathBuf>) -> Result<()> {
+        let (alias, access, path) = match &proposal.change {
+            Proposed::New {
+                alias,
+                access,
+                path,
+            } => (alias, *access, chosen.or(path.as_ref())),
+            Proposed::Change {
+                alias, to, path, ..
+            } => (alias, *to, Some(path)),
+        };
+        let digest_ok = self.digest.as_ref().is_none_or(|d| *d == proposal.digest);
+        let path_ok = self.path.is_none() || self.path.as_ref() == path;
+        if self.alias == *alias && self.access == access && path_ok && digest_ok {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument {
+            what: Shown::text(&proposal.request.id),
+            why: format!(
+                "this approval does not describe the change the request makes now: {} (digest \
+                 {}); look at it with `safe-lanes grant show {}`",
+                proposal.change.describe(),
+                proposal.digest,
+                proposal.request.id
+            ),
+        })
+    }
+}
