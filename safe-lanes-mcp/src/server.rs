@@ -304,13 +304,20 @@ impl Server {
     async fn folder_access_request(
         &self,
         Parameters(raw): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
     ) -> Reply<Requested> {
         let args: AccessRequest = arguments(raw)?;
         let state = Arc::clone(&self.state);
+        // Who asked, as the client named itself at `initialize`, for the human to see.
+        let client = context.peer.peer_info().map_or_else(
+            || "an unnamed client".to_owned(),
+            |info| format!("{} {}", info.client_info.name, info.client_info.version),
+        );
         let (request, approve_with) = blocking(move || {
             let grants = &state.folders()?.grants;
             let path = args.path.as_deref().map(Path::new);
-            let request = grants.request(&args.alias, args.access.into(), &args.reason, path)?;
+            let (access, reason) = (args.access.into(), &args.reason);
+            let request = grants.request_from(&client, &args.alias, access, reason, path)?;
             let proposal = grants.proposal(&request.id)?;
             let manifest = state.config.manifest.as_deref();
             Ok((

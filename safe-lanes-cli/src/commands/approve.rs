@@ -29,7 +29,13 @@ pub(crate) fn block(p: &Proposal, at: Where<'_>) -> String {
     let r = &p.request;
     let mut text = format!("request {}\n", r.id);
     let _ = writeln!(text, "  change:  {}", p.change.describe());
-    let _ = writeln!(text, "  filed:   {}", Shown::text(&r.requested_at));
+    let by = r.requested_by.as_deref().unwrap_or("(not recorded)");
+    let _ = writeln!(
+        text,
+        "  filed:   {} by {}",
+        Shown::text(&r.requested_at),
+        Shown::text(by)
+    );
     text.push_str("  reason:\n");
     // One quoted line per line of the reason (stored with its newlines escaped, or not),
     // each escaped for the terminal.

@@ -2,13 +2,13 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::io::Read;
+use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use safe_lanes::{Confined, Grants, Limits, StateRoot, apply_patch};
+use safe_lanes::{Confined, ConfinedOutcome, Control, Grants, Limits, StateRoot, apply_patch};
 use serde_json::json;
 
 use crate::output::Report;
@@ -18,48 +18,64 @@ fn session(flag: Option<&Path>, manifest: Option<&Path>) -> Result<safe_lanes::S
     Ok(Arc::new(Grants::open(&root, manifest)?).session())
 }
 
+/// How `exec` runs its command.
+pub(crate) struct Exec {
+    pub(crate) cwd: Option<String>,
+    pub(crate) timeout: u64,
+    pub(crate) network: bool,
+    pub(crate) only: Option<String>,
+    /// Print the output as it comes (the human form); with `--json` it is in the one object.
+    pub(crate) stream: bool,
+}
+
 pub(crate) fn exec(
     flag: Option<&Path>,
     manifest: Option<&Path>,
-    cwd: Option<String>,
-    timeout: u64,
-    network: bool,
-    only: Option<&str>,
+    exec: Exec,
     command: Vec<OsString>,
 ) -> Result<Report> {
     let mut session = session(flag, manifest)?;
-    if let Some(spec) = only {
+    if let Some(spec) = &exec.only {
         session = session.child(spec.parse()?);
     }
     let (program, args) = command.split_first().context("no command given")?;
     let mut confined = Confined::new(program, args)
-        .network(network)
+        .network(exec.network)
         .limits(Limits {
-            timeout: Duration::from_secs(timeout),
+            timeout: Duration::from_secs(exec.timeout),
             ..Limits::default()
         });
-    if let Some(alias) = cwd {
-        confined = confined.cwd(session.alias("exec", &alias)?);
+    if let Some(alias) = &exec.cwd {
+        confined = confined.cwd(session.alias("exec", alias)?);
     }
-    let done = confined.run(&session)?;
+    let done = if exec.stream {
+        streamed(&confined, &session)?
+    } else {
+        confined.run(&session)?
+    };
     let out = &done.outcome;
-    let mut text = out.stdout.clone();
-    if !out.stderr.is_empty() {
-        let _ = write!(
-            text,
-            "{}{}",
-            if text.is_empty() { "" } else { "\n" },
-            out.stderr
-        );
-    }
+    let mut text = if exec.stream {
+        String::new()
+    } else {
+        out.stdout.clone()
+    };
     if let Some(why) = &out.stopped {
-        let _ = write!(text, "\n[stopped: {why}]");
+        let _ = write!(text, "[stopped: {why}]\n");
     }
     if out.timed_out {
-        text.push_str("\n[timed out]");
+        text.push_str("[timed out]\n");
     }
     if out.truncated {
-        text.push_str("\n[output truncated]");
+        text.push_str("[output truncated]\n");
+    }
+    match (out.exit_code, out.signal) {
+        (Some(0), _) => {}
+        (Some(code), _) => {
+            let _ = write!(text, "[exit {code}]");
+        }
+        (None, signal) => {
+            let _ = write!(text, "[killed by signal {}]", signal.unwrap_or(0));
+        }
     }
     Ok(Report {
         failed: !out.success(),
@@ -73,7 +89,31 @@ pub(crate) fn exec(
             "stopped": out.stopped,
             "grants": done.grants,
         }),
-        text,
+        text: text.trim_end().to_owned(),
+    })
+}
+
+/// Run `confined`, copying its output to this process's stdout and stderr as it comes.
+fn streamed(confined: &Confined, session: &safe_lanes::Session) -> Result<ConfinedOutcome> {
+    let control = Control::new();
+    std::thread::scope(|scope| {
+        let run = scope.spawn(|| confined.run_with(session, &control));
+        let mut mark = safe_lanes::control::Mark::default();
+        let copy = |mark: &mut safe_lanes::control::Mark| {
+            let (new, next) = control.output_since(*mark);
+            *mark = next;
+            let _ = std::io::stdout().write_all(new.stdout.as_bytes());
+            let _ = std::io::stderr().write_all(new.stderr.as_bytes());
+            let _ = std::io::stdout().flush();
+        };
+        while !run.is_finished() {
+            copy(&mut mark);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        copy(&mut mark);
+        Ok(run
+            .join()
+            .map_err(|_| anyhow::anyhow!("the command's thread panicked"))??)
     })
 }
 

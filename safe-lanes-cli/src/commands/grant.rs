@@ -70,7 +70,13 @@ pub(crate) fn run(
 
 /// Who a change is recorded as: `--actor`, or the human running the command (`uid:N`).
 fn who(actor: Option<String>) -> String {
-    actor.unwrap_or_else(|| safe_lanes::Actor::human().to_string())
+    // The side is always recorded by its type (`uid:N`); `--actor` only adds a name to it, so
+    // no text given on the command line can pass for another side (`agent`).
+    let me = safe_lanes::Actor::human().to_string();
+    match actor {
+        Some(name) => format!("{me} ({})", safe_lanes::Shown::text(&name)),
+        None => me,
+    }
 }
 
 /// `grant list`: every grant with its variable and availability, then pending requests.

@@ -28,15 +28,16 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
             network,
             only,
             command,
-        } => confined::exec(
-            root,
-            cli.manifest.as_deref(),
-            cwd,
-            timeout,
-            network,
-            only.as_deref(),
-            command,
-        ),
+        } => {
+            let exec = confined::Exec {
+                cwd,
+                timeout,
+                network,
+                only,
+                stream: !cli.json,
+            };
+            confined::exec(root, cli.manifest.as_deref(), exec, command)
+        }
         Command::Patch { alias, file, diff } => {
             confined::patch(root, cli.manifest.as_deref(), &alias, &file, diff)
         }

@@ -245,10 +245,57 @@ fn review_approves_and_denies_on_a_terminal() {
 fn review_needs_a_terminal() {
     let env = world();
     request(&env, "docs", "read_only", Some("docs"), "r");
-    let run = env.run(&["--json", "grant", "review"], b"a\n");
+    let run = env.run(&["--json", "grant", "review"], b"");
     assert_eq!(
         (run.status, run.code()),
         (3, "invalid_argument".to_owned()),
         "{run:?}"
+    );
+}
+
+/// Regression: an approval that widened access recorded no `from`, and `--actor` was free
+/// text that could pass for the agent. The changelog now says from what to what, and who by
+/// the side's type (`uid:N`), with `--actor` only a name added to it.
+#[test]
+fn the_changelog_says_from_what_to_what_and_which_side() {
+    let env = world();
+    let docs = path(&env, "docs");
+    let add = [
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        &docs,
+        "--access",
+        "read_only",
+    ];
+    assert_eq!(env.run(&add, b"").status, 0);
+    let id = request(&env, "docs", "read_write", None, "edit");
+    let line = env.run(&["--json", "grant", "show", &id], b"").json()["approve_with"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut args = vec!["--json".to_owned()];
+    args.extend(approve_args(&line));
+    args.extend([
+        "--actor".to_owned(),
+        "agent".to_owned(),
+        "--reason".to_owned(),
+        "ok".to_owned(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(env.run(&args, b"").status, 0);
+    let log = env.run(&["--json", "grant", "log"], b"").json();
+    let approved = log["changelog"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(approved["action"], "approve");
+    assert_eq!(
+        (approved["from"].clone(), approved["access"].clone()),
+        ("read_only".into(), "read_write".into())
+    );
+    let actor = approved["actor"].as_str().unwrap();
+    assert!(
+        actor.starts_with("uid:") && actor.ends_with("(agent)"),
+        "{actor}"
     );
 }

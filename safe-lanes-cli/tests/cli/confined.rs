@@ -214,3 +214,51 @@ fn exec_only_runs_the_command_in_a_narrowed_session() {
         "{run:?}"
     );
 }
+
+/// Regression: `exec` showed the output only at the end, and hid the exit status (`exit 7`
+/// printed nothing and exited 1). The output now comes as it is printed, stderr on stderr,
+/// and how the command ended is said.
+#[test]
+fn exec_streams_its_output_and_says_how_the_command_ended() {
+    use std::io::BufRead;
+    let env = world();
+    let run = env.run(
+        &[
+            "exec",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo out; echo err >&2; exit 7",
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 1, "{run:?}");
+    assert_eq!(run.stdout, "out\n[exit 7]\n", "{run:?}");
+    assert_eq!(run.stderr, "err\n", "{run:?}");
+    // The first line arrives while the command still runs.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_safe-lanes"))
+        .arg("--root")
+        .arg(env.root())
+        .args([
+            "exec",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo first; sleep 3; echo second",
+        ])
+        .env_clear()
+        .env("HOME", env.home())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "first");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first line came before the end"
+    );
+    assert_eq!(lines.next().unwrap().unwrap(), "second");
+    assert!(child.wait().unwrap().success());
+}

@@ -220,6 +220,9 @@ async fn the_agent_asks_the_human_approves_the_agent_reads_and_edits() {
     // approves exactly it.
     let shown = w.cli(&["grant", "show", id]);
     assert_eq!(shown["change"]["kind"], "new");
+    // Who asked: the agent's side, with the client's name and version from its `initialize`.
+    let by = shown["request"]["requested_by"].as_str().unwrap();
+    assert!(by.starts_with("agent (") && !by.contains("unnamed"), "{by}");
     assert_eq!(shown["change"]["access"], "read_write");
     let line = asked["approve_with"].as_str().unwrap();
     assert_eq!(

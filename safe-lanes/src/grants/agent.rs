@@ -92,6 +92,24 @@ impl AgentGrants {
             .request(alias, access, reason, path, &Actor::Agent.to_string())
     }
 
+    /// [`AgentGrants::request`], saying which client asked (its name and version as it gave
+    /// them, escaped): the human sees `agent (name version)` beside the request.
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentGrants::request`].
+    pub fn request_from(
+        &self,
+        client: &str,
+        alias: &str,
+        access: Access,
+        reason: &str,
+        path: Option<&Path>,
+    ) -> Result<Request> {
+        let who = format!("{} ({})", Actor::Agent, crate::error::Shown::text(client));
+        self.grants.request(alias, access, reason, path, &who)
+    }
+
     /// The pending request `request_id` with the change approving it would make, and so the
     /// exact line the human runs to approve it ([`Proposal::approve_command`]).
     ///

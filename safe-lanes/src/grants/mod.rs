@@ -394,6 +394,7 @@ impl Grants {
                     reason: reason.clone(),
                     path: path.map(Path::to_path_buf),
                     requested_at: now(),
+                    requested_by: Some(actor.to_owned()),
                     other_keys: OtherKeys::new(),
                 };
                 match doc.requests.iter().position(|r| r.alias == alias) {
@@ -513,24 +514,7 @@ impl Grants {
                     Some(given) => Some(given),
                     None => self.proposed_folder(&request)?,
                 };
-                let grant = match find(doc, &request.alias) {
-                    Ok(existing) => {
-                        let existing = existing.clone();
-                        widen(doc, &existing, &request, folder.as_deref())?
-                    }
-                    Err(_) => {
-                        let Some(path) = folder else {
-                            return Err(Error::InvalidArgument {
-                                what: Shown::text(&request.id),
-                                why: "the request names no folder: approve it with a path".into(),
-                            });
-                        };
-                        let grant =
-                            self.new_grant(doc, request.alias.clone(), path, request.access)?;
-                        doc.grants.push(grant.clone());
-                        grant
-                    }
-                };
+                let (grant, from) = self.grant_for(doc, &request, folder)?;
                 doc.changelog.push(self.change(
                     Action::Approve,
                     actor,
@@ -540,6 +524,7 @@ impl Grants {
                         c.grant_id = Some(grant.id.clone());
                         c.request_id = Some(request.id.clone());
                         c.path = Some(grant.path.clone());
+                        c.from = from;
                         c.access = Some(grant.access);
                     },
                 ));
@@ -552,6 +537,30 @@ impl Grants {
             },
         )?;
         Ok(grant)
+    }
+
+    /// Apply approving `request` (with `folder`, if any) to `doc`: the grant as it is then,
+    /// and the access it had before when it existed.
+    fn grant_for(
+        &self,
+        doc: &mut Document,
+        request: &Request,
+        folder: Option<PathBuf>,
+    ) -> Result<(Grant, Option<Access>)> {
+        if let Ok(existing) = find(doc, &request.alias) {
+            let existing = existing.clone();
+            let grant = widen(doc, &existing, request, folder.as_deref())?;
+            return Ok((grant, Some(existing.access)));
+        }
+        let Some(path) = folder else {
+            return Err(Error::InvalidArgument {
+                what: Shown::text(&request.id),
+                why: "the request names no folder: approve it with a path".into(),
+            });
+        };
+        let grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
+        doc.grants.push(grant.clone());
+        Ok((grant, None))
     }
 
     /// The folder `request` proposes, as the human saw it: it must already be canonical, or a

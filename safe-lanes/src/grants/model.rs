@@ -214,6 +214,9 @@ pub struct Request {
     pub path: Option<PathBuf>,
     /// When it was (last) requested (RFC 3339).
     pub requested_at: String,
+    /// Who asked: the side, and the agent's client as it named itself (`agent (name 1.2)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
     /// The keys of the request's entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,
