@@ -246,6 +246,26 @@ pub(crate) struct GrantsList {
     pub(crate) grants: Vec<GrantInfo>,
     /// Requests waiting for the human.
     pub(crate) requests: Vec<RequestInfo>,
+    /// Your requests and what became of them: pending, approved, denied (with the human's
+    /// reason) or expired (ask again); the most recent decided ones.
+    pub(crate) outcomes: Vec<RequestOutcome>,
+}
+
+/// What became of a request.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct RequestOutcome {
+    /// The request's id.
+    pub(crate) id: String,
+    /// The alias asked for.
+    pub(crate) alias: String,
+    /// The access asked for.
+    pub(crate) access: Option<String>,
+    /// `pending`, `approved`, `denied` or `expired`.
+    pub(crate) status: String,
+    /// The human's reason, for an approved or denied request.
+    pub(crate) decision: Option<String>,
+    /// When it was asked for, or decided (RFC 3339).
+    pub(crate) at: String,
 }
 
 /// One approved folder.

@@ -19,8 +19,8 @@ use safe_lanes::{
 
 use crate::params::{
     AccessRequest, Content, Downloads, DownloadsPage, FolderPatch, GrantInfo, GrantsList, JobPoll,
-    JobRef, Nothing, RequestInfo, Requested, ShellCommand, ShellResult, SourcePath, Uploaded,
-    UploadedContent,
+    JobRef, Nothing, RequestInfo, RequestOutcome, Requested, ShellCommand, ShellResult, SourcePath,
+    Uploaded, UploadedContent,
 };
 use crate::reply::{Failure, Reply, arguments, blocking, inline, invalid, refusal};
 use crate::schema::{input, output};
@@ -283,6 +283,18 @@ impl Server {
                 })
                 .collect(),
             requests: listing.requests.into_iter().map(request_info).collect(),
+            outcomes: listing
+                .outcomes
+                .into_iter()
+                .map(|o| RequestOutcome {
+                    id: o.id,
+                    alias: o.alias.to_string(),
+                    access: o.access.map(|a| a.to_string()),
+                    status: o.status.as_str().to_owned(),
+                    decision: o.decision,
+                    at: o.at,
+                })
+                .collect(),
         }))
     }
 

@@ -253,3 +253,28 @@ async fn the_agent_asks_the_human_approves_the_agent_reads_and_edits() {
         "one\nTWO\n"
     );
 }
+
+/// The agent learns what the human decided: a denied request is listed with the human's
+/// reason, so the model can tell the user why and not ask again blindly.
+#[tokio::test]
+async fn a_denied_request_is_told_to_the_agent_with_the_reason() {
+    let w = World::new().await;
+    let asked = w
+        .ok(
+            "folder_access_request",
+            json!({"alias": "docs", "access": "read_write", "reason": "edit", "path": w.p("docs")}),
+        )
+        .await;
+    let id = asked["request"]["id"].as_str().unwrap();
+    let pending = w.ok("folder_grants_list", json!({})).await;
+    assert_eq!(pending["outcomes"][0]["status"], "pending");
+    w.cli(&["grant", "deny", id, "--reason", "read-only is enough"]);
+    let listed = w.ok("folder_grants_list", json!({})).await;
+    assert!(listed["requests"].as_array().unwrap().is_empty());
+    let outcome = &listed["outcomes"][0];
+    assert_eq!(
+        (outcome["id"].as_str(), outcome["status"].as_str()),
+        (Some(id), Some("denied"))
+    );
+    assert_eq!(outcome["decision"], "read-only is enough");
+}

@@ -331,6 +331,11 @@ fn stamp_of(st: &rustix::fs::Stat) -> Stamp {
 }
 
 impl Document {
+    /// The top-level key `key`, as read (any key, ours or not).
+    pub fn top_level(&self, key: &str) -> Option<&Value> {
+        self.map.get(key)
+    }
+
     /// Parse and validate manifest JSON.
     ///
     /// # Errors

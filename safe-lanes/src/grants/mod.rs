@@ -27,6 +27,7 @@
 mod agent;
 mod manifest;
 mod model;
+mod outcome;
 mod proposal;
 mod rules;
 mod session;
@@ -43,6 +44,7 @@ pub use model::{
     ALIAS_PATTERN, Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN,
     MAX_REASON_CHARS, OtherKeys, Request, Want,
 };
+pub use outcome::{DEFAULT_REQUEST_TTL, Outcome, REQUEST_TTL_KEY, Status};
 pub use proposal::{Proposal, Proposed, Seen};
 pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
@@ -92,8 +94,11 @@ pub struct GrantView {
 pub struct Listing {
     /// The approved grants.
     pub grants: Vec<GrantView>,
-    /// The pending requests.
+    /// The pending requests (not expired).
     pub requests: Vec<Request>,
+    /// Every pending request and the most recent decided ones, with where each stands
+    /// (pending, approved, denied with the human's reason, expired).
+    pub outcomes: Vec<Outcome>,
 }
 
 impl Grants {
@@ -170,9 +175,18 @@ impl Grants {
                 }
             })
             .collect();
+        let now = std::time::SystemTime::now();
+        let outcomes = doc.outcomes(now);
+        let requests = doc
+            .requests
+            .iter()
+            .filter(|r| !doc.expired(r, now))
+            .cloned()
+            .collect();
         Ok(Listing {
             grants,
-            requests: doc.requests,
+            requests,
+            outcomes,
         })
     }
 
@@ -385,6 +399,7 @@ impl Grants {
         let request = self.manifest.update_recorded(
             &self.audit,
             |doc| {
+                doc.drop_expired(std::time::SystemTime::now());
                 // A new id for every version: the human approves the request they read, and an
                 // update in between makes that id unknown rather than silently different.
                 let request = Request {
@@ -471,11 +486,9 @@ impl Grants {
     /// `invalid_manifest`, `io`.
     pub fn proposals(&self) -> Result<Vec<Proposal>> {
         let (_, doc) = self.manifest.load()?;
-        Ok(doc
-            .requests
-            .iter()
-            .map(|r| Proposal::of(r, &doc.grants))
-            .collect())
+        let now = std::time::SystemTime::now();
+        let live = doc.requests.iter().filter(|r| !doc.expired(r, now));
+        Ok(live.map(|r| Proposal::of(r, &doc.grants)).collect())
     }
 
     /// The pending request `request_id` with the change approving it would make now.
@@ -509,6 +522,7 @@ impl Grants {
                 if let Some(seen) = seen {
                     check_seen(doc, request_id, seen, given.as_ref())?;
                 }
+                refuse_expired(doc, request_id)?;
                 let request = take_request(doc, request_id)?;
                 let folder = match given.clone() {
                     Some(given) => Some(given),
@@ -742,6 +756,18 @@ impl Grants {
         };
         fill(&mut change);
         change
+    }
+}
+
+/// Refuse the request `request_id` if it expired: the agent can ask again.
+fn refuse_expired(doc: &Document, request_id: &str) -> Result<()> {
+    let now = std::time::SystemTime::now();
+    match doc.requests.iter().find(|r| r.id == request_id) {
+        Some(r) if doc.expired(r, now) => Err(Error::NotFound {
+            path: Shown::text(request_id),
+            why: "the request expired before it was approved; the agent can ask again",
+        }),
+        _ => Ok(()),
     }
 }
 

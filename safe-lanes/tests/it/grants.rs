@@ -1664,3 +1664,73 @@ fn a_grant_from_another_machine_is_unavailable_until_adopted_here() {
     let again = w.grants.adopt("proj", "again", "tester").unwrap_err();
     assert_eq!(again.code(), Code::InvalidArgument);
 }
+
+/// The agent learns what became of its requests: approved, denied with the human's reason,
+/// or expired (no longer approvable, asked again); pending ones expire after the manifest's
+/// `folder_access_request_ttl`, or seven days.
+#[test]
+fn the_agent_learns_what_became_of_its_requests_and_old_ones_expire() {
+    use safe_lanes::grants::Status;
+    let w = World::new();
+    let agent = w.grants.agent();
+    let docs = agent
+        .request(
+            "docs",
+            Access::ReadOnly,
+            "read the spec",
+            Some(&w.p("proj/docs")),
+        )
+        .unwrap();
+    let other = agent
+        .request("other", Access::ReadOnly, "scratch", Some(&w.p("other")))
+        .unwrap();
+    let old = agent
+        .request("sib", Access::ReadOnly, "long ago", Some(&w.p("sibling")))
+        .unwrap();
+    w.grants.deny(&other.id, "not needed now", "alice").unwrap();
+    w.grants.approve(&docs.id, None, "fine", "alice").unwrap();
+    // The third was filed long ago.
+    let mut doc = stored(&w);
+    doc["folder_access_requests"][0]["requested_at"] = json!("2020-01-01T00:00:00Z");
+    std::fs::write(w.manifest(), doc.to_string()).unwrap();
+    let listing = agent.list().unwrap();
+    let status = |id: &str| {
+        listing
+            .outcomes
+            .iter()
+            .find(|o| o.id == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(status(&docs.id).status, Status::Approved);
+    let denied = status(&other.id);
+    assert_eq!(
+        (denied.status, denied.decision.as_deref()),
+        (Status::Denied, Some("not needed now"))
+    );
+    assert_eq!(status(&old.id).status, Status::Expired);
+    assert!(
+        listing.requests.is_empty(),
+        "an expired request is not pending"
+    );
+    assert!(w.grants.proposals().unwrap().is_empty());
+    assert_eq!(
+        code(w.grants.approve(&old.id, None, "", "alice")),
+        Code::NotFound
+    );
+    // A longer time in the manifest keeps it pending.
+    let mut doc = stored(&w);
+    doc["folder_access_request_ttl"] = json!("36500d");
+    std::fs::write(w.manifest(), doc.to_string()).unwrap();
+    let listing = agent.list().unwrap();
+    assert_eq!(listing.requests.len(), 1);
+    assert_eq!(
+        listing
+            .outcomes
+            .iter()
+            .find(|o| o.id == old.id)
+            .unwrap()
+            .status,
+        Status::Pending
+    );
+}

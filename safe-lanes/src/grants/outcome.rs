@@ -1,0 +1,133 @@
+//! What became of the agent's requests, told back to it; and when a pending request expires.
+//!
+//! A pending request expires after [`DEFAULT_REQUEST_TTL`] (seven days), or the time the
+//! manifest's top-level `folder_access_request_ttl` key gives (`"36h"`, `"14d"`): an expired
+//! request can no longer be approved, no longer counts against the bound on pending requests,
+//! and is told to the agent as expired, so it can ask again. Approved and denied requests are
+//! told with the human's reason, from the changelog.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::manifest::Document;
+use super::model::{Access, Action, Alias, Request};
+
+/// How long a request stays pending when the manifest says nothing.
+pub const DEFAULT_REQUEST_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The manifest's top-level key for how long a request stays pending (a `humantime` duration).
+pub const REQUEST_TTL_KEY: &str = "folder_access_request_ttl";
+/// How many decided requests are told back (the most recent).
+const DECIDED_TOLD: usize = 20;
+
+/// Where a request stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Waiting for the human.
+    Pending,
+    /// Approved: the grant exists (or was widened).
+    Approved,
+    /// Denied, with the human's reason.
+    Denied,
+    /// Not decided in time: it can be asked again.
+    Expired,
+}
+
+impl Status {
+    /// The word for it, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Denied => "denied",
+            Status::Expired => "expired",
+        }
+    }
+}
+
+/// A request as its requester may know it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    /// The request's id.
+    pub id: String,
+    /// The alias asked for.
+    pub alias: Alias,
+    /// The access asked for.
+    pub access: Option<Access>,
+    /// Where it stands.
+    pub status: Status,
+    /// The human's reason, for a decided request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// When it was asked for (pending, expired) or decided (RFC 3339).
+    pub at: String,
+}
+
+impl Document {
+    /// How long a request stays pending ([`REQUEST_TTL_KEY`], else the default).
+    pub fn request_ttl(&self) -> Duration {
+        self.top_level(REQUEST_TTL_KEY)
+            .and_then(|v| v.as_str())
+            .and_then(|text| humantime::parse_duration(text).ok())
+            .unwrap_or(DEFAULT_REQUEST_TTL)
+    }
+
+    /// Whether `request` has been pending longer than [`Document::request_ttl`] at `now`.
+    pub fn expired(&self, request: &Request, now: SystemTime) -> bool {
+        expired_by(request, self.request_ttl(), now)
+    }
+
+    /// Forget the requests that expired by `now` (they no longer count against the bound on
+    /// pending requests; the agent is asking again).
+    pub(crate) fn drop_expired(&mut self, now: SystemTime) {
+        let ttl = self.request_ttl();
+        self.requests.retain(|r| !expired_by(r, ttl, now));
+    }
+
+    /// Every pending request and the most recent decided ones, as their requester may know
+    /// them.
+    pub fn outcomes(&self, now: SystemTime) -> Vec<Outcome> {
+        let pending = self.requests.iter().map(|r| Outcome {
+            id: r.id.clone(),
+            alias: r.alias.clone(),
+            access: Some(r.access),
+            status: if self.expired(r, now) {
+                Status::Expired
+            } else {
+                Status::Pending
+            },
+            decision: None,
+            at: r.requested_at.clone(),
+        });
+        let decided = self
+            .changelog
+            .iter()
+            .rev()
+            .filter_map(|c| {
+                let status = match c.action {
+                    Action::Approve => Status::Approved,
+                    Action::Deny => Status::Denied,
+                    _ => return None,
+                };
+                Some(Outcome {
+                    id: c.request_id.clone()?,
+                    alias: c.alias.clone(),
+                    access: c.access,
+                    status,
+                    decision: Some(c.reason.clone()).filter(|r| !r.is_empty()),
+                    at: c.at.clone(),
+                })
+            })
+            .take(DECIDED_TOLD);
+        pending.chain(decided).collect()
+    }
+}
+
+/// Whether `request` was filed more than `ttl` before `now`.
+fn expired_by(request: &Request, ttl: Duration, now: SystemTime) -> bool {
+    humantime::parse_rfc3339_weak(&request.requested_at)
+        .ok()
+        .and_then(|at| at.checked_add(ttl))
+        .is_some_and(|end| end < now)
+}
