@@ -60,7 +60,7 @@ pub(crate) fn exec(
         out.stdout.clone()
     };
     if let Some(why) = &out.stopped {
-        let _ = write!(text, "[stopped: {why}]\n");
+        let _ = writeln!(text, "[stopped: {why}]");
     }
     if out.timed_out {
         text.push_str("[timed out]\n");
