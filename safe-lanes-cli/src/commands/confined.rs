@@ -59,6 +59,25 @@ pub(crate) fn exec(
     } else {
         out.stdout.clone()
     };
+    ending(out, &mut text);
+    Ok(Report {
+        failed: !out.success(),
+        json: json!({
+            "exit_code": out.exit_code,
+            "signal": out.signal,
+            "stdout": out.stdout,
+            "stderr": out.stderr,
+            "timed_out": out.timed_out,
+            "truncated": out.truncated,
+            "stopped": out.stopped,
+            "grants": done.grants,
+        }),
+        text: text.trim_end().to_owned(),
+    })
+}
+
+/// How a command ended, for the human, when that was not a plain success.
+fn ending(out: &safe_lanes::Outcome, text: &mut String) {
     if let Some(why) = &out.stopped {
         let _ = writeln!(text, "[stopped: {why}]");
     }
@@ -77,20 +96,6 @@ pub(crate) fn exec(
             let _ = write!(text, "[killed by signal {}]", signal.unwrap_or(0));
         }
     }
-    Ok(Report {
-        failed: !out.success(),
-        json: json!({
-            "exit_code": out.exit_code,
-            "signal": out.signal,
-            "stdout": out.stdout,
-            "stderr": out.stderr,
-            "timed_out": out.timed_out,
-            "truncated": out.truncated,
-            "stopped": out.stopped,
-            "grants": done.grants,
-        }),
-        text: text.trim_end().to_owned(),
-    })
 }
 
 /// Run `confined`, copying its output to this process's stdout and stderr as it comes.
