@@ -123,7 +123,13 @@ pub(crate) fn approve(
     {
         return Ok(Report::ok(json!({ "approved": false }), "not approved"));
     }
-    let grant = grants.approve_seen(&a.request_id, &seen, a.path.as_deref(), &a.reason, actor)?;
+    let widens = matches!(proposal.change, Proposed::Change { from, to, .. } if from < to);
+    let reason = if terminal && widens && a.reason.trim().is_empty() {
+        ask("this raises the grant's access; reason (for the changelog): ")?
+    } else {
+        a.reason.clone()
+    };
+    let grant = grants.approve_seen(&a.request_id, &seen, a.path.as_deref(), &reason, actor)?;
     let text = format!(
         "approved {} {} {} ({})",
         grant.alias,

@@ -299,3 +299,43 @@ fn the_changelog_says_from_what_to_what_and_which_side() {
         "{actor}"
     );
 }
+
+/// Raising a grant's access needs a reason: refused without one, asked for on a terminal.
+#[test]
+fn raising_a_grants_access_needs_a_reason() {
+    let env = world();
+    let docs = path(&env, "docs");
+    let add = [
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        &docs,
+        "--access",
+        "read_only",
+    ];
+    assert_eq!(env.run(&add, b"").status, 0);
+    let id = request(&env, "docs", "read_write", None, "edit");
+    let line = env.run(&["--json", "grant", "show", &id], b"").json()["approve_with"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut args = vec!["--json".to_owned()];
+    args.extend(approve_args(&line));
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = env.run(&words, b"");
+    assert_eq!(
+        (run.status, run.code()),
+        (3, "invalid_argument".to_owned()),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("give the reason"), "{}", run.stdout);
+    let (status, screen) =
+        on_a_terminal(&env, &["grant", "approve", &id], "y\nthe agent fixes typos");
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("reason (for the changelog)"), "{screen}");
+    let log = env.run(&["--json", "grant", "log"], b"").json();
+    let last = log["changelog"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["reason"], "the agent fixes typos");
+}

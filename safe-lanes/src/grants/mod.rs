@@ -257,6 +257,7 @@ impl Grants {
             |doc| {
                 let from = find(doc, &alias)?.access;
                 set_access_in(doc, &alias, access)?;
+                widening_needs_a_reason(&alias, Some(from), access, reason)?;
                 let grant = find(doc, &alias)?.clone();
                 doc.changelog
                     .push(self.change(Action::SetAccess, actor, reason, &alias, |c| {
@@ -529,6 +530,7 @@ impl Grants {
                     None => self.proposed_folder(&request)?,
                 };
                 let (grant, from) = self.grant_for(doc, &request, folder)?;
+                widening_needs_a_reason(&grant.alias, from, grant.access, reason)?;
                 doc.changelog.push(self.change(
                     Action::Approve,
                     actor,
@@ -757,6 +759,28 @@ impl Grants {
         fill(&mut change);
         change
     }
+}
+
+/// A change that raises an existing grant's access (`from` → `to`) must say why: the
+/// changelog is what the human reads later to know why an agent may write there.
+fn widening_needs_a_reason(
+    alias: &Alias,
+    from: Option<Access>,
+    to: Access,
+    reason: &str,
+) -> Result<()> {
+    let widens = from.is_some_and(|from| from < to);
+    if widens && reason.trim().is_empty() {
+        return Err(Error::InvalidArgument {
+            what: Shown::text(alias.as_str()),
+            why: format!(
+                "this raises its access from {} to {to}: give the reason (--reason), for the \
+                 changelog",
+                from.map_or("", Access::as_str)
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Refuse the request `request_id` if it expired: the agent can ask again.
