@@ -29,11 +29,9 @@
 //!
 //! # One thread
 //!
-//! Standard input is read on the runtime's own thread, as it becomes readable (a pipe is
-//! opened again through `/proc/self/fd/0` and made non-blocking, so the descriptor the server
-//! was given, which other processes may share, keeps its flags; a socket, which a client makes
-//! for the server alone, is made non-blocking), and every answer is written there too, each
-//! line in a single `write`. A
+//! Standard input is read on the runtime's own thread, as it becomes readable (a pipe or a
+//! socket, which an MCP client makes for the server alone, is made non-blocking; a terminal is
+//! never changed), and every answer is written there too, each line in a single `write`. A
 //! call then costs no hand-off between threads unless its tool needs the blocking pool. Where
 //! standard input cannot be polled (a regular file), one plain thread reads it instead.
 
@@ -47,7 +45,7 @@ use futures::{Sink, Stream};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
 };
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::FileType;
 use safe_lanes::Control;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -158,33 +156,27 @@ impl Out {
 }
 
 /// Standard input, read on the runtime's thread (module docs), when it can be polled: a pipe
-/// (opened again, so the descriptor the server was given keeps its flags) or a socket (made
-/// for this server by its client, as some clients connect a child's stdio).
+/// or a socket, which an MCP client makes for the server alone.
 type PolledStdin = Box<dyn AsyncRead + Send + Unpin>;
 
-/// Standard input as a [`PolledStdin`], or `None` (a regular file, a terminal).
+/// Standard input as a [`PolledStdin`], or `None` (a regular file, a terminal), which a plain
+/// thread then reads. It is made non-blocking: the client made the pipe or socket for this
+/// server; a terminal, which the server may share with a shell, is never changed.
 fn polled_stdin() -> Option<PolledStdin> {
-    let reopened = rustix::fs::open(
-        "/proc/self/fd/0",
-        OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    );
-    if let Ok(fd) = reopened {
-        // A FIFO only; the receiver sets `O_NONBLOCK` on this new open file description.
-        return pipe::Receiver::from_owned_fd(fd)
-            .ok()
-            .map(|pipe| Box::new(pipe) as PolledStdin);
-    }
     let stdin = io::stdin().as_fd().try_clone_to_owned().ok()?;
-    let is_socket = rustix::fs::fstat(&stdin)
-        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Socket);
-    if !is_socket {
-        return None;
+    let kind = FileType::from_raw_mode(rustix::fs::fstat(&stdin).ok()?.st_mode);
+    match kind {
+        FileType::Fifo => pipe::Receiver::from_owned_fd(stdin)
+            .ok()
+            .map(|pipe| Box::new(pipe) as PolledStdin),
+        FileType::Socket => {
+            let socket = std::os::unix::net::UnixStream::from(stdin);
+            socket.set_nonblocking(true).ok()?;
+            let socket = tokio::net::UnixStream::from_std(socket).ok()?;
+            Some(Box::new(socket))
+        }
+        _ => None,
     }
-    let socket = std::os::unix::net::UnixStream::from(stdin);
-    socket.set_nonblocking(true).ok()?;
-    let socket = tokio::net::UnixStream::from_std(socket).ok()?;
-    Some(Box::new(socket))
 }
 
 /// How much is read from standard input at a time.
