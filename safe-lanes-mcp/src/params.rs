@@ -247,7 +247,8 @@ pub(crate) struct GrantsList {
     /// Requests waiting for the human.
     pub(crate) requests: Vec<RequestInfo>,
     /// Your requests and what became of them: pending, approved, denied (with the human's
-    /// reason) or expired (ask again); the most recent decided ones.
+    /// reason) or expired (ask again); the most recent decided ones. Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) outcomes: Vec<RequestOutcome>,
 }
 
