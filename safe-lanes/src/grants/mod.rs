@@ -97,7 +97,9 @@ pub struct Listing {
     /// The pending requests (not expired).
     pub requests: Vec<Request>,
     /// Every pending request and the most recent decided ones, with where each stands
-    /// (pending, approved, denied with the human's reason, expired).
+    /// (pending, approved, denied with the human's reason, expired). Not serialized when
+    /// empty, so a listing without requests keeps its shape.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub outcomes: Vec<Outcome>,
 }
 
