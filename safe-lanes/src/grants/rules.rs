@@ -201,52 +201,47 @@ impl Rules<'_> {
 /// A grant may not name the same folder as another, nor be read-only inside a read-write
 /// grant. `grant` is checked against every other member of `all` (by id).
 pub(crate) fn overlap(grant: &Grant, all: &[Grant]) -> Result<(), Unusable> {
-    for other in all.iter().filter(|o| o.id != grant.id) {
-        let why = if other.path == grant.path {
-            "this folder is already granted as"
-        } else if grant.access == Access::ReadOnly
-            && other.access == Access::ReadWrite
-            && grant.path.starts_with(&other.path)
-        {
-            "a read-only grant cannot lie inside the read-write grant"
-        } else {
-            continue;
-        };
-        return Err(Unusable::Overlap {
-            other: other.alias.clone(),
-            other_path: other.path.clone(),
-            why,
-        });
-    }
-    Ok(())
+    first_clash(grant, all, false)
 }
 
 /// [`overlap`] seen from `changed`, a grant being made or changed (a member of `all`): it is
 /// checked against every other member in both directions, so the verdict always names the
 /// grant that was there before, never `changed` itself.
 pub(crate) fn collision(changed: &Grant, all: &[Grant]) -> Result<(), Unusable> {
+    first_clash(changed, all, true)
+}
+
+/// The first member of `all` (other than `grant`) that `grant` may not stand beside.
+fn first_clash(grant: &Grant, all: &[Grant], both_ways: bool) -> Result<(), Unusable> {
+    for other in all.iter().filter(|o| o.id != grant.id) {
+        if let Some(why) = clash(grant, other, both_ways) {
+            return Err(Unusable::Overlap {
+                other: other.alias.clone(),
+                other_path: other.path.clone(),
+                why,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Why `grant` may not stand beside `other`: the same folder, or a read-only grant inside a
+/// read-write one (with `both_ways`, also `other` read-only inside `grant`).
+fn clash(grant: &Grant, other: &Grant, both_ways: bool) -> Option<&'static str> {
     let read_only_inside = |inner: &Grant, outer: &Grant| {
         inner.access == Access::ReadOnly
             && outer.access == Access::ReadWrite
             && inner.path.starts_with(&outer.path)
     };
-    for other in all.iter().filter(|o| o.id != changed.id) {
-        let why = if other.path == changed.path {
-            "this folder is already granted as"
-        } else if read_only_inside(changed, other) {
-            "a read-only grant cannot lie inside the read-write grant"
-        } else if read_only_inside(other, changed) {
-            "a read-write grant cannot contain the read-only grant"
-        } else {
-            continue;
-        };
-        return Err(Unusable::Overlap {
-            other: other.alias.clone(),
-            other_path: other.path.clone(),
-            why,
-        });
+    if other.path == grant.path {
+        Some("this folder is already granted as")
+    } else if read_only_inside(grant, other) {
+        Some("a read-only grant cannot lie inside the read-write grant")
+    } else if both_ways && read_only_inside(other, grant) {
+        Some("a read-write grant cannot contain the read-only grant")
+    } else {
+        None
     }
-    Ok(())
 }
 
 /// The folder an open grant holds must still be at the path the grant names: a folder moved
