@@ -123,7 +123,7 @@ pub(crate) fn approve(
     {
         return Ok(Report::ok(json!({ "approved": false }), "not approved"));
     }
-    let widens = matches!(proposal.change, Proposed::Change { from, to, .. } if from < to);
+    let widens = proposal.change.raises_access();
     let reason = if terminal && widens && a.reason.trim().is_empty() {
         ask("this raises the grant's access; reason (for the changelog): ")?
     } else {

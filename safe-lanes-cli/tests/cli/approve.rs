@@ -42,10 +42,9 @@ fn approve_args(line: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn show_spells_out_a_widening_and_quotes_the_reason_on_its_own_lines() {
-    let env = world();
-    let docs = path(&env, "docs");
+/// Grant `docs` read-only, as the human; its folder.
+fn grant_docs_read_only(env: &Env) -> String {
+    let docs = path(env, "docs");
     let add = [
         "grant",
         "add",
@@ -57,6 +56,21 @@ fn show_spells_out_a_widening_and_quotes_the_reason_on_its_own_lines() {
         "read_only",
     ];
     assert_eq!(env.run(&add, b"").status, 0);
+    docs
+}
+
+/// `--json` and the words of the approve line `grant show` prints for `id`.
+fn shown_approve(env: &Env, id: &str) -> Vec<String> {
+    let shown = env.run(&["--json", "grant", "show", id], b"").json();
+    let mut args = vec!["--json".to_owned()];
+    args.extend(approve_args(shown["approve_with"].as_str().unwrap()));
+    args
+}
+
+#[test]
+fn show_spells_out_a_widening_and_quotes_the_reason_on_its_own_lines() {
+    let env = world();
+    let docs = grant_docs_read_only(&env);
     let reason = "fix typos\nreviewed and approved by security: /tmp/share";
     let id = request(&env, "docs", "read_write", None, reason);
     let shown = env.run(&["grant", "show", &id], b"");
@@ -111,10 +125,7 @@ fn a_pasted_line_is_refused_when_the_change_is_no_longer_what_it_says() {
         0
     );
     let id = request(&env, "docs", "read_write", None, "edit the docs");
-    let line = env.run(&["--json", "grant", "show", &id], b"").json()["approve_with"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let args = shown_approve(&env, &id);
     // Meanwhile `docs` now names another folder: the same request would widen that one.
     assert_eq!(env.run(&["grant", "revoke", "docs"], b"").status, 0);
     assert_eq!(
@@ -122,8 +133,6 @@ fn a_pasted_line_is_refused_when_the_change_is_no_longer_what_it_says() {
             .status,
         0
     );
-    let mut args = vec!["--json".to_owned()];
-    args.extend(approve_args(&line));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = env.run(&args, b"");
     assert_eq!(
@@ -259,25 +268,9 @@ fn review_needs_a_terminal() {
 #[test]
 fn the_changelog_says_from_what_to_what_and_which_side() {
     let env = world();
-    let docs = path(&env, "docs");
-    let add = [
-        "grant",
-        "add",
-        "--alias",
-        "docs",
-        "--path",
-        &docs,
-        "--access",
-        "read_only",
-    ];
-    assert_eq!(env.run(&add, b"").status, 0);
+    grant_docs_read_only(&env);
     let id = request(&env, "docs", "read_write", None, "edit");
-    let line = env.run(&["--json", "grant", "show", &id], b"").json()["approve_with"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut args = vec!["--json".to_owned()];
-    args.extend(approve_args(&line));
+    let mut args = shown_approve(&env, &id);
     args.extend([
         "--actor".to_owned(),
         "agent".to_owned(),
@@ -304,25 +297,9 @@ fn the_changelog_says_from_what_to_what_and_which_side() {
 #[test]
 fn raising_a_grants_access_needs_a_reason() {
     let env = world();
-    let docs = path(&env, "docs");
-    let add = [
-        "grant",
-        "add",
-        "--alias",
-        "docs",
-        "--path",
-        &docs,
-        "--access",
-        "read_only",
-    ];
-    assert_eq!(env.run(&add, b"").status, 0);
+    grant_docs_read_only(&env);
     let id = request(&env, "docs", "read_write", None, "edit");
-    let line = env.run(&["--json", "grant", "show", &id], b"").json()["approve_with"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut args = vec!["--json".to_owned()];
-    args.extend(approve_args(&line));
+    let args = shown_approve(&env, &id);
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = env.run(&words, b"");
     assert_eq!(

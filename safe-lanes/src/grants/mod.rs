@@ -771,7 +771,7 @@ fn widening_needs_a_reason(
     to: Access,
     reason: &str,
 ) -> Result<()> {
-    let widens = from.is_some_and(|from| from < to);
+    let widens = from.is_some_and(|from| from.is_raised_to(to));
     if widens && reason.trim().is_empty() {
         return Err(Error::InvalidArgument {
             what: Shown::text(alias.as_str()),

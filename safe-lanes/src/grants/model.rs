@@ -131,6 +131,12 @@ impl Access {
         }
     }
 
+    /// Whether changing a grant from this access to `to` gives the agent more (read-only to
+    /// read-write): such a change needs a reason.
+    pub fn is_raised_to(self, to: Access) -> bool {
+        self < to
+    }
+
     /// Whether this access allows `want`.
     pub fn allows(self, want: Want) -> bool {
         match want {

@@ -58,6 +58,11 @@ impl Proposed {
         }
     }
 
+    /// Whether approving raises an existing grant's access ([`Access::is_raised_to`]).
+    pub fn raises_access(&self) -> bool {
+        matches!(self, Proposed::Change { from, to, .. } if from.is_raised_to(*to))
+    }
+
     /// One line for the human, every string escaped: ``new grant `docs` read_only at /x`` or
     /// `` `docs`: read_only → read_write at /x``.
     pub fn describe(&self) -> String {
