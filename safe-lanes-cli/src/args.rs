@@ -76,6 +76,19 @@ pub(crate) enum Command {
     /// The audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Open the approval page: the grants and requests in a local web page (loopback only,
+    /// signed in by a one-time link).
+    Ui {
+        /// The port on 127.0.0.1 (default: a free one).
+        #[arg(long, value_name = "PORT", default_value_t = 0)]
+        port: u16,
+        /// Stop once no request has come for this long (e.g. `30m`, `90s`).
+        #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
+        idle: Duration,
+        /// Open the sign-in link in the desktop's browser (`xdg-open`).
+        #[arg(long)]
+        open: bool,
+    },
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell to complete in.

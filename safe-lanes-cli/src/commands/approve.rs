@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use safe_lanes::grants::{Proposal, Proposed, Seen};
-use safe_lanes::{Access, Alias, Grants, Shown};
+use safe_lanes::{Alias, Grants, Shown};
 use serde_json::json;
 
 use crate::args::ApproveArgs;
@@ -37,10 +37,8 @@ pub(crate) fn block(p: &Proposal, at: Where<'_>) -> String {
         Shown::text(by)
     );
     text.push_str("  reason:\n");
-    // One quoted line per line of the reason (stored with its newlines escaped, or not),
-    // each escaped for the terminal.
-    for line in r.reason.split('\n').flat_map(|l| l.split("\\n")) {
-        let _ = writeln!(text, "    | {}", Shown::text(line));
+    for line in r.reason_lines() {
+        let _ = writeln!(text, "    | {line}");
     }
     let _ = writeln!(text, "  digest:  {}", p.digest);
     let _ = writeln!(
@@ -49,19 +47,6 @@ pub(crate) fn block(p: &Proposal, at: Where<'_>) -> String {
         p.approve_command(at.root, at.manifest)
     );
     text
-}
-
-fn spelled(change: &Proposed) -> (&Alias, Access, Option<&PathBuf>) {
-    match change {
-        Proposed::New {
-            alias,
-            access,
-            path,
-        } => (alias, *access, path.as_ref()),
-        Proposed::Change {
-            alias, path, to, ..
-        } => (alias, *to, Some(path)),
-    }
 }
 
 /// `grant requests`.
@@ -144,11 +129,11 @@ pub(crate) fn approve(
 
 /// The approval of what `proposal` shows, with the folder the human chose.
 fn shown(proposal: &Proposal, chosen: Option<PathBuf>) -> Seen {
-    let (alias, access, path) = spelled(&proposal.change);
+    let (alias, access, path) = proposal.change.target();
     Seen {
         alias: alias.clone(),
         access,
-        path: chosen.or_else(|| path.cloned()),
+        path: chosen.or_else(|| path.map(Path::to_path_buf)),
         digest: Some(proposal.digest.clone()),
     }
 }

@@ -69,7 +69,7 @@ pub(crate) fn run(
 }
 
 /// Who a change is recorded as: `--actor`, or the human running the command (`uid:N`).
-fn who(actor: Option<String>) -> String {
+pub(crate) fn who(actor: Option<String>) -> String {
     // The side is always recorded by its type (`uid:N`); `--actor` only adds a name to it, so
     // no text given on the command line can pass for another side (`agent`).
     let me = safe_lanes::Actor::human().to_string();

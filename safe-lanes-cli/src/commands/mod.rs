@@ -6,6 +6,7 @@ mod download;
 mod grant;
 mod reference;
 mod root;
+mod ui;
 mod upload;
 
 use anyhow::Result;
@@ -42,6 +43,10 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
             confined::patch(root, cli.manifest.as_deref(), &alias, &file, diff)
         }
         Command::Audit(AuditCommand::Verify) => root::audit_verify(root),
+        Command::Ui { port, idle, open } => {
+            let page = ui::Page { port, idle, open };
+            ui::run(root, cli.manifest.as_deref(), page, cli.json)
+        }
         Command::Completions { shell } => reference::completions(shell),
         Command::Man => reference::man(),
     }

@@ -9,5 +9,6 @@ mod hostile;
 mod process;
 mod root;
 mod screens;
+mod ui;
 mod upload;
 mod util;

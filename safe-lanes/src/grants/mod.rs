@@ -25,6 +25,7 @@
 //!   another tool) is unavailable everywhere until the human adopts it ([`Grants::adopt`]).
 
 mod agent;
+mod folders;
 mod manifest;
 mod model;
 mod outcome;
@@ -39,6 +40,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use agent::AgentGrants;
+pub use folders::{FolderChoice, Folders, MAX_FOLDER_CHOICES};
 pub use manifest::{CHANGELOG_KEY, Document, GRANTS_KEY, Manifest, REQUESTS_KEY, Stamp};
 pub use model::{
     ALIAS_PATTERN, Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN,
@@ -190,6 +192,17 @@ impl Grants {
             requests,
             outcomes,
         })
+    }
+
+    /// The identity of the manifest's current version, without reading it: it changes with
+    /// every change to the grants or requests (by this process or any other), so a page
+    /// showing them can tell when it is out of date.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the manifest's directory cannot be read.
+    pub fn version(&self) -> Result<Stamp> {
+        self.manifest.stamp()
     }
 
     /// The changelog, oldest first.
@@ -731,9 +744,8 @@ impl Grants {
             machine: Some(self.machine.clone()),
             other_keys: OtherKeys::new(),
         };
-        let mut all = doc.grants.clone();
-        all.push(grant.clone());
-        check_overlaps(&grant, &all)?;
+        rules::collision_new(&grant.path, access, &doc.grants)
+            .map_err(|why| why.refusal(&grant.path))?;
         Ok(grant)
     }
 

@@ -334,6 +334,19 @@ impl Entry for Grant {
     }
 }
 
+impl Request {
+    /// The reason as the human reads it: one line per line the requester wrote (stored with
+    /// its newlines escaped, or not), each escaped for display ([`Shown::text`]), so no text
+    /// in it can pass for anything but the requester's words.
+    pub fn reason_lines(&self) -> Vec<String> {
+        self.reason
+            .split('\n')
+            .flat_map(|line| line.split("\\n"))
+            .map(|line| Shown::text(line).to_string())
+            .collect()
+    }
+}
+
 impl Entry for Request {
     fn other_keys(&self) -> &OtherKeys {
         &self.other_keys

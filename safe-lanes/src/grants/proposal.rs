@@ -58,6 +58,21 @@ impl Proposed {
         }
     }
 
+    /// What approving grants, as an approval spells it out: the alias, the access it gets, and
+    /// the folder (the proposed one, the existing grant's, or `None` when the human chooses).
+    pub fn target(&self) -> (&Alias, Access, Option<&Path>) {
+        match self {
+            Proposed::New {
+                alias,
+                access,
+                path,
+            } => (alias, *access, path.as_deref()),
+            Proposed::Change {
+                alias, path, to, ..
+            } => (alias, *to, Some(path.as_path())),
+        }
+    }
+
     /// Whether approving raises an existing grant's access ([`Access::is_raised_to`]).
     pub fn raises_access(&self) -> bool {
         matches!(self, Proposed::Change { from, to, .. } if from.is_raised_to(*to))
@@ -122,16 +137,7 @@ impl Proposal {
     /// manifest `manifest` when it is not the default): what the agent hands the human, and
     /// what `grant show` prints. Run on a terminal, it still shows the change and asks.
     pub fn approve_command(&self, root: &Path, manifest: Option<&Path>) -> String {
-        let (alias, access, path) = match &self.change {
-            Proposed::New {
-                alias,
-                access,
-                path,
-            } => (alias, *access, path.as_deref()),
-            Proposed::Change {
-                alias, path, to, ..
-            } => (alias, *to, Some(path.as_path())),
-        };
+        let (alias, access, path) = self.change.target();
         let mut line = format!("safe-lanes --root {}", quote(root));
         if let Some(manifest) = manifest {
             line.push_str(&format!(" --manifest {}", quote(manifest)));

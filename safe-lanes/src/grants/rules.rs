@@ -211,10 +211,26 @@ pub(crate) fn collision(changed: &Grant, all: &[Grant]) -> Result<(), Unusable> 
     first_clash(changed, all, true)
 }
 
+/// [`collision`] for a grant not made yet: a folder `path` with `access`, checked against
+/// every member of `all` in both directions, as making it would be.
+pub(crate) fn collision_new(path: &Path, access: Access, all: &[Grant]) -> Result<(), Unusable> {
+    clash_with((path, access), all.iter(), true)
+}
+
 /// The first member of `all` (other than `grant`) that `grant` may not stand beside.
 fn first_clash(grant: &Grant, all: &[Grant], both_ways: bool) -> Result<(), Unusable> {
-    for other in all.iter().filter(|o| o.id != grant.id) {
-        if let Some(why) = clash(grant, other, both_ways) {
+    let others = all.iter().filter(|o| o.id != grant.id);
+    clash_with((&grant.path, grant.access), others, both_ways)
+}
+
+/// The first of `others` that a grant of `folder` (path and access) may not stand beside.
+fn clash_with<'a>(
+    folder: (&Path, Access),
+    others: impl Iterator<Item = &'a Grant>,
+    both_ways: bool,
+) -> Result<(), Unusable> {
+    for other in others {
+        if let Some(why) = clash(folder, other, both_ways) {
             return Err(Unusable::Overlap {
                 other: other.alias.clone(),
                 other_path: other.path.clone(),
@@ -225,19 +241,19 @@ fn first_clash(grant: &Grant, all: &[Grant], both_ways: bool) -> Result<(), Unus
     Ok(())
 }
 
-/// Why `grant` may not stand beside `other`: the same folder, or a read-only grant inside a
-/// read-write one (with `both_ways`, also `other` read-only inside `grant`).
-fn clash(grant: &Grant, other: &Grant, both_ways: bool) -> Option<&'static str> {
-    let read_only_inside = |inner: &Grant, outer: &Grant| {
-        inner.access == Access::ReadOnly
-            && outer.access == Access::ReadWrite
-            && inner.path.starts_with(&outer.path)
+/// Why a grant of `folder` (path and access) may not stand beside `other`: the same folder,
+/// or a read-only grant inside a read-write one (with `both_ways`, also `other` read-only
+/// inside it).
+fn clash((path, access): (&Path, Access), other: &Grant, both_ways: bool) -> Option<&'static str> {
+    let read_only_inside = |inner: (&Path, Access), outer: (&Path, Access)| {
+        inner.1 == Access::ReadOnly && outer.1 == Access::ReadWrite && inner.0.starts_with(outer.0)
     };
-    if other.path == grant.path {
+    let other_folder = (other.path.as_path(), other.access);
+    if other.path == path {
         Some("this folder is already granted as")
-    } else if read_only_inside(grant, other) {
+    } else if read_only_inside((path, access), other_folder) {
         Some("a read-only grant cannot lie inside the read-write grant")
-    } else if both_ways && read_only_inside(other, grant) {
+    } else if both_ways && read_only_inside(other_folder, (path, access)) {
         Some("a read-write grant cannot contain the read-only grant")
     } else {
         None

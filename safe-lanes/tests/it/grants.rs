@@ -199,6 +199,60 @@ fn overlapping_grants() {
     );
 }
 
+/// The folder picker offers a folder exactly when granting it would succeed: its verdicts are
+/// the checks granting makes, for either access.
+#[test]
+fn the_folder_picker_offers_exactly_what_granting_accepts() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    w.add("other", "other", Access::ReadOnly).unwrap();
+    std::fs::write(w.p("a-file"), "x").unwrap();
+    symlink(w.p("proj2"), w.p("a-link")).unwrap();
+    let mut checked = 0;
+    for dir in [
+        w.tmp.path().to_path_buf(),
+        w.p("proj"),
+        w.root.path().to_path_buf(),
+    ] {
+        for access in [Access::ReadOnly, Access::ReadWrite] {
+            let listing = w.grants.folders(&dir, access).unwrap();
+            let names: Vec<_> = listing.folders.iter().map(|f| f.name.as_str()).collect();
+            assert!(
+                !names.contains(&"a-file") && !names.contains(&"a-link"),
+                "{names:?}"
+            );
+            let here = (listing.path.clone(), listing.refused.clone());
+            let rows = listing
+                .folders
+                .iter()
+                .map(|f| (f.path.clone(), f.refused.clone()));
+            for (path, refused) in rows.chain([here]) {
+                let granted = w.grants.add("probe", &path, access, "", "alice");
+                assert_eq!(
+                    refused.is_none(),
+                    granted.is_ok(),
+                    "{path:?} {access}: {refused:?} vs {granted:?}"
+                );
+                if granted.is_ok() {
+                    w.grants.revoke("probe", "", "alice").unwrap();
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 10, "{checked}");
+    let top = w.grants.folders(Path::new("/"), Access::ReadOnly).unwrap();
+    assert!(top.refused.is_some() && top.parent.is_none(), "{top:?}");
+    assert_eq!(
+        code(w.grants.folders(Path::new("relative"), Access::ReadOnly)),
+        Code::RelativePath
+    );
+    assert_eq!(
+        code(w.grants.folders(&w.p("a-file"), Access::ReadOnly)),
+        Code::NotFound
+    );
+}
+
 #[test]
 fn unknown_keys_are_kept_and_a_read_never_writes() {
     let w = World::new();

@@ -1,0 +1,133 @@
+//! `ui`: the sign-in line, and that a confined command cannot reach the page — as root and as
+//! an ordinary user.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::util::{Env, tree};
+
+/// The page served for `env` by `WRAPPER… safe-lanes --root R --json ui`, and its first line.
+struct Served {
+    child: Child,
+    first: Value,
+}
+
+impl Served {
+    fn start(env: &Env, wrapper: &[&str]) -> Self {
+        let root = env.root();
+        let mut argv: Vec<&str> = wrapper.to_vec();
+        argv.extend([
+            env!("CARGO_BIN_EXE_safe-lanes"),
+            "--root",
+            root.to_str().unwrap(),
+            "--json",
+            "ui",
+            "--idle",
+            "5m",
+        ]);
+        let mut child = Command::new(argv[0])
+            .args(&argv[1..])
+            .current_dir(env.cwd())
+            .env_clear()
+            .env("HOME", env.home())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let first: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        Self { child, first }
+    }
+
+    fn port(&self) -> u16 {
+        let address = self.first["address"].as_str().unwrap();
+        address.rsplit(':').next().unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn ui_prints_a_loopback_sign_in_link_with_a_token() {
+    let env = Env::new();
+    assert_eq!(env.run(&["init"], b"").status, 0);
+    let served = Served::start(&env, &[]);
+    let url = served.first["url"].as_str().unwrap();
+    let prefix = format!("http://127.0.0.1:{}/session?token=", served.port());
+    assert!(url.starts_with(&prefix), "{url}");
+    assert!(url.len() - prefix.len() >= 43, "a 256-bit token: {url}");
+    assert_eq!(served.first["idle_s"], 300);
+}
+
+/// As root, and (when this runs as root) as uid 65534 through `setpriv`.
+fn users() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut out = vec![("this user", Vec::new())];
+    if rustix::process::geteuid().is_root() {
+        let drop = vec![
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ];
+        out.push(("uid 65534", drop));
+    }
+    out
+}
+
+#[test]
+fn a_confined_command_cannot_reach_the_page() {
+    for (who, wrapper) in users() {
+        let env = Env::new();
+        if !wrapper.is_empty() {
+            let chown = |p: &std::path::Path| std::os::unix::fs::chown(p, Some(65534), Some(65534));
+            chown(env.tmp.path()).unwrap();
+            for entry in tree(env.tmp.path()) {
+                chown(&env.tmp.path().join(entry)).unwrap();
+            }
+        }
+        let run = |args: &[&str]| match wrapper.is_empty() {
+            true => env.run(args, b""),
+            false => env.run_wrapped(&wrapper, args),
+        };
+        assert_eq!(run(&["init"]).status, 0, "{who}");
+        let doctor = run(&["--json", "doctor"]).json();
+        assert_eq!(
+            doctor["kernel"]["landlock"]["fully_enforced"], true,
+            "{who}: {doctor}"
+        );
+
+        let served = Served::start(&env, &wrapper);
+        let script = format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{} && echo reached",
+            served.port()
+        );
+        // The same command, unconfined, reaches the page: the refusal below is the sandbox's.
+        let mut direct = wrapper.clone();
+        direct.extend(["/bin/bash", "-c", script.as_str()]);
+        let reached = Command::new(direct[0]).args(&direct[1..]).output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&reached.stdout),
+            "reached\n",
+            "{who}: control"
+        );
+
+        let confined = run(&["--json", "exec", "--", "/bin/bash", "-c", &script]);
+        let json = confined.json();
+        assert_ne!(json["exit_code"], 0, "{who}: {confined:?}");
+        assert!(
+            !json["stdout"].as_str().unwrap().contains("reached"),
+            "{who}: {json}"
+        );
+    }
+}

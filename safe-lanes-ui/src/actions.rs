@@ -1,0 +1,189 @@
+//! The actions: each is one library call made for the human, reported on the next page shown
+//! (post, then redirect), refused with the library's own words when the library refuses.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Redirect, Response};
+use safe_lanes::grants::{Grant, Seen};
+use safe_lanes::{Access, Alias, Code, Error, Shown};
+use serde::Deserialize;
+
+use crate::app::App;
+use crate::guard::Posted;
+use crate::session::Flash;
+
+/// The approve form: the change as the page showed it, and the folder the human chose for a
+/// request that names none.
+#[derive(Deserialize)]
+pub(crate) struct ApproveForm {
+    request: String,
+    alias: String,
+    access: String,
+    digest: String,
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /approve`: approve exactly the change the page showed, or nothing.
+pub(crate) async fn approve(
+    State(app): State<Arc<App>>,
+    Posted(f): Posted<ApproveForm>,
+) -> Response {
+    let done = app.blocking(move |app| approve_shown(app, &f)).await;
+    app.report(done.map(|g| format!("Approved: {}", describe(&g))))
+}
+
+fn approve_shown(app: &App, f: &ApproveForm) -> Result<Grant, Refusal> {
+    let seen = Seen {
+        alias: Alias::new(&f.alias)?,
+        access: Access::parse(&f.access)?,
+        path: (!f.path.is_empty()).then(|| PathBuf::from(&f.path)),
+        digest: Some(f.digest.clone()),
+    };
+    let proposal = app
+        .grants
+        .proposal(&f.request)
+        .map_err(|e| match e.code() {
+            Code::NotFound => Refusal::Stale,
+            _ => Refusal::Library(e),
+        })?;
+    // Only a request that names no folder takes the human's choice; otherwise the folder is
+    // the one shown, and `seen` binds the approval to it.
+    let chosen = proposal
+        .change
+        .target()
+        .2
+        .is_none()
+        .then(|| seen.path.clone())
+        .flatten();
+    Ok(app
+        .grants
+        .approve_seen(&f.request, &seen, chosen.as_deref(), &f.reason, &app.actor)?)
+}
+
+#[derive(Deserialize)]
+pub(crate) struct DenyForm {
+    request: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /deny`: deny a request with a reason the agent will read.
+pub(crate) async fn deny(State(app): State<Arc<App>>, Posted(f): Posted<DenyForm>) -> Response {
+    let done = app
+        .blocking(move |app| app.grants.deny(&f.request, &f.reason, &app.actor))
+        .await;
+    app.report(
+        done.map(|r| format!("Denied request {} for `{}`", r.id, r.alias))
+            .map_err(Refusal::from),
+    )
+}
+
+/// The forms that act on one grant.
+#[derive(Deserialize)]
+pub(crate) struct GrantForm {
+    alias: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /narrow`: make a read-write grant read-only.
+pub(crate) async fn narrow(State(app): State<Arc<App>>, Posted(f): Posted<GrantForm>) -> Response {
+    let done = app
+        .blocking(move |app| {
+            let grants = &app.grants;
+            grants.set_access(&f.alias, Access::ReadOnly, &f.reason, &app.actor)
+        })
+        .await;
+    app.report(
+        done.map(|g| format!("Narrowed: {}", describe(&g)))
+            .map_err(Refusal::from),
+    )
+}
+
+/// `POST /revoke`: revoke a grant (the changelog keeps its history).
+pub(crate) async fn revoke(State(app): State<Arc<App>>, Posted(f): Posted<GrantForm>) -> Response {
+    let done = app
+        .blocking(move |app| app.grants.revoke(&f.alias, &f.reason, &app.actor))
+        .await;
+    app.report(
+        done.map(|g| format!("Revoked: {}", describe(&g)))
+            .map_err(Refusal::from),
+    )
+}
+
+#[derive(Deserialize)]
+pub(crate) struct AddForm {
+    alias: String,
+    path: String,
+    access: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /add`: grant a folder.
+pub(crate) async fn add(State(app): State<Arc<App>>, Posted(f): Posted<AddForm>) -> Response {
+    let done = app
+        .blocking(move |app| -> safe_lanes::Result<Grant> {
+            let access = Access::parse(&f.access)?;
+            app.grants
+                .add(&f.alias, Path::new(&f.path), access, &f.reason, &app.actor)
+        })
+        .await;
+    app.report(
+        done.map(|g| format!("Granted: {}", describe(&g)))
+            .map_err(Refusal::from),
+    )
+}
+
+fn describe(g: &Grant) -> String {
+    format!("`{}` {} at {}", g.alias, g.access, Shown::path(&g.path))
+}
+
+/// Why an action did nothing.
+#[derive(Debug)]
+enum Refusal {
+    /// The request is no longer pending as the page showed it.
+    Stale,
+    /// The library refused.
+    Library(Error),
+}
+
+impl From<Error> for Refusal {
+    fn from(e: Error) -> Self {
+        Refusal::Library(e)
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Stale => f.write_str(
+                "Nothing was approved: this request changed since the page was shown (it was \
+                 filed again, decided or expired). Review it as it is now.",
+            ),
+            Refusal::Library(e) => write!(f, "Nothing was changed ({}): {e}", e.code().as_str()),
+        }
+    }
+}
+
+impl App {
+    /// Say what an action did on the next page, and go back to the overview.
+    fn report(&self, done: Result<String, Refusal>) -> Response {
+        let flash = match done {
+            Ok(text) => Flash { done: true, text },
+            Err(refusal) => Flash {
+                done: false,
+                text: refusal.to_string(),
+            },
+        };
+        if let Some(session) = self.sessions().current() {
+            session.flash(flash);
+        }
+        Redirect::to("/").into_response()
+    }
+}

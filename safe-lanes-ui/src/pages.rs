@@ -1,0 +1,345 @@
+//! The pages: each reads through one library call and renders a template.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::http::header::{self, HeaderValue};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use safe_lanes::Access;
+use safe_lanes::grants::Folders;
+use safe_lanes::upload::UploadSource;
+use serde::Deserialize;
+
+use crate::app::{App, refused};
+use crate::guard::{Human, cookie_name};
+use crate::session::SignIn;
+use crate::view::{
+    self, AddForm, Audit, ChangeRow, Changelog, Chrome, GrantRow, Overview, Pick, PickRow,
+    RequestView, RootRow, Uploads, query, shown,
+};
+
+const STYLE: &str = include_str!("../assets/style.css");
+const SCRIPT: &str = include_str!("../assets/live.js");
+
+impl App {
+    /// The frame of a page for the signed-in human, with what the last action did.
+    fn chrome(&self, human: &Human, title: &'static str, page: &'static str) -> Chrome {
+        let flash = self.sessions().current().and_then(|s| s.take_flash());
+        Chrome {
+            title,
+            page,
+            flash,
+            csrf: human.csrf.clone(),
+        }
+    }
+}
+
+/// `GET /session?token=…`: trade the one-time token for the session cookie.
+pub(crate) async fn sign_in(State(app): State<Arc<App>>, Query(q): Query<TokenQuery>) -> Response {
+    let redeemed = app
+        .sessions()
+        .redeem(q.token.as_deref().unwrap_or_default());
+    match redeemed {
+        Ok(id) => {
+            let cookie = format!(
+                "{}={id}; HttpOnly; SameSite=Strict; Path=/",
+                cookie_name(&app)
+            );
+            let mut response = Redirect::to("/").into_response();
+            if let Ok(value) = HeaderValue::from_str(&cookie) {
+                response.headers_mut().insert(header::SET_COOKIE, value);
+            }
+            response
+        }
+        Err(SignIn::Wrong) => refused(
+            StatusCode::FORBIDDEN,
+            "This sign-in link is not the one `safe-lanes ui` printed.",
+        ),
+        Err(SignIn::Spent) => refused(
+            StatusCode::FORBIDDEN,
+            "This sign-in link was already used; it works once. Run `safe-lanes ui` again.",
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct TokenQuery {
+    token: Option<String>,
+}
+
+/// What the picker sends back to the overview.
+#[derive(Deserialize, Default)]
+pub(crate) struct Chosen {
+    /// The request a folder was chosen for, and the folder.
+    request: Option<String>,
+    path: Option<String>,
+    /// A folder chosen for the add form, and the access it was checked for.
+    add_path: Option<String>,
+    add_access: Option<String>,
+}
+
+/// `GET /`: the pending requests, the grants, and the add form.
+pub(crate) async fn overview(
+    State(app): State<Arc<App>>,
+    human: Human,
+    Query(chosen): Query<Chosen>,
+) -> Response {
+    let read = app
+        .blocking(|app| Ok::<_, safe_lanes::Error>((app.grants.proposals()?, app.grants.list()?)))
+        .await;
+    let (proposals, listing) = match read {
+        Ok(read) => read,
+        Err(e) => return refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let requests = proposals
+        .iter()
+        .map(|p| {
+            let mine = chosen.request.as_deref() == Some(p.request.id.as_str());
+            RequestView::of(p, chosen.path.as_deref().filter(|_| mine))
+        })
+        .collect();
+    let add = AddForm {
+        path: chosen.add_path.unwrap_or_default(),
+        read_write: chosen.add_access.as_deref() == Some(Access::ReadWrite.as_str()),
+    };
+    let page = Overview {
+        chrome: app.chrome(&human, "Requests and grants", "overview"),
+        requests,
+        grants: listing.grants.iter().map(GrantRow::of).collect(),
+        add,
+    };
+    Html(view::render(&page)).into_response()
+}
+
+/// `GET /changelog`: every change, newest first.
+pub(crate) async fn changelog(State(app): State<Arc<App>>, human: Human) -> Response {
+    match app.blocking(|app| app.grants.changelog()).await {
+        Ok(changes) => {
+            let page = Changelog {
+                chrome: app.chrome(&human, "Changelog", "changelog"),
+                changes: changes.iter().rev().map(ChangeRow::of).collect(),
+            };
+            Html(view::render(&page)).into_response()
+        }
+        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// `GET /audit`: whether the audit log's chain holds.
+pub(crate) async fn audit(State(app): State<Arc<App>>, human: Human) -> Response {
+    let log = app.root.audit();
+    let path = log.path().to_path_buf();
+    match app.blocking(move |_| log.verify()).await {
+        Ok(verification) => {
+            let chrome = app.chrome(&human, "Audit log", "audit");
+            Html(view::render(&Audit::of(chrome, &path, &verification))).into_response()
+        }
+        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// `GET /uploads`: the upload roots and the entries ignored.
+pub(crate) async fn uploads(State(app): State<Arc<App>>, human: Human) -> Response {
+    let loaded = app.blocking(|app| UploadSource::load(&app.root)).await;
+    let mut page = Uploads {
+        chrome: app.chrome(&human, "Upload roots", "uploads"),
+        roots: Vec::new(),
+        ignored: Vec::new(),
+        error: None,
+    };
+    match loaded {
+        Ok(source) => {
+            page.roots = source
+                .roots()
+                .iter()
+                .map(|r| RootRow {
+                    path: shown(&r.path),
+                    origin: r.origin.as_str(),
+                    entry: r.entry.clone(),
+                    note: if r.covers_state_root {
+                        "contains the state root: everything under it but .downloads is refused"
+                            .to_owned()
+                    } else {
+                        String::new()
+                    },
+                })
+                .collect();
+            page.ignored = source
+                .ignored()
+                .iter()
+                .map(|i| RootRow {
+                    path: i.at.clone(),
+                    origin: i.origin.as_str(),
+                    entry: i.entry.clone(),
+                    note: i.why.clone(),
+                })
+                .collect();
+        }
+        Err(e) => page.error = Some(e.to_string()),
+    }
+    Html(view::render(&page)).into_response()
+}
+
+#[derive(Deserialize)]
+pub(crate) struct PickQuery {
+    /// The request the folder is for; without one, the add form.
+    request: Option<String>,
+    /// For the add form: the access to check the folders for.
+    access: Option<String>,
+    /// The folder to list (the start folder by default).
+    dir: Option<String>,
+}
+
+/// `GET /pick`: the folder picker.
+pub(crate) async fn pick(
+    State(app): State<Arc<App>>,
+    human: Human,
+    Query(q): Query<PickQuery>,
+) -> Response {
+    let dir = q
+        .dir
+        .as_deref()
+        .map(PathBuf::from)
+        .or_else(|| app.start.clone())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let request = q.request.clone();
+    let looked = app
+        .blocking(
+            move |app| -> safe_lanes::Result<(Access, String, Folders)> {
+                let (access, purpose) = match &request {
+                    Some(id) => {
+                        let proposal = app.grants.proposal(id)?;
+                        (proposal.change.target().1, proposal.change.describe())
+                    }
+                    None => {
+                        let access = Access::parse(q.access.as_deref().unwrap_or("read_only"))?;
+                        (access, format!("a new {access} grant"))
+                    }
+                };
+                Ok((access, purpose, app.grants.folders(&dir, access)?))
+            },
+        )
+        .await;
+    let chrome = app.chrome(&human, "Choose a folder", "overview");
+    let page = match looked {
+        Ok((access, purpose, folders)) => {
+            picker(chrome, q.request.as_deref(), access, purpose, &folders)
+        }
+        Err(e) => Pick::failed(chrome, e.to_string()),
+    };
+    Html(view::render(&page)).into_response()
+}
+
+/// Links back to the overview with a chosen folder, and within the picker.
+struct Links<'a> {
+    request: Option<&'a str>,
+    access: Access,
+}
+
+impl Links<'_> {
+    fn open(&self, dir: &Path) -> String {
+        let dir = dir.to_string_lossy();
+        match self.request {
+            Some(id) => format!("/pick?{}", query(&[("request", id), ("dir", &dir)])),
+            None => format!(
+                "/pick?{}",
+                query(&[("access", self.access.as_str()), ("dir", &dir)])
+            ),
+        }
+    }
+
+    fn choose(&self, dir: &Path) -> String {
+        let dir = dir.to_string_lossy();
+        match self.request {
+            Some(id) => format!("/?{}#{id}", query(&[("request", id), ("path", &dir)])),
+            None => format!(
+                "/?{}#add",
+                query(&[("add_path", &dir), ("add_access", self.access.as_str())])
+            ),
+        }
+    }
+}
+
+fn picker(
+    chrome: Chrome,
+    request: Option<&str>,
+    access: Access,
+    purpose: String,
+    folders: &Folders,
+) -> Pick {
+    let links = Links { request, access };
+    let rows = folders
+        .folders
+        .iter()
+        .map(|f| PickRow {
+            name: f.name.clone(),
+            open: links.open(&f.path),
+            choose: f.refused.is_none().then(|| links.choose(&f.path)),
+            refused: f.refused.clone(),
+        })
+        .collect();
+    let switch = request.is_none().then(|| {
+        let other = match access {
+            Access::ReadOnly => Access::ReadWrite,
+            Access::ReadWrite => Access::ReadOnly,
+        };
+        let link = Links {
+            request,
+            access: other,
+        }
+        .open(&folders.path);
+        (other.as_str().to_owned(), link)
+    });
+    Pick {
+        chrome,
+        purpose,
+        access: access.as_str(),
+        switch,
+        here: shown(&folders.path),
+        up: folders.parent.as_deref().map(|p| links.open(p)),
+        choose_here: folders
+            .refused
+            .is_none()
+            .then(|| links.choose(&folders.path)),
+        refused_here: folders.refused.clone(),
+        folders: rows,
+        truncated: folders.truncated,
+        error: None,
+        back: request.map_or_else(|| "/#add".to_owned(), |id| format!("/#{id}")),
+    }
+}
+
+impl Pick {
+    fn failed(chrome: Chrome, error: String) -> Self {
+        Pick {
+            chrome,
+            purpose: String::new(),
+            access: "",
+            switch: None,
+            here: String::new(),
+            up: None,
+            choose_here: None,
+            refused_here: None,
+            folders: Vec::new(),
+            truncated: false,
+            error: Some(error),
+            back: "/".to_owned(),
+        }
+    }
+}
+
+/// `GET /assets/style.css`.
+pub(crate) async fn style() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
+}
+
+/// `GET /assets/live.js`.
+pub(crate) async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        SCRIPT,
+    )
+        .into_response()
+}

@@ -1,0 +1,240 @@
+//! Wrong `Host`, missing or replayed token, cross-origin and token-less state changes, other
+//! interfaces, CORS, and the idle stop: all refused or done as the guard says.
+
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::Duration;
+
+use crate::client::{Page, send};
+
+#[test]
+fn a_wrong_host_is_refused_whatever_the_path() {
+    let page = Page::new();
+    let cookie = page.sign_in();
+    let port = page.address.port();
+    for host in [
+        format!("localhost:{port}"),
+        format!("attacker.example:{port}"),
+        "127.0.0.1".to_owned(),
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+        format!("127.0.0.1:{port}.attacker.example"),
+    ] {
+        for target in ["/", "/events", "/assets/live.js", "/session?token=x"] {
+            let head = format!("GET {target} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}");
+            let response = send(page.address, &head, "");
+            assert_eq!(response.status, 403, "{host} {target}: {response:?}");
+            assert!(!response.body.contains("csrf"), "{host}: {}", response.body);
+        }
+    }
+    // An absolute-form target naming another host.
+    let head = format!(
+        "GET http://attacker.example/ HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}",
+        page.host()
+    );
+    assert_eq!(send(page.address, &head, "").status, 403);
+    // No Host at all (HTTP/1.0 allows it).
+    let response = send(
+        page.address,
+        &format!("GET / HTTP/1.0\r\nCookie: {cookie}"),
+        "",
+    );
+    assert!(response.status >= 400, "{response:?}");
+    // The right one.
+    assert_eq!(page.get("/", &format!("\r\nCookie: {cookie}")).status, 200);
+}
+
+#[test]
+fn a_missing_wrong_or_replayed_token_signs_nobody_in() {
+    let page = Page::new();
+    assert_eq!(page.get("/", "").status, 401, "no cookie");
+    let missing = page.get("/session", "");
+    assert_eq!(missing.status, 403);
+    assert!(missing.header("set-cookie").is_none());
+    let wrong = page.get(
+        "/session?token=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "",
+    );
+    assert_eq!(wrong.status, 403);
+    assert!(wrong.header("set-cookie").is_none());
+
+    let first = page.get(&page.sign_in_target(), "");
+    assert_eq!(first.status, 303);
+    let cookie = first.header("set-cookie").unwrap();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    let replayed = page.get(&page.sign_in_target(), "");
+    assert_eq!(replayed.status, 403, "{replayed:?}");
+    assert!(replayed.body.contains("already used"), "{}", replayed.body);
+    assert!(replayed.header("set-cookie").is_none());
+
+    // A forged cookie, or the real one twice (a cookie planted by another page on this host
+    // beside it), opens nothing.
+    let forged = page.get("/", "\r\nCookie: safe_lanes_1=forged");
+    assert_eq!(forged.status, 401);
+    let value = cookie.split(';').next().unwrap();
+    let doubled = page.get("/", &format!("\r\nCookie: {value}; {value}"));
+    assert_eq!(doubled.status, 401);
+    assert_eq!(page.get("/", &format!("\r\nCookie: {value}")).status, 200);
+}
+
+#[test]
+fn a_cross_origin_or_token_less_post_changes_nothing() {
+    let page = Page::new();
+    let cookie = page.sign_in();
+    let csrf = page.csrf(&cookie);
+    let folder = page.folder("docs");
+    let path = folder.to_str().unwrap();
+    let form = |token: &str| -> Vec<(&'static str, String)> {
+        [
+            ("csrf", token),
+            ("alias", "docs"),
+            ("path", path),
+            ("access", "read_write"),
+        ]
+        .map(|(k, v)| (k, v.to_owned()))
+        .to_vec()
+    };
+    let post = |extra: &str, f: Vec<(&'static str, String)>| {
+        let borrowed: Vec<(&str, &str)> = f.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        page.post_with("/add", extra, &borrowed)
+    };
+    let with_cookie = format!("\r\nCookie: {cookie}");
+    let cases = [
+        (
+            "another origin",
+            format!("\r\nOrigin: http://attacker.example{with_cookie}"),
+            form(&csrf),
+        ),
+        (
+            "a null origin",
+            format!("\r\nOrigin: null{with_cookie}"),
+            form(&csrf),
+        ),
+        ("no origin", with_cookie.clone(), form(&csrf)),
+        (
+            "another site, same origin header",
+            format!(
+                "\r\nOrigin: {}\r\nSec-Fetch-Site: cross-site{with_cookie}",
+                page.origin()
+            ),
+            form(&csrf),
+        ),
+        (
+            "no CSRF token",
+            format!("\r\nOrigin: {}{with_cookie}", page.origin()),
+            form(""),
+        ),
+        (
+            "a wrong CSRF token",
+            format!("\r\nOrigin: {}{with_cookie}", page.origin()),
+            form("x"),
+        ),
+        (
+            "no session",
+            format!("\r\nOrigin: {}", page.origin()),
+            form(&csrf),
+        ),
+    ];
+    for (what, extra, f) in cases {
+        let response = post(&extra, f);
+        assert!(matches!(response.status, 401 | 403), "{what}: {response:?}");
+        assert!(page.grants().list().unwrap().grants.is_empty(), "{what}");
+    }
+    // The same form from the page itself is done.
+    let done = post(
+        &format!("\r\nOrigin: {}{with_cookie}", page.origin()),
+        form(&csrf),
+    );
+    assert_eq!(done.status, 303, "{done:?}");
+    assert_eq!(page.grants().list().unwrap().grants.len(), 1);
+}
+
+#[test]
+fn no_cors_and_no_other_methods() {
+    let page = Page::new();
+    let cookie = page.sign_in();
+    let preflight = format!(
+        "OPTIONS /add HTTP/1.1\r\nHost: {}\r\nOrigin: http://attacker.example\r\n\
+         Access-Control-Request-Method: POST",
+        page.host()
+    );
+    let response = send(page.address, &preflight, "");
+    assert_eq!(response.status, 403);
+    for r in [
+        response,
+        page.get(
+            "/",
+            &format!("\r\nCookie: {cookie}\r\nOrigin: http://attacker.example"),
+        ),
+    ] {
+        assert!(
+            r.headers
+                .iter()
+                .all(|(n, _)| !n.to_ascii_lowercase().starts_with("access-control")),
+            "{r:?}"
+        );
+        assert_eq!(r.header("x-frame-options"), Some("DENY"));
+        assert_eq!(r.header("referrer-policy"), Some("same-origin"));
+        assert!(
+            r.header("content-security-policy")
+                .unwrap()
+                .contains("default-src 'none'")
+        );
+    }
+    for method in ["PUT", "DELETE", "PATCH"] {
+        let head = format!(
+            "{method} / HTTP/1.1\r\nHost: {}\r\nOrigin: {}\r\nCookie: {cookie}",
+            page.host(),
+            page.origin()
+        );
+        assert_eq!(send(page.address, &head, "").status, 403, "{method}");
+    }
+}
+
+/// This machine's addresses other than 127.0.0.1: another loopback address, and the address
+/// of the interface a packet to the outside would leave by (found without sending one).
+fn other_addresses() -> Vec<std::net::IpAddr> {
+    let mut out = vec!["127.0.0.2".parse().unwrap()];
+    let outward = UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
+        .and_then(|s| s.local_addr());
+    if let Ok(local) = outward
+        && !local.ip().is_loopback()
+        && !local.ip().is_unspecified()
+    {
+        out.push(local.ip());
+    }
+    out
+}
+
+#[test]
+fn nothing_is_served_on_another_interface() {
+    let page = Page::new();
+    assert!(page.address.ip().is_loopback());
+    assert_eq!(page.address.ip().to_string(), "127.0.0.1");
+    let others = other_addresses();
+    for ip in others {
+        let there = SocketAddr::new(ip, page.address.port());
+        let connected = TcpStream::connect_timeout(&there, Duration::from_secs(5));
+        assert!(connected.is_err(), "{there} accepted a connection");
+    }
+    // The page itself still answers.
+    assert_eq!(page.get("/", "").status, 401);
+}
+
+#[test]
+fn the_server_stops_once_idle() {
+    let mut page = Page::with_idle(Duration::from_millis(300));
+    assert_eq!(page.get("/", "").status, 401);
+    let server = page.server.take().unwrap();
+    // Generous: this checks that it stops, not how fast.
+    for _ in 0..600 {
+        if server.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(server.is_finished(), "still serving after 30 s idle");
+    server.join().unwrap().unwrap();
+    assert!(TcpStream::connect(page.address).is_err(), "still listening");
+}
