@@ -16,6 +16,15 @@ struct Served {
 
 impl Served {
     fn start(env: &Env, wrapper: &[&str]) -> Self {
+        Self::start_with(
+            env,
+            wrapper,
+            &[],
+            std::env::var_os("PATH").unwrap_or_default(),
+        )
+    }
+
+    fn start_with(env: &Env, wrapper: &[&str], flags: &[&str], path: std::ffi::OsString) -> Self {
         let root = env.root();
         let mut argv: Vec<&str> = wrapper.to_vec();
         argv.extend([
@@ -27,12 +36,13 @@ impl Served {
             "--idle",
             "5m",
         ]);
+        argv.extend(flags);
         let mut child = Command::new(argv[0])
             .args(&argv[1..])
             .current_dir(env.cwd())
             .env_clear()
             .env("HOME", env.home())
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PATH", path)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -68,6 +78,38 @@ fn ui_prints_a_loopback_sign_in_link_with_a_token() {
     assert!(url.starts_with(&prefix), "{url}");
     assert!(url.len() - prefix.len() >= 43, "a 256-bit token: {url}");
     assert_eq!(served.first["idle_s"], 300);
+}
+
+#[test]
+fn ui_open_hands_the_link_to_the_desktop_browser() {
+    let env = Env::new();
+    assert_eq!(env.run(&["init"], b"").status, 0);
+    // A desktop opener of our own, first on PATH, that writes down what it was given.
+    let bin = env.tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let got = env.tmp.path().join("opened");
+    let script = format!(
+        "#!/bin/sh\nprintf '%s' \"$*\" > {}.tmp && mv {0}.tmp {0}\n",
+        got.display()
+    );
+    std::fs::write(bin.join("xdg-open"), script).unwrap();
+    std::fs::set_permissions(
+        bin.join("xdg-open"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut path = std::ffi::OsString::from(&bin);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let served = Served::start_with(&env, &[], &["--open"], path);
+    for _ in 0..600 {
+        if got.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let opened = std::fs::read_to_string(&got).expect("the opener ran");
+    assert_eq!(opened, served.first["url"].as_str().unwrap());
 }
 
 /// As root, and (when this runs as root) as uid 65534 through `setpriv`.
