@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod content;
 mod lines;
 mod params;
 mod prefix;
@@ -12,6 +13,7 @@ mod reply;
 mod schema;
 mod server;
 mod shell;
+mod spill;
 mod transport;
 
 use std::path::PathBuf;

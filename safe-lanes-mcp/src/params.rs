@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use safe_lanes::grants::{ALIAS_PATTERN, MAX_ALIAS_LEN};
 
+use crate::content::{ContentReader, Source};
 use crate::reply::{Failure, invalid};
+use crate::spill::Spilled;
 
 /// Content given inline, as text or as base64 (exactly one).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -23,16 +25,25 @@ pub(crate) struct Content {
 }
 
 impl Content {
-    /// The bytes; `invalid_argument` when not exactly one form is given or base64 is invalid.
-    pub(crate) fn bytes(&self) -> Result<Vec<u8>, Failure> {
-        use base64::Engine as _;
-        match (&self.text, &self.base64) {
-            (Some(text), None) => Ok(text.as_bytes().to_vec()),
-            (None, Some(b64)) => base64::engine::general_purpose::STANDARD
-                .decode(b64.trim())
-                .map_err(|e| invalid(&format!("`base64`: not valid base64: {e}"))),
-            _ => Err(invalid("give exactly one of `text` and `base64`")),
-        }
+    /// The file name hint and the content as a reader; `invalid_argument` when not exactly one
+    /// form is given. A long string the transport left in the request line ([`Spilled`], at
+    /// `arguments.text` or `arguments.base64`) is read where it lies.
+    pub(crate) fn into_reader(
+        self,
+        spilled: Option<&Spilled>,
+    ) -> Result<(String, ContentReader), Failure> {
+        let source = |field: &str, value: String| match spilled {
+            Some(s) if value.is_empty() && s.path() == ["params", "arguments", field] => {
+                Source::Spilled(s.clone())
+            }
+            _ => Source::Argument(value),
+        };
+        let reader = match (self.text, self.base64) {
+            (Some(text), None) => ContentReader::text(source("text", text)),
+            (None, Some(b64)) => ContentReader::base64(source("base64", b64)),
+            _ => return Err(invalid("give exactly one of `text` and `base64`")),
+        };
+        Ok((self.filename, reader))
     }
 }
 

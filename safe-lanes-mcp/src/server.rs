@@ -17,6 +17,7 @@ use safe_lanes::{
     UploadDeposit, UploadSource, Uploader, apply_patch,
 };
 
+use crate::content::or_invalid;
 use crate::params::{
     AccessRequest, Content, Downloads, DownloadsPage, FolderPatch, GrantInfo, GrantsList, JobPoll,
     JobRef, Nothing, RequestInfo, RequestOutcome, Requested, ShellCommand, ShellResult, SourcePath,
@@ -25,6 +26,7 @@ use crate::params::{
 use crate::reply::{Failure, Reply, arguments, blocking, inline, invalid, refusal};
 use crate::schema::{input, output};
 use crate::shell;
+use crate::spill::Spilled;
 use crate::transport::Cancels;
 
 /// Output kept of each stream of a shell command.
@@ -123,13 +125,12 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> Reply<Saved> {
         let args: Content = arguments(raw)?;
-        let bytes = args.bytes()?;
+        let (filename, content) = args.into_reader(context.extensions.get::<Spilled>())?;
+        let invalid = content.invalid();
         let control = self.watch(&context);
         let state = Arc::clone(&self.state);
-        let saved =
-            blocking(move || Ok(state.lane.save(args.filename, control.reader(&bytes[..]))?))
-                .await?;
-        Ok(Json(saved))
+        let saved = blocking(move || Ok(state.lane.save(filename, control.reader(content))?)).await;
+        Ok(Json(or_invalid(saved, &invalid)?))
     }
 
     #[tool(
@@ -236,16 +237,18 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> Reply<Uploaded> {
         let args: Content = arguments(raw)?;
-        let bytes = args.bytes()?;
+        let (filename, content) = args.into_reader(context.extensions.get::<Spilled>())?;
+        let invalid = content.invalid();
         let control = self.watch(&context);
         let state = Arc::clone(&self.state);
-        blocking(move || {
+        let sent = blocking(move || {
             let uploader = state.uploader()?;
             let deposit = UploadDeposit::open(&state.root)?.with_max_bytes(state.config.max_bytes);
-            let staged = deposit.stage(&args.filename, control.reader(&bytes[..]))?;
+            let staged = deposit.stage(&filename, control.reader(content))?;
             uploaded(None, deposit.send(staged, uploader)?)
         })
-        .await
+        .await;
+        or_invalid(sent, &invalid)
     }
 
     #[tool(

@@ -43,7 +43,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::{Sink, Stream};
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientNotification, GetExtensions, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage,
 };
 use rustix::fs::FileType;
 use safe_lanes::Control;
@@ -335,8 +336,15 @@ impl Reader {
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
+        let bytes = line.len();
+        let (line, spilled) = crate::spill::lift(line);
         let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&line) {
-            Ok(message) => message,
+            Ok(mut message) => {
+                if let (Some(spilled), JsonRpcMessage::Request(request)) = (spilled, &mut message) {
+                    request.request.extensions_mut().insert(spilled);
+                }
+                message
+            }
             Err(e) => {
                 match serde_json::from_slice::<Value>(&line) {
                     Err(_) => self.answer(Value::Null, -32700, format!("Parse error: {e}")),
@@ -351,7 +359,7 @@ impl Reader {
                 return None;
             }
         };
-        self.admit(&message, line.len()).then_some(message)
+        self.admit(&message, bytes).then_some(message)
     }
 
     /// Whether `message` goes on to the server; answers it when it does not.

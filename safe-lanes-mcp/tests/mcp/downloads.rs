@@ -124,6 +124,41 @@ async fn a_five_mebibyte_base64_save_arrives_intact() {
     );
 }
 
+/// Long strings are read where the request line holds them (the transport lifts them out
+/// before parsing): the text arrives as it was, and base64 that turns out invalid deep inside
+/// is still `invalid_argument`, saying where, with nothing kept.
+#[tokio::test]
+async fn long_content_read_from_the_request_line_is_exact_and_checked() {
+    let w = World::new().await;
+    let text = "plain words é ".repeat(200_000);
+    let saved = w
+        .ok(
+            "download_save",
+            json!({"filename": "long.txt", "text": text}),
+        )
+        .await;
+    assert_eq!(saved["sha256"], sha256_hex(text.as_bytes()));
+
+    let mut encoded = base64::engine::general_purpose::STANDARD.encode(vec![9u8; 3 << 20]);
+    encoded.replace_range(3_000_001..3_000_002, "!");
+    let (code, message) = w
+        .refusal(
+            "download_save",
+            json!({"filename": "bad.bin", "base64": encoded}),
+        )
+        .await;
+    assert_eq!(code, "invalid_argument");
+    assert!(
+        message.contains("`base64`") && message.contains("3000001"),
+        "{message}"
+    );
+    let names: Vec<_> = std::fs::read_dir(w.root().join(".downloads"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["long.txt"], "nothing kept of the invalid one");
+}
+
 #[tokio::test]
 async fn past_the_size_cap_nothing_is_kept() {
     let w = World::with_args(&["--max-bytes", "10"]).await;

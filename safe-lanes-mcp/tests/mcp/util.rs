@@ -69,6 +69,14 @@ impl World {
         refusal_code(&result)
     }
 
+    /// A refused call's code and message.
+    pub(crate) async fn refusal(&self, tool: &str, args: Value) -> (String, String) {
+        let result = self.call(tool, args.clone()).await.unwrap();
+        let code = refusal_code(&result);
+        let text = &result.content[0].as_text().expect("text").text;
+        (code.clone(), text[code.len() + 2..].to_owned())
+    }
+
     /// Run the human's CLI on this world's state root.
     pub(crate) fn cli(&self, args: &[&str]) -> Value {
         let out = Command::new(cli_binary())
