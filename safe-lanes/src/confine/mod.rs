@@ -37,6 +37,7 @@
 //! the outcome says why (`stopped`). No process keeps broader authority than the manifest.
 
 mod jobs;
+mod layouts;
 mod probe;
 mod ruleset;
 mod sandbox;
@@ -48,7 +49,7 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use landlock::ABI;
@@ -178,9 +179,12 @@ impl Confined {
             None => None,
         };
         let grants: Vec<_> = snapshot.available().collect();
+        let aliases: Vec<Alias> = grants.iter().map(|g| g.alias.clone()).collect();
+        let layout = layouts::layout_for(&snapshot, &aliases, || layout(&grants))?;
         let plan = prepare(
             abi,
             &grants,
+            layout,
             cwd_grant.map(|g| g.path.as_path()),
             self.network,
         )?;
@@ -229,52 +233,60 @@ impl Confined {
     }
 }
 
-/// The sandbox of a command that sees `grants`, starts in `cwd` (default: its scratch
-/// directory) and may use TCP when `network`.
+/// The sandbox of a command that sees `grants` (shown as `layout` says), starts in `cwd`
+/// (default: its scratch directory) and may use TCP when `network`. Each grant's folder is
+/// confirmed, now, to still be at its path.
 fn prepare(
     abi: ABI,
     grants: &[&Effective],
+    layout: Arc<sandbox::Layout>,
     cwd: Option<&Path>,
     network: bool,
 ) -> Result<sandbox::Plan> {
     let system = SystemSet::get();
     let mut rules = Vec::new();
-    let mut grant_mounts = Vec::new();
     for g in grants {
-        let (access, read_only) = match g.access {
-            Access::ReadOnly => (ruleset::read_only(abi), true),
-            Access::ReadWrite => (ruleset::read_write(abi), false),
+        let access = match g.access {
+            Access::ReadOnly => ruleset::read_only(abi),
+            Access::ReadWrite => ruleset::read_write(abi),
         };
-        let fd = g.folder()?.as_fd();
-        rules.push((fd, access));
-        grant_mounts.push(sandbox::Mount {
-            path: &g.path,
-            fd,
-            read_only,
-        });
+        rules.push((g.folder()?.as_fd(), access));
     }
-    let system_mounts = system.mounts(&system.dirs, true);
-    let device_mounts = system.mounts(&system.devices, false);
-    for m in &system_mounts {
-        rules.push((m.fd, ruleset::read_only(abi)));
+    for (_, fd, _) in &system.dirs {
+        rules.push((fd.as_fd(), ruleset::read_only(abi)));
     }
-    for (m, (_, _, writable)) in device_mounts.iter().zip(&system.devices) {
-        rules.push((m.fd, ruleset::device(abi, *writable)));
+    for (_, fd, writable) in &system.devices {
+        rules.push((fd.as_fd(), ruleset::device(abi, *writable)));
     }
     sandbox::Plan::new(
-        &sandbox::View {
-            system: &system_mounts,
-            symlinks: &system.symlinks(),
-            devices: &device_mounts,
-            masked: &system.masked(),
-            grants: &grant_mounts,
-        },
+        layout,
         cwd,
         network,
         ruleset::build(abi, &rules, network)?,
         abi,
         syscalls::filters(network)?,
     )
+}
+
+/// The layout of the root of a command that sees `grants`: the system set, then the grants
+/// (read-only grants read-only).
+fn layout(grants: &[&Effective]) -> Result<sandbox::Layout> {
+    let system = SystemSet::get();
+    let mut grant_mounts = Vec::new();
+    for g in grants {
+        grant_mounts.push(sandbox::Mount {
+            path: &g.path,
+            fd: g.folder()?.as_fd(),
+            read_only: g.access == Access::ReadOnly,
+        });
+    }
+    sandbox::Layout::new(&sandbox::View {
+        system: &system.mounts(&system.dirs, true),
+        symlinks: &system.symlinks(),
+        devices: &system.mounts(&system.devices, false),
+        masked: &system.masked(),
+        grants: &grant_mounts,
+    })
 }
 
 /// What confined commands get on this host, as `doctor` reports it.
@@ -296,7 +308,7 @@ pub struct SandboxSupport {
 pub fn sandbox_support() -> SandboxSupport {
     let landlock = landlock_support();
     let outcome = supported_abi().and_then(|abi| {
-        let plan = prepare(abi, &[], None, false)?.probing();
+        let plan = prepare(abi, &[], Arc::new(layout(&[])?), None, false)?.probing();
         let mut command = Command::new("/");
         plan.install(&mut command);
         let spawned = command
@@ -342,7 +354,7 @@ pub fn sandbox_support() -> SandboxSupport {
 /// `None` while every grant in `used` is still in the manifest with the same folder and at least
 /// the same access; otherwise why the command must stop.
 fn still_granted(session: &Session, used: &[(Alias, Access, PathBuf)]) -> Option<String> {
-    let now: std::sync::Arc<Snapshot> = match session.snapshot() {
+    let now: Arc<Snapshot> = match session.snapshot() {
         Ok(now) => now,
         Err(e) => return Some(format!("the grants can no longer be read: {e}")),
     };

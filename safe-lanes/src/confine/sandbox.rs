@@ -1,9 +1,13 @@
 //! The world a confined command lives in: its own namespaces, a root made of the system set
 //! and its grants only, no capabilities, then Landlock and seccomp.
 //!
-//! A [`Plan`] is prepared in the gateway (paths turned into C strings, the identity of every
-//! folder to mount, the Landlock rules, the seccomp programs) so that what runs after `fork`
-//! only makes system calls. [`Plan::install`] arranges for the spawned child to enter it:
+//! A [`Plan`] is prepared in the gateway so that what runs after `fork` only makes system
+//! calls. What does not depend on the command is built once and shared: the [`Layout`] of the
+//! root (paths turned into C strings, the identity of every folder to mount) for as long as
+//! the grants it was made from stand, and the seccomp programs for the process's life. The
+//! Landlock ruleset is the command's own: its child adds the rule for its scratch `tmpfs` to
+//! it, so a ruleset is never handed to two commands. [`Plan::install`] arranges for the
+//! spawned child to enter it:
 //!
 //! 1. mark descriptors 3+ close-on-exec; die with the gateway thread (`PR_SET_PDEATHSIG`);
 //! 2. `unshare` user, mount, PID, IPC, UTS and cgroup namespaces (and network unless asked
@@ -33,6 +37,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 use std::process::Command;
+use std::sync::Arc;
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, PathBeneath, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
@@ -71,7 +76,6 @@ enum Source {
         directory: bool,
         read_only: bool,
         device: bool,
-        reopened: Option<OwnedFd>,
     },
     /// An empty, unreadable node over a system file or directory (`directory`) that only its
     /// owner could read: what the sandbox hides when the gateway runs as root, which would
@@ -86,13 +90,37 @@ struct Entry {
     source: Source,
 }
 
+/// The entries of a command's root, parents before children, ready for the child: what a
+/// [`View`] shows, with every path a C string and every folder's identity taken. It holds no
+/// descriptor and is the same for every command that sees the same view.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    entries: Vec<Entry>,
+}
+
+impl Layout {
+    /// The layout of `view`.
+    ///
+    /// # Errors
+    ///
+    /// `sandbox_unavailable` when a path cannot be expressed (a NUL byte, not absolute);
+    /// `io` when a folder cannot be identified.
+    pub(crate) fn new(view: &View<'_>) -> Result<Self> {
+        Ok(Self {
+            entries: view.entries()?,
+        })
+    }
+}
+
 /// Everything a confined command's child needs to enter its sandbox, prepared in the parent.
 pub(crate) struct Plan {
     unshare: UnshareFlags,
     gateway: rustix::process::Pid,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
-    entries: Vec<Entry>,
+    layout: Arc<Layout>,
+    /// Each bind entry's source, re-opened by the child (one slot per entry, allocated here).
+    reopened: Vec<Option<OwnedFd>>,
     cwd: CString,
     ruleset: Option<RulesetCreated>,
     scratch_access: BitFlags<AccessFs>,
@@ -106,7 +134,7 @@ pub(crate) struct Plan {
 impl std::fmt::Debug for Plan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Plan")
-            .field("entries", &self.entries)
+            .field("layout", &self.layout)
             .field("cwd", &self.cwd)
             .finish_non_exhaustive()
     }
@@ -177,23 +205,21 @@ pub(crate) struct Mount<'a> {
 }
 
 impl Plan {
-    /// A plan showing `view`, starting in `cwd` (absolute, default the scratch directory),
-    /// with a network namespace unless `network`, restricted by `ruleset` (built for `abi`)
-    /// and `filters`.
+    /// A plan showing `layout`, starting in `cwd` (absolute, default the scratch directory),
+    /// with a network namespace unless `network`, restricted by `ruleset` (built for `abi`,
+    /// this command's alone) and `filters`.
     ///
     /// # Errors
     ///
-    /// `sandbox_unavailable` when a path cannot be expressed (a NUL byte, not absolute) or a
-    /// folder cannot be identified.
+    /// `sandbox_unavailable` when `cwd` cannot be expressed (a NUL byte).
     pub(crate) fn new(
-        view: &View<'_>,
+        layout: Arc<Layout>,
         cwd: Option<&Path>,
         network: bool,
         ruleset: RulesetCreated,
         abi: ABI,
         filters: &'static Filters,
     ) -> Result<Self> {
-        let entries = view.entries()?;
         let uid = rustix::process::geteuid().as_raw();
         let gid = rustix::process::getegid().as_raw();
         let mut unshare = UnshareFlags::NEWUSER
@@ -210,7 +236,8 @@ impl Plan {
             gateway: rustix::process::getpid(),
             uid_map: format!("{uid} {uid} 1").into_bytes(),
             gid_map: format!("{gid} {gid} 1").into_bytes(),
-            entries,
+            reopened: layout.entries.iter().map(|_| None).collect(),
+            layout,
             cwd: c_string(cwd.unwrap_or(Path::new(SCRATCH)).as_os_str().as_bytes())?,
             ruleset: Some(ruleset),
             scratch_access: AccessFs::from_all(abi),
@@ -318,14 +345,8 @@ impl Plan {
         )
         .map_err(fail)?;
         // Re-open every source before anything is mounted over the staging point.
-        for entry in &mut self.entries {
-            if let Source::Bind {
-                path,
-                identity,
-                reopened,
-                ..
-            } = &mut entry.source
-            {
+        for (entry, reopened) in self.layout.entries.iter().zip(&mut self.reopened) {
+            if let Source::Bind { path, identity, .. } = &entry.source {
                 let fd = rustix::fs::open(
                     path.as_c_str(),
                     OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -350,8 +371,9 @@ impl Plan {
         .map_err(fail)?;
         let mut own = [device_of(&root).map_err(fail)?, 0];
         self.masks = Some(make_masks(&root).map_err(fail)?);
-        for index in 0..self.entries.len() {
-            self.place(&root, index, &mut own)
+        let layout = Arc::clone(&self.layout);
+        for (index, entry) in layout.entries.iter().enumerate() {
+            self.place(&root, entry, index, &mut own)
                 .map_err(Step::Mounts.failed())?;
         }
         set_flags(
@@ -368,20 +390,21 @@ impl Plan {
         rustix::process::chdir(self.cwd.as_c_str()).map_err(Step::WorkingDirectory.failed())
     }
 
-    /// Put entry `index` in place below `root`. `own` holds the devices of the sandbox's own
-    /// `tmpfs` mounts, the only places a missing mount point may be created.
+    /// Put `entry` (the layout's entry `index`) in place below `root`. `own` holds the devices
+    /// of the sandbox's own `tmpfs` mounts, the only places a missing mount point may be
+    /// created.
     fn place(
         &mut self,
         root: &OwnedFd,
+        entry: &Entry,
         index: usize,
         own: &mut [u64; 2],
     ) -> rustix::io::Result<()> {
-        let entry = &mut self.entries[index];
         let Some((name, parents)) = entry.components.split_last() else {
             return Err(Errno::INVAL);
         };
         let parent = walk(root, parents, own)?;
-        match &mut entry.source {
+        match &entry.source {
             Source::Symlink(target) => {
                 rustix::fs::symlinkat(target.as_c_str(), &parent, name.as_c_str())
             }
@@ -396,11 +419,10 @@ impl Plan {
                 directory,
                 read_only,
                 device,
-                reopened,
                 ..
             } => {
                 let at = mount_point(&parent, name, *directory, own)?;
-                let source = reopened.take().ok_or(Errno::INVAL)?;
+                let source = self.reopened[index].take().ok_or(Errno::INVAL)?;
                 let mut flags = MountAttrFlags::MOUNT_ATTR_NOSUID;
                 if !*device {
                     flags |= MountAttrFlags::MOUNT_ATTR_NODEV;
@@ -465,7 +487,6 @@ fn bind_entry(entries: &mut Vec<Entry>, m: &Mount<'_>, device: bool) -> Result<(
                 == rustix::fs::FileType::Directory,
             read_only: m.read_only,
             device,
-            reopened: None,
         },
     });
     Ok(())

@@ -542,6 +542,43 @@ fn revoking_a_grant_stops_a_running_command_that_writes_into_it() {
 }
 
 #[test]
+fn a_command_started_after_a_revoke_does_not_get_the_folder_though_one_just_had_it() {
+    let w = World::new();
+    let session = w.grants.session();
+    let rw = w.p("rw");
+    let script = r#"echo "env=${WORKFLOW_FOLDER_RW:-}"; ls "$1" && echo listed"#;
+    // Twice, so that the second command reuses what the first one's sandbox was built from.
+    for _ in 0..2 {
+        let out = sh_in(&session, script, &[&rw]);
+        assert!(out.outcome.stdout.contains("listed"), "{out:?}");
+        assert!(
+            out.grants.iter().any(|(a, _)| a.as_str() == "rw"),
+            "{out:?}"
+        );
+    }
+    Grants::open(&w.root, None)
+        .unwrap()
+        .revoke("rw", "no more", "alice")
+        .unwrap();
+    let out = sh_in(&session, script, &[&rw]);
+    assert_ne!(out.outcome.exit_code, Some(0), "{out:?}");
+    assert!(!out.outcome.stdout.contains("listed"), "{out:?}");
+    assert!(out.outcome.stdout.contains("env=\n"), "{out:?}");
+    assert!(
+        out.grants.iter().all(|(a, _)| a.as_str() != "rw"),
+        "{out:?}"
+    );
+    // The other grant is still there.
+    let ro = w.p("ro");
+    assert!(
+        sh_in(&session, script, &[&ro])
+            .outcome
+            .stdout
+            .contains("listed")
+    );
+}
+
+#[test]
 fn narrowing_a_grant_stops_a_running_command() {
     let w = World::new();
     let session = w.grants.session();
