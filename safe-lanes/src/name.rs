@@ -35,9 +35,10 @@
 //! The result is never empty, and `sanitize(sanitize(x)) == sanitize(x)` for every `x`
 //! (checked by property tests and a fuzz target).
 
+use std::borrow::Cow;
 use std::fmt;
 
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
 
 /// The largest [`SafeName`] in bytes. With a collision suffix ` (4294967295)` (13 bytes) a
@@ -49,6 +50,18 @@ const MAX_EXTENSION_CHARS: usize = 16;
 
 /// The name a stem without any letter or digit becomes.
 const FALLBACK_STEM: &str = "download";
+
+/// The extension appended to a name whose own extension is a shortcut's.
+const SHORTCUT_SUFFIX: &str = "download";
+
+/// What a name may not start with (rule 7).
+const LEADING: [char; 3] = ['.', '-', ' '];
+
+/// What a name, and a stem before its extension, may not end with (rules 7 and 8).
+const TRAILING: [char; 2] = ['.', ' '];
+
+/// The path separators of rule 4.
+const SEPARATORS: [char; 2] = ['/', '\\'];
 
 /// Characters replaced by `_`: the reserved ones of Windows (and `%`), plus characters that
 /// look like a separator or one of them.
@@ -168,6 +181,53 @@ impl AsRef<str> for SafeName {
     }
 }
 
+/// The ASCII characters of [`REPLACED`], as a table indexed by byte.
+const ASCII_REPLACED: [bool; 128] = ascii_replaced();
+
+/// The smallest non-ASCII character of [`REPLACED`]: a non-ASCII character below it is never
+/// replaced, which spares most accented letters a search of the list.
+const FIRST_NON_ASCII_REPLACED: char = first_non_ascii_replaced();
+
+/// Bytes that no rule changes wherever they appear in an ASCII name: printable ASCII other
+/// than the separators and [`REPLACED`]. (Where they appear still matters: see
+/// [`as_plain_ascii`].)
+const PLAIN_ASCII: [bool; 256] = plain_ascii();
+
+const fn ascii_replaced() -> [bool; 128] {
+    let mut table = [false; 128];
+    let mut i = 0;
+    while i < REPLACED.len() {
+        if REPLACED[i].is_ascii() {
+            table[REPLACED[i] as usize] = true;
+        }
+        i += 1;
+    }
+    table
+}
+
+const fn first_non_ascii_replaced() -> char {
+    let mut first = char::MAX;
+    let mut i = 0;
+    while i < REPLACED.len() {
+        if !REPLACED[i].is_ascii() && (REPLACED[i] as u32) < (first as u32) {
+            first = REPLACED[i];
+        }
+        i += 1;
+    }
+    first
+}
+
+const fn plain_ascii() -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = b' ';
+    while b <= b'~' {
+        let is_separator = b as char == SEPARATORS[0] || b as char == SEPARATORS[1];
+        table[b as usize] = !is_separator && !ASCII_REPLACED[b as usize];
+        b += 1;
+    }
+    table
+}
+
 /// Reduce any name hint to a [`SafeName`] (see the module documentation for the rules).
 ///
 /// Total and deterministic: every input gives a name, and the same name on every OS.
@@ -184,62 +244,190 @@ impl AsRef<str> for SafeName {
 /// assert_eq!(sanitize("evil.desktop").as_str(), "evil.desktop.download");
 /// ```
 pub fn sanitize(hint: impl AsRef<[u8]>) -> SafeName {
-    let decoded = String::from_utf8_lossy(hint.as_ref());
-    let visible: String = decoded.chars().filter(|&c| !is_invisible(c)).collect();
-    let normalized: String = visible.nfc().collect();
-    let last = normalized
-        .rsplit(['/', '\\'])
-        .find(|part| !part.is_empty())
-        .unwrap_or_default();
+    let hint = hint.as_ref();
+    match as_plain_ascii(hint) {
+        Some(name) => assemble(trim(name)),
+        None => sanitize_any(hint),
+    }
+}
 
-    let mut flat = String::with_capacity(last.len());
+/// `hint` as text when it has only [`PLAIN_ASCII`] bytes and no two spaces in a row.
+///
+/// Rules 1–6 leave such a hint as it is: it is valid UTF-8 with nothing invisible, ASCII is
+/// NFC, it has no separator (so it is its own last component, or empty), nothing to replace,
+/// and its only white space is single spaces. [`sanitize`] then goes straight to rule 7,
+/// without decoding, normalizing or copying; a property test checks that this gives what
+/// [`sanitize_any`] gives.
+fn as_plain_ascii(hint: &[u8]) -> Option<&str> {
+    let mut after_space = false;
+    let plain = hint.iter().all(|&b| {
+        let plain = PLAIN_ASCII[usize::from(b)] && !(after_space && b == b' ');
+        after_space = b == b' ';
+        plain
+    });
+    if plain {
+        std::str::from_utf8(hint).ok()
+    } else {
+        None
+    }
+}
+
+/// Every rule, in order, on any hint.
+fn sanitize_any(hint: &[u8]) -> SafeName {
+    let decoded = String::from_utf8_lossy(hint);
+    let normalized = to_nfc(drop_invisible(&decoded));
+    let flat = flatten(last_component(&normalized));
+    assemble(trim(&flat))
+}
+
+/// Rule 4: the last non-empty component for both separators, or `""`.
+fn last_component(text: &str) -> &str {
+    // The separators are ASCII, so a byte next to one is on a character boundary.
+    let is_separator = |b: &u8| SEPARATORS.contains(&char::from(*b));
+    let bytes = text.as_bytes();
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_separator(b))
+        .map_or(0, |i| i + 1);
+    let start = bytes[..end]
+        .iter()
+        .rposition(is_separator)
+        .map_or(0, |i| i + 1);
+    &text[start..end]
+}
+
+/// Rule 7: without leading dots, dashes and spaces and trailing dots and spaces.
+fn trim(name: &str) -> &str {
+    name.trim_start_matches(LEADING).trim_end_matches(TRAILING)
+}
+
+/// Rule 2: `text` without its invisible characters, borrowed when it has none.
+fn drop_invisible(text: &str) -> Cow<'_, str> {
+    let first = if text.is_ascii() {
+        text.bytes().position(|b| b.is_ascii_control())
+    } else {
+        text.find(is_invisible)
+    };
+    let Some(first) = first else {
+        return Cow::Borrowed(text);
+    };
+    let mut visible = String::with_capacity(text.len());
+    visible.push_str(&text[..first]);
+    let rest = &text[first..];
+    // The first character of `rest` is invisible.
+    let after = rest.chars().next().map_or(0, char::len_utf8);
+    visible.extend(rest[after..].chars().filter(|&c| !is_invisible(c)));
+    Cow::Owned(visible)
+}
+
+/// Rule 3: `text` in NFC, unchanged when it is already (ASCII always is).
+fn to_nfc(text: Cow<'_, str>) -> Cow<'_, str> {
+    if text.is_ascii() || is_nfc_quick(text.chars()) == IsNormalized::Yes {
+        text
+    } else {
+        let mut nfc = String::with_capacity(text.len());
+        nfc.extend(text.nfc());
+        Cow::Owned(nfc)
+    }
+}
+
+/// Rules 5 and 6: reserved characters and look-alikes become `_`, each run of white space one
+/// ASCII space. Borrowed when nothing changes.
+fn flatten(text: &str) -> Cow<'_, str> {
     let mut in_space = false;
-    for c in last.chars() {
+    let first_change = text.find(|c: char| {
+        let space = c.is_whitespace();
+        let change = is_replaced(c) || (space && (c != ' ' || in_space));
+        in_space = space;
+        change
+    });
+    let Some(first) = first_change else {
+        return Cow::Borrowed(text);
+    };
+    // Up to `first` the text is its own flattening, and its only white space is `' '`.
+    let mut flat = String::with_capacity(text.len());
+    flat.push_str(&text[..first]);
+    let mut in_space = flat.ends_with(' ');
+    for c in text[first..].chars() {
         if c.is_whitespace() {
             if !in_space {
                 flat.push(' ');
             }
             in_space = true;
         } else {
-            flat.push(if REPLACED.contains(&c) { '_' } else { c });
+            flat.push(if is_replaced(c) { '_' } else { c });
             in_space = false;
         }
     }
-    let trimmed = flat
-        .trim_start_matches(['.', '-', ' '])
-        .trim_end_matches(['.', ' ']);
+    Cow::Owned(flat)
+}
 
-    let (mut stem, mut ext) = split_extension(trimmed);
-    if let Some(tail) = trimmed.rsplit_once('.').map(|(_, tail)| tail)
-        && is_shortcut(tail)
-    {
-        stem = trimmed.to_owned();
-        ext = Some("download".to_owned());
+/// Rules 8–12 on a trimmed name: the stem and the extension, the device prefix, truncation.
+/// The name is built in one allocation.
+fn assemble(trimmed: &str) -> SafeName {
+    let (stem, ext) = stem_and_extension(trimmed);
+    let device = is_device_name(stem);
+    let ext_len = ext.map_or(0, |e| e.len() + 1);
+    // Room for the device prefix and the whole stem, which truncation then shortens.
+    let mut name = String::with_capacity(1 + stem.len() + ext_len);
+    if device {
+        name.push('_');
     }
-    if !has_alphanumeric(&stem) {
-        stem = FALLBACK_STEM.to_owned();
+    name.push_str(stem);
+    truncate_stem(&mut name, ext);
+    if !has_alphanumeric(&name) {
+        name.clear();
+        name.push_str(FALLBACK_STEM);
     }
-    if is_device_name(&stem) {
-        stem.insert(0, '_');
+    let dot = ext.map(|ext| {
+        let dot = name.len();
+        name.push('.');
+        name.push_str(ext);
+        dot
+    });
+    SafeName { name, dot }
+}
+
+/// Rules 8–10: the stem and the extension of a trimmed name.
+///
+/// The extension is the text after the last dot when it is 1–16 letters or digits and the stem
+/// before it is not empty; the stem loses trailing dots and spaces. A shortcut-like extension
+/// stays in the stem and the extension becomes [`SHORTCUT_SUFFIX`]. A stem with no letter or
+/// digit becomes [`FALLBACK_STEM`].
+fn stem_and_extension(name: &str) -> (&str, Option<&str>) {
+    let (stem, ext) = match split_at_last_dot(name) {
+        Some((_, tail)) if is_shortcut(tail) => (name, Some(SHORTCUT_SUFFIX)),
+        Some((before, tail)) => {
+            let stem = before.trim_end_matches(TRAILING);
+            if is_extension(tail) && !stem.is_empty() {
+                (stem, Some(tail))
+            } else {
+                (name, None)
+            }
+        }
+        None => (name, None),
+    };
+    if has_alphanumeric(stem) {
+        (stem, ext)
+    } else {
+        (FALLBACK_STEM, ext)
     }
-    truncate_stem(&mut stem, ext.as_deref());
-    if !has_alphanumeric(&stem) {
-        stem = FALLBACK_STEM.to_owned();
-    }
-    match ext {
-        Some(ext) => SafeName {
-            dot: Some(stem.len()),
-            name: format!("{stem}.{ext}"),
-        },
-        None => SafeName {
-            name: stem,
-            dot: None,
-        },
-    }
+}
+
+/// `name` before and after its last dot, if it has one.
+fn split_at_last_dot(name: &str) -> Option<(&str, &str)> {
+    // A byte search: `.` is ASCII, so the bytes next to it are on character boundaries.
+    let dot = name.bytes().rposition(|b| b == b'.')?;
+    Some((&name[..dot], &name[dot + 1..]))
 }
 
 /// Characters that are invisible or that change how surrounding text displays.
 fn is_invisible(c: char) -> bool {
+    // Shortcuts for ASCII and the Latin letters up to U+017F (a test checks them against the
+    // categories): the C0 and C1 controls, DEL and the soft hyphen.
+    if c <= '\u{17F}' {
+        return c.is_ascii_control() || ('\u{80}'..='\u{9F}').contains(&c) || c == '\u{AD}';
+    }
     matches!(
         c.general_category(),
         G::Control
@@ -252,42 +440,106 @@ fn is_invisible(c: char) -> bool {
     )
 }
 
-/// `(stem, extension)`: the extension is the text after the last dot when it is 1–16 letters or
-/// digits and the stem before it is not empty. The stem loses trailing dots and spaces.
-fn split_extension(name: &str) -> (String, Option<String>) {
-    if let Some((stem, ext)) = name.rsplit_once('.') {
-        let stem = stem.trim_end_matches(['.', ' ']);
-        if is_extension(ext) && !stem.is_empty() {
-            return (stem.to_owned(), Some(ext.to_owned()));
-        }
+/// A character of [`REPLACED`].
+fn is_replaced(c: char) -> bool {
+    if c.is_ascii() {
+        ASCII_REPLACED[c as usize]
+    } else {
+        c >= FIRST_NON_ASCII_REPLACED && REPLACED.contains(&c)
     }
-    (name.to_owned(), None)
 }
 
 fn is_extension(ext: &str) -> bool {
-    let count = ext.chars().count();
-    (1..=MAX_EXTENSION_CHARS).contains(&count) && ext.chars().all(char::is_alphanumeric)
+    let mut count = 0;
+    let alphanumeric = ext.chars().all(|c| {
+        count += 1;
+        c.is_alphanumeric()
+    });
+    alphanumeric && (1..=MAX_EXTENSION_CHARS).contains(&count)
 }
 
+/// The first characters of the [`SHORTCUT_EXTENSIONS`], as a bit set.
+const SHORTCUT_INITIALS: u128 = initials(SHORTCUT_EXTENSIONS);
+
 fn is_shortcut(ext: &str) -> bool {
-    SHORTCUT_EXTENSIONS
-        .iter()
-        .any(|s| s.eq_ignore_ascii_case(ext))
+    // A look at the first character spares most extensions the comparisons.
+    let initial = ext.bytes().next().map(|b| b.to_ascii_lowercase());
+    initial.is_some_and(|b| b.is_ascii() && SHORTCUT_INITIALS & (1 << b) != 0)
+        && SHORTCUT_EXTENSIONS
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(ext))
 }
 
 fn has_alphanumeric(stem: &str) -> bool {
     stem.chars().any(char::is_alphanumeric)
 }
 
+/// The most bytes of a [`DEVICE_NAMES`] entry, which bounds its characters.
+const MAX_DEVICE_NAME_BYTES: usize = max_len(DEVICE_NAMES);
+
+/// The first characters of the [`DEVICE_NAMES`] (all ASCII), as a bit set.
+const DEVICE_NAME_INITIALS: u128 = initials(DEVICE_NAMES);
+
+const fn max_len(names: &[&str]) -> usize {
+    let mut max = 0;
+    let mut i = 0;
+    while i < names.len() {
+        if names[i].len() > max {
+            max = names[i].len();
+        }
+        i += 1;
+    }
+    max
+}
+
+/// The set of the first bytes of `names`, which all start with lowercase ASCII.
+const fn initials(names: &[&str]) -> u128 {
+    let mut set = 0;
+    let mut i = 0;
+    while i < names.len() {
+        let first = names[i].as_bytes()[0];
+        assert!(first.is_ascii() && !first.is_ascii_uppercase());
+        set |= 1 << first;
+        i += 1;
+    }
+    set
+}
+
 /// Windows treats `CON`, `con.txt`, `CON .tar.gz` all as the console device.
+///
+/// The stem up to its first dot, without trailing spaces, lowercased, is one of
+/// [`DEVICE_NAMES`] (all lowercase). Lowercased character by character, which differs from
+/// [`str::to_lowercase`] only for a final `Σ`, in no device name.
 fn is_device_name(stem: &str) -> bool {
-    let base = stem
-        .split('.')
-        .next()
-        .unwrap_or_default()
-        .trim_end_matches(' ');
-    let lower = base.to_lowercase();
-    DEVICE_NAMES.contains(&lower.as_str())
+    let up_to_dot = stem.bytes().position(|b| b == b'.').unwrap_or(stem.len());
+    let base = stem[..up_to_dot].trim_end_matches(' ');
+    let initial = match base.chars().next() {
+        Some(c) if c.is_ascii() => c.to_ascii_lowercase(),
+        Some(c) => c.to_lowercase().next().unwrap_or(c),
+        None => return false,
+    };
+    if !(initial.is_ascii() && DEVICE_NAME_INITIALS & (1 << u32::from(initial)) != 0) {
+        return false;
+    }
+    if base.is_ascii() {
+        // ASCII lowercasing is all of lowercasing here.
+        return DEVICE_NAMES.iter().any(|d| d.eq_ignore_ascii_case(base));
+    }
+    // Lowercasing never makes fewer characters, and a device name has at most as many
+    // characters as bytes: a longer base is no device name.
+    let mut lower = ['\0'; MAX_DEVICE_NAME_BYTES];
+    let mut len = 0;
+    for c in base.chars().flat_map(char::to_lowercase) {
+        if len == lower.len() {
+            return false;
+        }
+        lower[len] = c;
+        len += 1;
+    }
+    let lower = &lower[..len];
+    DEVICE_NAMES
+        .iter()
+        .any(|d| d.chars().eq(lower.iter().copied()))
 }
 
 /// Shorten `stem` on a character boundary so that `stem.ext` fits [`MAX_NAME_BYTES`].
@@ -305,7 +557,7 @@ fn truncate_stem(stem: &mut String, ext: Option<&str>) {
         cut -= 1;
     }
     stem.truncate(cut);
-    let kept = stem.trim_end_matches(['.', ' ']).len();
+    let kept = stem.trim_end_matches(TRAILING).len();
     stem.truncate(kept);
     if ext.is_none()
         && let Some(dot) = stem.rfind('.')
@@ -316,23 +568,4 @@ fn truncate_stem(stem: &mut String, ext: Option<&str>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbered_keeps_the_extension_after_the_suffix() {
-        let name = sanitize("report.final.pdf");
-        assert_eq!(name.stem(), "report.final");
-        assert_eq!(name.extension(), Some("pdf"));
-        assert_eq!(name.numbered(0), "report.final.pdf");
-        assert_eq!(name.numbered(3), "report.final (3).pdf");
-        assert_eq!(sanitize("README").numbered(2), "README (2)");
-    }
-
-    #[test]
-    fn a_numbered_name_of_the_longest_name_fits_255_bytes() {
-        let name = sanitize("é".repeat(400) + ".tar");
-        assert!(name.as_str().len() <= MAX_NAME_BYTES);
-        assert!(name.numbered(u32::MAX).len() <= 255);
-    }
-}
+mod tests;
