@@ -8,15 +8,21 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(unix)]
 mod args;
+#[cfg(unix)]
 mod commands;
+#[cfg(unix)]
 mod output;
 
+#[cfg(unix)]
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+#[cfg(unix)]
 use clap::Parser;
 
+#[cfg(unix)]
 fn main() -> ExitCode {
     // First, before anything is read: no core file, no same-user tracing.
     let hardening = safe_lanes::harden();
@@ -33,8 +39,29 @@ fn main() -> ExitCode {
     output::finish(result, json)
 }
 
+/// Where the library has no backend (Windows): every command is refused with the library's
+/// `unsupported_platform`, as text on stderr or as the one JSON object `--json` asks for, with
+/// exit status 3 (refused). Nothing is opened or created.
+#[cfg(not(unix))]
+fn main() -> ExitCode {
+    use std::io::Write;
+    let json = json_asked(std::env::args_os());
+    let Err(error) = safe_lanes::StateRoot::open_default(None) else {
+        return ExitCode::FAILURE;
+    };
+    let (code, message) = (error.code(), error.to_string());
+    if json {
+        let error = serde_json::json!({ "error": { "code": code, "message": message } });
+        let _ = writeln!(std::io::stdout().lock(), "{error}");
+    } else {
+        let _ = writeln!(std::io::stderr(), "safe-lanes: {code}: {message}");
+    }
+    ExitCode::from(3)
+}
+
 /// Send the library's log (its warnings) to stderr: level from `RUST_LOG`, `warn` by default;
 /// colours only on a terminal. Stdout stays the result's alone.
+#[cfg(unix)]
 fn log_to_stderr() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));

@@ -5,26 +5,43 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(unix)]
 mod content;
+#[cfg(unix)]
 mod lines;
+#[cfg(unix)]
 mod params;
+#[cfg(unix)]
 mod prefix;
+#[cfg(unix)]
 mod reply;
+#[cfg(unix)]
 mod schema;
+#[cfg(unix)]
 mod server;
+#[cfg(unix)]
 mod shell;
+#[cfg(unix)]
 mod spill;
+#[cfg(unix)]
 mod transport;
 
+#[cfg(unix)]
 use std::path::PathBuf;
 
+#[cfg(unix)]
 use anyhow::{Context, Result};
+#[cfg(unix)]
 use clap::Parser;
+#[cfg(unix)]
 use rmcp::ServiceExt;
+#[cfg(unix)]
 use safe_lanes::grants::Narrowing;
+#[cfg(unix)]
 use safe_lanes::{RootLocation, Uploader};
 
 /// The safe-lanes MCP server (stdio).
+#[cfg(unix)]
 #[derive(Debug, Parser)]
 #[command(name = "safe-lanes-mcp", version, about, long_about = None)]
 struct Args {
@@ -49,6 +66,7 @@ struct Args {
     only: Option<String>,
 }
 
+#[cfg(unix)]
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
     // First, before anything is read or started: no core file, no same-user tracing.
@@ -102,4 +120,15 @@ async fn main() -> Result<()> {
     let transport = transport::stdio(limits, cancels).context("cannot start reading stdin")?;
     server.serve(transport).await?.waiting().await?;
     Ok(())
+}
+
+/// Where the library has no backend (Windows): the refusal (`unsupported_platform: …`) on
+/// stderr, exit status 1, and nothing served.
+#[cfg(not(unix))]
+fn main() -> std::process::ExitCode {
+    use std::io::Write;
+    if let Err(error) = safe_lanes::StateRoot::open_default(None) {
+        let _ = writeln!(std::io::stderr(), "{}: {error}", error.code());
+    }
+    std::process::ExitCode::FAILURE
 }

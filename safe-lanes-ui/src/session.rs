@@ -133,13 +133,32 @@ fn digest(secret: &str) -> [u8; 32] {
 /// that could be guessed would be no token.
 fn random_token() -> safe_lanes::Result<String> {
     let mut bytes = [0u8; 32];
+    fill_random(&mut bytes)
+        .map_err(|e| safe_lanes::Error::io(RANDOM_SOURCE, safe_lanes::Shown::text("token"), e))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// Where [`fill_random`] takes its bytes (for an error message).
+#[cfg(target_os = "linux")]
+const RANDOM_SOURCE: &str = "getrandom";
+/// Where [`fill_random`] takes its bytes (for an error message).
+#[cfg(not(target_os = "linux"))]
+const RANDOM_SOURCE: &str = "/dev/urandom";
+
+/// Fill `bytes` from `getrandom(2)`.
+#[cfg(target_os = "linux")]
+fn fill_random(bytes: &mut [u8]) -> std::io::Result<()> {
     let mut filled = 0;
     while filled < bytes.len() {
         filled +=
-            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())
-                .map_err(|e| {
-                    safe_lanes::Error::io("getrandom", safe_lanes::Shown::text("token"), e)
-                })?;
+            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())?;
     }
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    Ok(())
+}
+
+/// Fill `bytes` from the system's random device (this system has no `getrandom` call).
+#[cfg(not(target_os = "linux"))]
+fn fill_random(bytes: &mut [u8]) -> std::io::Result<()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")?.read_exact(bytes)
 }

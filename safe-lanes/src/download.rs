@@ -4,7 +4,8 @@
 //!
 //! 1. reduces the hint to a [`SafeName`] with [`sanitize`];
 //! 2. streams the content into a file that has no name yet (`O_TMPFILE` in the lane, or a
-//!    hidden `.partial-*` name where the filesystem lacks it), hashing it on the way and
+//!    hidden `.partial-*` name where the filesystem or the system lacks it: always on macOS,
+//!    see [`crate::beneath::Publishing`]), hashing it on the way and
 //!    refusing (`too_large`) past the size cap;
 //! 3. in durable mode (the default), `fsync`s the file;
 //! 4. publishes it under the name, or `name (1).ext`, `name (2).ext`, … with `linkat` (or
@@ -77,10 +78,22 @@ pub enum Durability {
 /// How the unwritten file is held before it gets its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Staging {
-    /// `O_TMPFILE`: no name at all until `linkat`.
+    /// `O_TMPFILE`: no name at all until `linkat` (Linux).
+    #[cfg(target_os = "linux")]
     Unnamed,
     /// A hidden `.partial-<random>` name, renamed with `RENAME_NOREPLACE`.
     Hidden,
+}
+
+impl Staging {
+    /// How a lane opened now, on this thread, stages ([`crate::beneath::publishing`]).
+    fn now() -> Self {
+        #[cfg(target_os = "linux")]
+        if crate::beneath::publishing() == crate::beneath::Publishing::Link {
+            return Staging::Unnamed;
+        }
+        Staging::Hidden
+    }
 }
 
 /// A file saved in the lane.
@@ -267,7 +280,7 @@ impl DownloadLane {
             audit: root.audit(),
             durability: Durability::Durable,
             max_bytes: None,
-            staging: Staging::Unnamed,
+            staging: Staging::now(),
             actor: Actor::Agent,
             next_suffix: Mutex::new(HashMap::new()),
             swept: Once::new(),
@@ -359,7 +372,7 @@ impl DownloadLane {
             let ours = crate::beneath::identity(staged.fd.as_fd())?;
             let name = Name::new(&saved.name)?;
             if let Ok(st) = self.dir.stat_entry(name)
-                && (st.st_dev, st.st_ino) == ours
+                && crate::beneath::stat_identity(&st) == ours
             {
                 let _ = self.dir.remove_file(name);
             }
@@ -416,7 +429,7 @@ impl DownloadLane {
                 bytes: u64::try_from(st.st_size).unwrap_or(0),
                 modified: rfc3339(modified(&st)),
                 raw,
-                id: (st.st_dev, st.st_ino),
+                id: crate::beneath::stat_identity(&st),
             })
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.raw.cmp(&b.raw)));
@@ -488,12 +501,13 @@ impl DownloadLane {
     /// Unlink `entry` if its name still refers to the file that was judged: the same device
     /// and inode, still old by `cutoff`. Whether it was removed.
     fn remove_judged(&self, entry: &Entry, cutoff: SystemTime) -> Result<bool> {
-        let same = |st: &Stat| (st.st_dev, st.st_ino) == entry.id && is_old(st, cutoff);
+        let same = |st: &Stat| crate::beneath::stat_identity(st) == entry.id && is_old(st, cutoff);
         self.dir.remove_file_if(Name::new(&entry.raw)?, same)
     }
 
     /// A writable file with no final name yet.
     fn stage(&self) -> Result<Unpublished<'_>> {
+        #[cfg(target_os = "linux")]
         if self.staging == Staging::Unnamed {
             match self.dir.create_unnamed(FILE_MODE) {
                 Ok(fd) => {
@@ -534,7 +548,10 @@ impl DownloadLane {
             let candidate = name.numbered(n);
             let to = Name::new(&candidate)?;
             let attempt = match &staged.hidden {
+                #[cfg(target_os = "linux")]
                 None => self.dir.link_new(staged.fd.as_fd(), to),
+                #[cfg(not(target_os = "linux"))]
+                None => Err(Error::io("linkat", name.as_str(), Errno::OPNOTSUPP)),
                 Some(hidden) => self.dir.rename_new(Name::new(hidden)?, to),
             };
             match attempt {
@@ -622,7 +639,7 @@ impl DownloadLane {
             return;
         };
         for (name, st) in &entries {
-            let marked = st.st_mode & 0o7777 == UNRECORDED_MODE;
+            let marked = crate::beneath::permissions(st) == UNRECORDED_MODE;
             let regular = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile;
             if marked
                 && regular
@@ -654,7 +671,7 @@ impl DownloadLane {
         let fd = self.dir.open_read(name.as_rel(), Symlinks::Deny)?;
         let shown = Path::new(name.as_os_str());
         let st = crate::beneath::regular_single_link(fd.as_fd(), shown)?;
-        if st.st_mode & 0o7777 != UNRECORDED_MODE {
+        if crate::beneath::permissions(&st) != UNRECORDED_MODE {
             return Ok(());
         }
         let copied = crate::copy::sha256_of(&mut crate::fd::ReadAt::new(fd.as_fd()))?;
@@ -675,7 +692,7 @@ impl DownloadLane {
 
 /// `fchmod`, naming the file `shown` on failure.
 fn set_mode(fd: &OwnedFd, mode: u32, shown: &str) -> Result<()> {
-    rustix::fs::fchmod(fd, rustix::fs::Mode::from_raw_mode(mode))
+    rustix::fs::fchmod(fd, crate::beneath::mode_bits(mode))
         .map_err(|e| Error::io("fchmod", shown, e))
 }
 

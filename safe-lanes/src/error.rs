@@ -107,6 +107,8 @@ codes! {
     InvalidManifest = "invalid_manifest",
     /// As many background commands as allowed are running already.
     TooManyJobs = "too_many_jobs",
+    /// The lanes have no backend on this operating system (Windows): nothing was opened.
+    UnsupportedPlatform = "unsupported_platform",
     /// An operating-system call failed for a reason that is not a refusal.
     Io = "io",
 }
@@ -161,8 +163,7 @@ impl Shown {
 
     /// Render a path.
     pub fn path(path: &Path) -> Self {
-        use std::os::unix::ffi::OsStrExt;
-        Self::bytes(path.as_os_str().as_bytes())
+        Self::bytes(path.as_os_str().as_encoded_bytes())
     }
 
     /// The escaped text.
@@ -376,6 +377,14 @@ pub enum Error {
         path: Shown,
         /// What is wrong with it.
         why: String,
+    },
+    /// The library has no backend for this operating system.
+    #[error("safe-lanes does not run on {platform}: {why}; nothing was opened")]
+    UnsupportedPlatform {
+        /// The operating system (`std::env::consts::OS`).
+        platform: &'static str,
+        /// What is missing there.
+        why: &'static str,
     },
     /// No full OS sandbox on this host.
     #[error("the OS sandbox is unavailable: {why}; nothing was run")]

@@ -42,11 +42,24 @@
 //! # Ok::<(), safe_lanes::Error>(())
 //! ```
 //!
+//! ## Platforms
+//!
+//! | | Linux | macOS | Windows |
+//! |---|---|---|---|
+//! | download lane, deposit, upload side, [`sanitize`] | yes: `openat2`, `O_TMPFILE` + `linkat` | yes: the `O_NOFOLLOW` walk, hidden name + `renameatx_np(RENAME_EXCL)` | [`sanitize`] only; [`StateRoot`] refuses (`unsupported_platform`) |
+//! | folder grants (list, request, approve, revoke, patch) | yes | yes | refuses |
+//! | confined commands ([`Confined`]) | namespaces + Landlock + seccomp, or `sandbox_unavailable` | `sandbox_unavailable`, with the reason | refuses |
+//! | [`harden`] | not dumpable, no core files | no core files ([`Hardening::unavailable`] says what is missing) | — |
+//!
+//! On macOS every item of the lanes is the same code as on Linux, on the paths Linux takes
+//! when it lacks `openat2` and `O_TMPFILE`; the test suite forces those paths on Linux
+//! ([`beneath::force_backend`], [`beneath::force_publishing`]). How Seatbelt could confine
+//! commands on macOS is designed in ADR 0011; why Windows refuses, in ADR 0012.
+//!
 //! ## Limitations
 //!
-//! Linux only (`openat2`, `O_TMPFILE`, Landlock). The library protects the lanes and the
-//! grants from the agent; it does not protect anything from the human owner or from the
-//! kernel.
+//! The library protects the lanes and the grants from the agent; it does not protect anything
+//! from the human owner or from the kernel.
 //!
 //! ## How it is tested
 //!
@@ -58,43 +71,77 @@
 #![warn(missing_docs)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-#[cfg(not(target_os = "linux"))]
-compile_error!("safe-lanes relies on openat2, O_TMPFILE and Landlock: it builds on Linux only");
-
+#[cfg(unix)]
 pub mod actor;
+#[cfg(unix)]
 pub mod audit;
+#[cfg(unix)]
 pub mod beneath;
+#[cfg(unix)]
 pub mod child;
+#[cfg(unix)]
 pub mod confine;
+#[cfg(unix)]
 pub mod control;
+#[cfg(unix)]
 mod copy;
+#[cfg(unix)]
 mod crash;
+#[cfg(unix)]
 pub mod deposit;
+#[cfg(unix)]
 pub mod download;
 pub mod error;
+#[cfg(unix)]
 mod fd;
+#[cfg(unix)]
 pub mod grants;
+#[cfg(unix)]
 pub mod input;
+#[cfg(unix)]
 mod lossy;
 pub mod name;
+#[cfg(unix)]
 pub mod patch;
+#[cfg(unix)]
 pub mod process;
+#[cfg(unix)]
 mod random;
+#[cfg(unix)]
 pub mod root;
+#[cfg(unix)]
 mod sync;
+#[cfg(not(unix))]
+mod unsupported;
+#[cfg(unix)]
 pub mod upload;
 
-pub use actor::Actor;
-pub use audit::{AuditLog, Verification};
-pub use child::{Limits, Outcome};
-pub use confine::{Confined, ConfinedOutcome, SandboxSupport, sandbox_support};
-pub use control::Control;
-pub use deposit::{Staged, UploadDeposit, Uploader};
-pub use download::{DownloadLane, Durability, Saved};
 pub use error::{Code, Error, Result, Shown};
-pub use grants::{Access, Alias, Grants, Session, Want};
 pub use name::{SafeName, sanitize};
+#[cfg(not(unix))]
+pub use unsupported::StateRoot;
+
+#[cfg(unix)]
+pub use actor::Actor;
+#[cfg(unix)]
+pub use audit::{AuditLog, Verification};
+#[cfg(unix)]
+pub use child::{Limits, Outcome};
+#[cfg(unix)]
+pub use confine::{Confined, ConfinedOutcome, SandboxSupport, sandbox_support};
+#[cfg(unix)]
+pub use control::Control;
+#[cfg(unix)]
+pub use deposit::{Staged, UploadDeposit, Uploader};
+#[cfg(unix)]
+pub use download::{DownloadLane, Durability, Saved};
+#[cfg(unix)]
+pub use grants::{Access, Alias, Grants, Session, Want};
+#[cfg(unix)]
 pub use patch::{Patched, apply_patch};
+#[cfg(unix)]
 pub use process::{Hardening, harden};
+#[cfg(unix)]
 pub use root::{RootLocation, RootOrigin, StateRoot};
+#[cfg(unix)]
 pub use upload::{Opened, Source, UploadSource};

@@ -594,7 +594,7 @@ fn read_target(dir: &Anchor, name: Name<'_>, shown: &Path) -> Result<Option<Curr
         .map_err(|_| rejected(format!("{} is not UTF-8 text", Shown::path(shown))))?;
     Ok(Some(Current {
         text,
-        mode: st.st_mode & 0o7777,
+        mode: crate::beneath::permissions(&st),
     }))
 }
 

@@ -18,6 +18,10 @@
 //! files belong to root and the write is refused. The `confine` sandbox does so for those
 //! writes only.
 //!
+//! Not dumpable is Linux's (`PR_SET_DUMPABLE`); elsewhere (macOS) there is no such switch
+//! for a process to set on itself, so [`harden`] sets the core limit only and says so in
+//! [`Hardening::unavailable`].
+//!
 //! [`harden`] also reports whether the effective user is root. safe-lanes works as root, but
 //! the files confined commands create in granted folders then belong to root, which is rarely
 //! what the user wants; [`Hardening::warning`] is the one line the adapters print about it.
@@ -47,7 +51,20 @@ pub struct Hardening {
     pub no_core_files: bool,
     /// The effective user id is 0.
     pub running_as_root: bool,
+    /// What this system cannot do of the above, and why (`None` on Linux: everything).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<&'static str>,
 }
+
+/// What [`harden`] cannot do on this system.
+#[cfg(target_os = "linux")]
+const UNAVAILABLE: Option<&str> = None;
+/// What [`harden`] cannot do on this system.
+#[cfg(not(target_os = "linux"))]
+const UNAVAILABLE: Option<&str> = Some(
+    "not dumpable: this system has no PR_SET_DUMPABLE, so only core files are turned off; \
+     a debugger the user authorises can still attach",
+);
 
 impl Hardening {
     /// The warning an adapter prints at start (the MCP server) or in `doctor` (the CLI), if any.
@@ -60,8 +77,9 @@ impl Hardening {
 
 /// Make this process not dumpable and turn core files off, then report the result.
 ///
-/// Guarantee: on `Ok`, the process is not dumpable and its core limit is 0 (soft and hard), as
-/// the returned [`Hardening`] confirms from the kernel's answers. Call it first in `main`, before
+/// Guarantee: on `Ok`, the process is not dumpable (on Linux; see [`Hardening::unavailable`]
+/// elsewhere) and its core limit is 0 (soft and hard), as the returned [`Hardening`] confirms
+/// from the kernel's answers. Call it first in `main`, before
 /// any secret is read and before any thread or child is started.
 ///
 /// # Errors
@@ -78,8 +96,9 @@ impl Hardening {
 #[doc(alias = "PR_SET_DUMPABLE")]
 #[doc(alias = "RLIMIT_CORE")]
 pub fn harden() -> Result<Hardening> {
-    use rustix::process::{DumpableBehavior, Resource, Rlimit};
-    rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable)
+    use rustix::process::{Resource, Rlimit};
+    #[cfg(target_os = "linux")]
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
         .map_err(|e| Error::io("prctl", "PR_SET_DUMPABLE 0", e))?;
     let zero = Rlimit {
         current: Some(0),
@@ -88,7 +107,7 @@ pub fn harden() -> Result<Hardening> {
     rustix::process::setrlimit(Resource::Core, zero)
         .map_err(|e| Error::io("setrlimit", "RLIMIT_CORE 0 0", e))?;
     let status = status();
-    if !(status.not_dumpable && status.no_core_files) {
+    if !((status.not_dumpable || UNAVAILABLE.is_some()) && status.no_core_files) {
         return Err(Error::io(
             "prctl",
             "PR_GET_DUMPABLE",
@@ -104,16 +123,30 @@ pub fn harden() -> Result<Hardening> {
 /// protected.
 #[doc(alias = "PR_GET_DUMPABLE")]
 pub fn status() -> Hardening {
-    use rustix::process::{DumpableBehavior, Resource};
+    use rustix::process::Resource;
     let core = rustix::process::getrlimit(Resource::Core);
     Hardening {
-        not_dumpable: matches!(
-            rustix::process::dumpable_behavior(),
-            Ok(DumpableBehavior::NotDumpable)
-        ),
+        not_dumpable: not_dumpable(),
         no_core_files: core.current == Some(0) && core.maximum == Some(0),
         running_as_root: running_as_root(),
+        unavailable: UNAVAILABLE,
     }
+}
+
+/// `PR_GET_DUMPABLE` is 0.
+#[cfg(target_os = "linux")]
+fn not_dumpable() -> bool {
+    use rustix::process::DumpableBehavior;
+    matches!(
+        rustix::process::dumpable_behavior(),
+        Ok(DumpableBehavior::NotDumpable)
+    )
+}
+
+/// No such state on this system.
+#[cfg(not(target_os = "linux"))]
+fn not_dumpable() -> bool {
+    false
 }
 
 /// Whether the effective user id of this process is 0.

@@ -22,7 +22,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{FileType, Mode, Stat};
+use rustix::fs::{FileType, Stat};
 
 use crate::audit::AuditLog;
 use crate::beneath::{self, Ambient, Anchor, Symlinks};
@@ -293,7 +293,7 @@ impl StateRoot {
                 } else {
                     self.path.join(name)
                 },
-                mode: st.st_mode & 0o7777,
+                mode: beneath::permissions(&st),
                 uid: st.st_uid,
                 private: st.st_mode & 0o077 == 0,
             })
@@ -372,10 +372,10 @@ fn secure(dir: &Anchor, path: &Path, modes: Modes) -> Result<bool> {
 /// `fchmod` the directory `dir` (at `path`, whose `fstat` is `st`) to 0700, unless it is
 /// already: a read-only root that is private already is left as it is.
 fn make_private(dir: &Anchor, path: &Path, st: &Stat) -> Result<()> {
-    if st.st_mode & 0o7777 == DIR_MODE {
+    if beneath::permissions(st) == DIR_MODE {
         return Ok(());
     }
-    rustix::fs::fchmod(dir, Mode::from_raw_mode(DIR_MODE)).map_err(|e| Error::io("fchmod", path, e))
+    rustix::fs::fchmod(dir, beneath::mode_bits(DIR_MODE)).map_err(|e| Error::io("fchmod", path, e))
 }
 
 /// Refuse a directory another user owns or others may write to.
@@ -386,7 +386,7 @@ fn check_private(path: &Path, st: &Stat) -> Result<()> {
             path,
             format!(
                 "mode {:04o} lets group or others write; `safe-lanes init` sets it to 0700",
-                st.st_mode & 0o7777
+                beneath::permissions(st)
             ),
         ));
     }

@@ -48,6 +48,9 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
         problems.push(format!("confined commands are refused: {why}"));
     }
     let process = safe_lanes::process::status();
+    if let Some(why) = process.unavailable {
+        problems.push(format!("the process is only partly hardened: {why}"));
+    }
     let warnings: Vec<&str> = process.warning().into_iter().collect();
     let mut text = machine_text(&location, &dirs, openat2, &sandbox);
     for w in &warnings {

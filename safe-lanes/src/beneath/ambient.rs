@@ -4,6 +4,7 @@
 //! why it may, so every such call names its reason where it is made, and a reader finds them
 //! all by searching for `Ambient::because`. Nothing an agent supplies reaches these.
 
+#[cfg(target_os = "linux")]
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
@@ -63,12 +64,13 @@ pub fn create_dir_all(path: &Path, mode: u32, _why: Ambient) -> Result<()> {
         .map_err(|e| Error::io("mkdir", path, e))
 }
 
-/// Unconfined: an `O_PATH` descriptor of the absolute `path` (following links), which can
-/// neither read nor write — what Landlock rules and mounts are attached to.
+/// Unconfined, Linux only: an `O_PATH` descriptor of the absolute `path` (following links),
+/// which can neither read nor write — what Landlock rules and mounts are attached to.
 ///
 /// # Errors
 ///
 /// `not_found` when nothing is there, `io` otherwise.
+#[cfg(target_os = "linux")]
 pub fn open_path(path: &Path, _why: Ambient) -> Result<OwnedFd> {
     rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| refusal(e, path, Symlinks::Beneath, "open"))

@@ -29,7 +29,7 @@ pub fn regular_single_link(fd: BorrowedFd<'_>, shown: &Path) -> Result<Stat> {
     if st.st_nlink != 1 {
         return Err(Error::Hardlinked {
             path: Shown::path(shown),
-            links: st.st_nlink,
+            links: super::link_count(&st),
         });
     }
     Ok(st)

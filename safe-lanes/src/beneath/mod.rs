@@ -19,6 +19,18 @@
 //!   targets are escapes); at most 40 links are followed.
 //!
 //! [`Backend::Auto`] uses `openat2` and remembers, process-wide, if the kernel lacks it.
+//! Where the system has no `openat2` at all (macOS), [`Backend::Auto`] is the walk, and
+//! [`Backend::Openat2`] fails every lookup with `ENOSYS`.
+//!
+//! # Publishing
+//!
+//! A new file is written out of sight and then given its name without replacing anything
+//! ([`Publishing`]): unnamed (`O_TMPFILE`) and linked with `linkat` on Linux, or under a
+//! hidden name created `O_EXCL | O_NOFOLLOW` and renamed without replacing
+//! (`renameat2(RENAME_NOREPLACE)` on Linux, `renameatx_np(RENAME_EXCL)` on macOS,
+//! `linkat` + `unlinkat` where the filesystem has neither) — the only way on macOS. Tests force
+//! the second on Linux with [`force_publishing`], as they force the walk with [`force_backend`],
+//! so the paths macOS takes are exercised on every run.
 //!
 //! Anchors the library opens for itself (lanes, grant folders, allowed roots) take the
 //! backend of [`Anchor::new`]: [`Backend::Auto`], unless a test forced another on its own
@@ -38,11 +50,14 @@ mod ambient;
 mod file;
 #[cfg(feature = "cap-std")]
 mod interop;
+#[cfg(target_os = "linux")]
 mod openat2;
 mod publish;
 mod walk;
 
-pub use ambient::{Ambient, create_dir_all, open_path};
+#[cfg(target_os = "linux")]
+pub use ambient::open_path;
+pub use ambient::{Ambient, create_dir_all};
 pub use file::regular_single_link;
 pub use publish::Publish;
 
@@ -52,6 +67,7 @@ use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+#[cfg(target_os = "linux")]
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Stat};
@@ -82,14 +98,23 @@ pub enum Backend {
 }
 
 /// What the kernel offers, probed once per process.
+#[cfg(target_os = "linux")]
 const UNKNOWN: u8 = 0;
+#[cfg(target_os = "linux")]
 const PRESENT: u8 = 1;
+#[cfg(target_os = "linux")]
 const ABSENT: u8 = 2;
+#[cfg(target_os = "linux")]
 static OPENAT2: AtomicU8 = AtomicU8::new(UNKNOWN);
+#[cfg(target_os = "linux")]
 static LINK_EMPTY_PATH: AtomicU8 = AtomicU8::new(UNKNOWN);
 
-/// Whether this kernel answers `openat2(2)` (probed on first use, then remembered).
+/// Whether this system answers `openat2(2)` (probed on first use, then remembered); always
+/// `false` where there is no such call (anything but Linux).
 pub fn openat2_available() -> bool {
+    #[cfg(not(target_os = "linux"))]
+    return false;
+    #[cfg(target_os = "linux")]
     match OPENAT2.load(Ordering::Relaxed) {
         PRESENT => true,
         ABSENT => false,
@@ -144,6 +169,91 @@ impl Drop for ForcedBackend {
     fn drop(&mut self) {
         DEFAULT_BACKEND.set(self.previous);
     }
+}
+
+/// How a new file is written out of sight and then given its name, never replacing anything
+/// (module documentation, "Publishing").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Publishing {
+    /// The best this system has: [`Publishing::Link`] on Linux, [`Publishing::Rename`]
+    /// elsewhere.
+    #[default]
+    Auto,
+    /// Linux: an unnamed `O_TMPFILE` file, named with `linkat` (nothing is left by a crash);
+    /// a filesystem without `O_TMPFILE` falls back to [`Publishing::Rename`].
+    #[cfg(target_os = "linux")]
+    Link,
+    /// A hidden name created `O_EXCL | O_NOFOLLOW`, renamed without replacing
+    /// ([`Anchor::rename_new`]); a crash leaves the hidden file for the next sweep.
+    Rename,
+}
+
+thread_local! {
+    /// The publishing [`publishing`] gives on this thread ([`force_publishing`]).
+    static DEFAULT_PUBLISHING: Cell<Publishing> = const { Cell::new(Publishing::Auto) };
+}
+
+/// How a lane opened now, on this thread, publishes new files: [`Publishing::Link`] on Linux,
+/// [`Publishing::Rename`] elsewhere, unless a test forced another with [`force_publishing`].
+/// Never [`Publishing::Auto`].
+pub fn publishing() -> Publishing {
+    match DEFAULT_PUBLISHING.get() {
+        #[cfg(target_os = "linux")]
+        Publishing::Auto => Publishing::Link,
+        #[cfg(not(target_os = "linux"))]
+        Publishing::Auto => Publishing::Rename,
+        forced => forced,
+    }
+}
+
+/// For tests: every lane this thread opens publishes with `publishing` until the returned
+/// guard is dropped, as [`force_backend`] does for resolution. On Linux this is how the
+/// rename-based publishing macOS uses runs under the same tables as the default.
+#[doc(hidden)]
+pub fn force_publishing(publishing: Publishing) -> ForcedPublishing {
+    let previous = DEFAULT_PUBLISHING.replace(publishing);
+    ForcedPublishing {
+        previous,
+        _same_thread: PhantomData,
+    }
+}
+
+/// Restores the thread's previous publishing when dropped (see [`force_publishing`]).
+#[doc(hidden)]
+#[derive(Debug)]
+#[must_use = "the publishing is forced only while the guard lives"]
+pub struct ForcedPublishing {
+    previous: Publishing,
+    /// Not `Send`: the guard must be dropped on the thread whose setting it restores.
+    _same_thread: PhantomData<*const ()>,
+}
+
+impl Drop for ForcedPublishing {
+    fn drop(&mut self) {
+        DEFAULT_PUBLISHING.set(self.previous);
+    }
+}
+
+/// Flags that open an entry only to hold it (to learn what and where it is): `O_PATH` on
+/// Linux, which neither reads nor writes and opens any kind of file; elsewhere, with no
+/// `O_PATH`, `O_RDONLY | O_NONBLOCK` (the entry must be readable; a FIFO does not block).
+#[cfg(target_os = "linux")]
+pub const HOLD: OFlags = OFlags::PATH;
+/// Flags that open an entry only to hold it (to learn what and where it is): `O_PATH` on
+/// Linux, which neither reads nor writes and opens any kind of file; elsewhere, with no
+/// `O_PATH`, `O_RDONLY | O_NONBLOCK` (the entry must be readable; a FIFO does not block).
+#[cfg(not(target_os = "linux"))]
+pub const HOLD: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
+
+/// The flags a lookup really uses: `O_CLOEXEC` always, `O_NOCTTY` unless `O_PATH`, and no
+/// `O_NOFOLLOW` (links are governed by [`Symlinks`]).
+fn normalized(flags: OFlags) -> OFlags {
+    #[cfg(target_os = "linux")]
+    if flags.contains(OFlags::PATH) {
+        // openat2 accepts only O_DIRECTORY and O_CLOEXEC beside O_PATH.
+        return (flags & (OFlags::PATH | OFlags::DIRECTORY)) | OFlags::CLOEXEC;
+    }
+    (flags - OFlags::NOFOLLOW) | OFlags::CLOEXEC | OFlags::NOCTTY
 }
 
 /// A directory descriptor that confined operations are relative to.
@@ -261,6 +371,7 @@ impl Anchor {
 
     /// Opens `path` beneath the anchor with `flags` (`O_CLOEXEC`, and `O_NOCTTY` unless
     /// `O_PATH`, are always added; `O_NOFOLLOW` is ignored: links are governed by `symlinks`).
+    /// [`HOLD`] are the flags to only hold the result, on every system.
     ///
     /// # Errors
     ///
@@ -281,32 +392,27 @@ impl Anchor {
         symlinks: Symlinks,
     ) -> Result<OwnedFd> {
         let path = path.as_path();
-        let flags = if flags.contains(OFlags::PATH) {
-            // openat2 accepts only O_DIRECTORY and O_CLOEXEC beside O_PATH.
-            (flags & (OFlags::PATH | OFlags::DIRECTORY)) | OFlags::CLOEXEC
-        } else {
-            (flags - OFlags::NOFOLLOW) | OFlags::CLOEXEC | OFlags::NOCTTY
-        };
-        let use_openat2 = match self.backend {
-            Backend::Openat2 => true,
-            Backend::Walk => false,
-            Backend::Auto => openat2_available(),
-        };
-        let result = if use_openat2 {
-            match openat2::open(self.as_fd(), path, flags, mode, symlinks) {
-                Err(Errno::AGAIN) if self.backend == Backend::Auto => {
-                    walk::open(self.as_fd(), path, flags, mode, symlinks)
+        let flags = normalized(flags);
+        let result = match self.backend {
+            Backend::Walk => walk::open(self.as_fd(), path, flags, mode, symlinks),
+            #[cfg(target_os = "linux")]
+            Backend::Openat2 => openat2::open(self.as_fd(), path, flags, mode, symlinks),
+            #[cfg(target_os = "linux")]
+            Backend::Auto if openat2_available() => {
+                match openat2::open(self.as_fd(), path, flags, mode, symlinks) {
+                    Err(Errno::AGAIN) => walk::open(self.as_fd(), path, flags, mode, symlinks),
+                    other => other,
                 }
-                other => other,
             }
-        } else {
-            walk::open(self.as_fd(), path, flags, mode, symlinks)
+            #[cfg(not(target_os = "linux"))]
+            Backend::Openat2 => Err(Errno::NOSYS),
+            Backend::Auto => walk::open(self.as_fd(), path, flags, mode, symlinks),
         };
         result.map_err(|e| refusal(e, path, symlinks, "open"))
     }
 
-    /// Creates an unnamed (`O_TMPFILE`), readable and writable, `mode` file in the anchor's
-    /// directory.
+    /// Linux only: creates an unnamed (`O_TMPFILE`), readable and writable, `mode` file in the
+    /// anchor's directory (elsewhere, [`Publishing::Rename`] is how new files are staged).
     ///
     /// It has no name until [`Anchor::link_new`] gives it one; dropped before that, it vanishes
     /// with nothing left on disk, even after a crash.
@@ -314,25 +420,27 @@ impl Anchor {
     /// # Errors
     ///
     /// `io`; `EOPNOTSUPP`/`EISDIR` mean the filesystem has no `O_TMPFILE`.
+    #[cfg(target_os = "linux")]
     pub fn create_unnamed(&self, mode: u32) -> Result<OwnedFd> {
         rustix::fs::openat(
             &self.fd,
             ".",
             OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-            Mode::from_raw_mode(mode),
+            mode_bits(mode),
         )
         .map_err(|e| Error::io("open(O_TMPFILE)", self.shown(), e))
     }
 
-    /// Gives the unnamed file `file` (from [`Anchor::create_unnamed`]) the name `name` in the
-    /// anchor's directory, never replacing anything: an existing entry of that name (a file, a
-    /// directory, a dangling symbolic link) fails with `EEXIST`.
+    /// Linux only: gives the unnamed file `file` (from [`Anchor::create_unnamed`]) the name
+    /// `name` in the anchor's directory, never replacing anything: an existing entry of that
+    /// name (a file, a directory, a dangling symbolic link) fails with `EEXIST`.
     ///
     /// Uses `linkat(AT_EMPTY_PATH)` where the process may, else the `/proc/self/fd` link.
     ///
     /// # Errors
     ///
     /// `io` (test `EEXIST` with [`Error::raw_os_error`]).
+    #[cfg(target_os = "linux")]
     pub fn link_new(&self, file: BorrowedFd<'_>, name: Name<'_>) -> Result<()> {
         let name = name.as_os_str();
         let by_empty_path = || rustix::fs::linkat(file, c"", &self.fd, name, AtFlags::EMPTY_PATH);
@@ -381,19 +489,26 @@ impl Anchor {
             &self.fd,
             name,
             OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(mode),
+            mode_bits(mode),
         )
         .map_err(|e| Error::io("open(O_EXCL)", name_shown(name), e))
     }
 
     /// Renames `from` to `to` within the anchor's directory without ever replacing `to`
-    /// (`renameat2(RENAME_NOREPLACE)`, or `link` + `unlink` where the filesystem lacks it).
+    /// (`renameat2(RENAME_NOREPLACE)` on Linux, `renameatx_np(RENAME_EXCL)` on macOS, or
+    /// `link` + `unlink` where the system or the filesystem lacks it; that fallback cannot
+    /// move a directory).
     ///
     /// # Errors
     ///
     /// `io` (`EEXIST` when `to` exists).
+    #[doc(alias = "renameat2")]
+    #[doc(alias = "renameatx_np")]
     pub fn rename_new(&self, from: Name<'_>, to: Name<'_>) -> Result<()> {
         let names = (from.as_os_str(), to.as_os_str());
+        let unsupported = |e: Errno| {
+            e == Errno::INVAL || e == Errno::NOSYS || e == Errno::NOTSUP || e == Errno::OPNOTSUPP
+        };
         match rustix::fs::renameat_with(
             &self.fd,
             names.0,
@@ -402,7 +517,7 @@ impl Anchor {
             RenameFlags::NOREPLACE,
         ) {
             Ok(()) => Ok(()),
-            Err(Errno::INVAL | Errno::NOSYS) => {
+            Err(e) if unsupported(e) => {
                 rustix::fs::linkat(&self.fd, names.0, &self.fd, names.1, AtFlags::empty())
                     .map_err(|e| Error::io("linkat", name_shown(names.1), e))?;
                 self.remove_file(from)
@@ -498,8 +613,8 @@ impl Anchor {
         }
         // A directory its writer made unreadable or unwritable (`chmod 000`) is ours: make it
         // 0700 so it can be emptied. `st` said it is a directory, not a link.
-        if st.st_mode & 0o700 != 0o700 {
-            let (fd, mode) = (&self.fd, Mode::from_raw_mode(0o700));
+        if permissions(&st) & 0o700 != 0o700 {
+            let (fd, mode) = (&self.fd, mode_bits(0o700));
             let _ = rustix::fs::chmodat(fd, name.as_os_str(), mode, AtFlags::empty());
         }
         let dir = self.open_dir(name.as_rel(), Symlinks::Deny)?;
@@ -516,7 +631,7 @@ impl Anchor {
     /// `io` (`EEXIST` when it exists).
     pub fn create_dir(&self, name: Name<'_>, mode: u32) -> Result<()> {
         let name = name.as_os_str();
-        rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode))
+        rustix::fs::mkdirat(&self.fd, name, mode_bits(mode))
             .map_err(|e| Error::io("mkdirat", name_shown(name), e))
     }
 
@@ -588,27 +703,53 @@ impl AsFd for Anchor {
 }
 
 /// The current location of an open file, as the kernel reports it for the descriptor
-/// (`readlink("/proc/self/fd/N")`).
+/// (`readlink("/proc/self/fd/N")` on Linux, `fcntl(F_GETPATH)` on macOS).
 ///
 /// This *reports* where an already-open inode is; it never opens anything. Callers use it to
 /// learn a canonical path and then confirm identity through an [`Anchor`].
 ///
 /// # Errors
 ///
-/// `io` when `/proc` is not mounted or the file has been deleted.
+/// `io` when `/proc` is not mounted, the file has been deleted, or the system cannot say.
+#[doc(alias = "F_GETPATH")]
 pub fn location_of(fd: BorrowedFd<'_>) -> Result<PathBuf> {
-    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    let target = rustix::fs::readlink(link.as_str(), Vec::new())
-        .map_err(|e| Error::io("readlink", link.as_str(), e))?;
-    let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
+    let (call, asked, target) = reported_location(fd)?;
+    let target = PathBuf::from(OsString::from_vec(target));
     if !target.is_absolute() || rustix::fs::fstat(fd).is_ok_and(|s| s.st_nlink == 0) {
         return Err(Error::io(
-            "readlink",
-            link.as_str(),
+            call,
+            asked.as_str(),
             std::io::Error::other("the file is not reachable by a path"),
         ));
     }
     Ok(target)
+}
+
+/// The system call that reports where `fd` is, what it was asked, and its answer.
+#[cfg(target_os = "linux")]
+fn reported_location(fd: BorrowedFd<'_>) -> Result<(&'static str, String, Vec<u8>)> {
+    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let target = rustix::fs::readlink(link.as_str(), Vec::new())
+        .map_err(|e| Error::io("readlink", link.as_str(), e))?;
+    Ok(("readlink", link, target.into_bytes()))
+}
+
+/// The system call that reports where `fd` is, what it was asked, and its answer.
+#[cfg(target_vendor = "apple")]
+fn reported_location(fd: BorrowedFd<'_>) -> Result<(&'static str, String, Vec<u8>)> {
+    let asked = "F_GETPATH".to_owned();
+    let target = rustix::fs::getpath(fd).map_err(|e| Error::io("fcntl", asked.as_str(), e))?;
+    Ok(("fcntl", asked, target.into_bytes()))
+}
+
+/// The system call that reports where `fd` is: none known on this system.
+#[cfg(not(any(target_os = "linux", target_vendor = "apple")))]
+fn reported_location(_fd: BorrowedFd<'_>) -> Result<(&'static str, String, Vec<u8>)> {
+    Err(Error::io(
+        "location",
+        "descriptor",
+        std::io::Error::from(std::io::ErrorKind::Unsupported),
+    ))
 }
 
 /// `(device, inode)`: the identity of an open file.
@@ -618,7 +759,34 @@ pub fn location_of(fd: BorrowedFd<'_>) -> Result<PathBuf> {
 /// `io` if `fstat` fails.
 pub fn identity(fd: BorrowedFd<'_>) -> Result<(u64, u64)> {
     let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", shown_fd(fd), e))?;
-    Ok((st.st_dev, st.st_ino))
+    Ok(stat_identity(&st))
+}
+
+/// `(device, inode)` from a `stat`, in the same width on every system (`st_dev` is 64 bits
+/// on Linux, 32 on macOS).
+#[allow(clippy::unnecessary_cast, clippy::cast_sign_loss)]
+pub fn stat_identity(st: &Stat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
+}
+
+/// The permission, set-id and sticky bits of a `stat` (`st_mode & 0o7777`), as a `u32` on
+/// every system (`st_mode` is 16 bits on macOS).
+#[allow(clippy::useless_conversion)]
+pub fn permissions(st: &Stat) -> u32 {
+    u32::from(st.st_mode) & 0o7777
+}
+
+/// The number of hard links of a `stat`, as a `u64` on every system.
+#[allow(clippy::useless_conversion)]
+pub fn link_count(st: &Stat) -> u64 {
+    u64::from(st.st_nlink)
+}
+
+/// Permission bits for a system call, from the `u32` the library writes them as (they fit
+/// the 16 bits of macOS's `mode_t`).
+#[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+pub(crate) fn mode_bits(mode: u32) -> Mode {
+    Mode::from_raw_mode((mode & 0o7777) as rustix::fs::RawMode)
 }
 
 /// A human word for the file type in `stat`, for messages ("a directory", "a FIFO", …).

@@ -4,8 +4,6 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 
-use rustix::fs::Mode;
-
 use super::{Anchor, name_shown};
 use crate::error::{Error, Result};
 use crate::input::Name;
@@ -41,7 +39,7 @@ impl Anchor {
         let fd = self.create_new(tmp, 0o600)?;
         let written = (|| {
             let shown = name_shown(name.as_os_str());
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))
+            rustix::fs::fchmod(&fd, super::mode_bits(mode))
                 .map_err(|e| Error::io("fchmod", shown.clone(), e))?;
             crate::fd::write_all(fd.as_fd(), bytes)
                 .map_err(|e| Error::io("write", shown.clone(), e))?;

@@ -37,45 +37,75 @@
 //! the outcome says why (`stopped`). No process keeps broader authority than the manifest.
 
 mod jobs;
+#[cfg(target_os = "linux")]
 mod layouts;
+#[cfg(target_os = "linux")]
 mod probe;
+#[cfg(target_os = "linux")]
 mod ruleset;
+#[cfg(target_os = "linux")]
 mod sandbox;
+#[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
 mod syscalls;
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
 
-use std::ffi::{OsStr, OsString};
+#[cfg(target_os = "linux")]
+use std::ffi::OsStr;
+use std::ffi::OsString;
+#[cfg(target_os = "linux")]
 use std::os::fd::AsFd;
+#[cfg(target_os = "linux")]
 use std::os::unix::ffi::OsStrExt;
+#[cfg(target_os = "linux")]
 use std::path::{Path, PathBuf};
+#[cfg(target_os = "linux")]
 use std::process::Command;
+#[cfg(target_os = "linux")]
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
 use landlock::ABI;
 use serde::Serialize;
 
 pub use jobs::{JobReport, Jobs};
+#[cfg(target_os = "linux")]
 pub use probe::{LandlockSupport, REQUIRED_ABI, landlock_support};
+#[cfg(not(target_os = "linux"))]
+pub use unsupported::{LandlockSupport, REQUIRED_ABI, landlock_support, sandbox_support};
 
+#[cfg(target_os = "linux")]
 use crate::beneath::{self, Ambient};
-use crate::child::{Limits, Outcome, run};
+#[cfg(target_os = "linux")]
+use crate::child::run;
+use crate::child::{Limits, Outcome};
 use crate::control::Control;
-use crate::error::{Error, Result, Shown};
-use crate::grants::{Access, Alias, Effective, Session, Snapshot, Want};
+use crate::error::Result;
+#[cfg(target_os = "linux")]
+use crate::error::{Error, Shown};
+use crate::grants::{Access, Alias, Session};
+#[cfg(target_os = "linux")]
+use crate::grants::{Effective, Snapshot, Want};
 
 /// How often a running command's grants are compared with the manifest.
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Read-only system hierarchies every confined program gets (those that exist).
+#[cfg(target_os = "linux")]
 const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
 ];
 /// Device files readable by every confined program.
+#[cfg(target_os = "linux")]
 const READABLE_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
 /// Why the sandbox opens the system set by path: the system's, the same for every command.
+#[cfg(target_os = "linux")]
 const SYSTEM_SET: Ambient = Ambient::because("the system set every confined command sees");
 /// The `PATH` of confined programs.
+#[cfg(target_os = "linux")]
 const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 /// A command to run confined.
@@ -171,6 +201,7 @@ impl Confined {
         })
     }
 
+    #[cfg(target_os = "linux")]
     fn run_unrecorded(&self, session: &Session, control: &Control) -> Result<ConfinedOutcome> {
         let abi = supported_abi()?;
         let snapshot = session.snapshot()?;
@@ -236,6 +267,7 @@ impl Confined {
 /// The sandbox of a command that sees `grants` (shown as `layout` says), starts in `cwd`
 /// (default: its scratch directory) and may use TCP when `network`. Each grant's folder is
 /// confirmed, now, to still be at its path.
+#[cfg(target_os = "linux")]
 fn prepare(
     abi: ABI,
     grants: &[&Effective],
@@ -270,6 +302,7 @@ fn prepare(
 
 /// The layout of the root of a command that sees `grants`: the system set, then the grants
 /// (read-only grants read-only).
+#[cfg(target_os = "linux")]
 fn layout(grants: &[&Effective]) -> Result<sandbox::Layout> {
     let system = SystemSet::get();
     let mut grant_mounts = Vec::new();
@@ -305,6 +338,7 @@ pub struct SandboxSupport {
 /// Probe the whole sandbox: a child goes through every step a confined command's child takes
 /// — namespaces, the new root, capabilities, Landlock, seccomp — and stops right before
 /// `exec`. Nothing is run.
+#[cfg(target_os = "linux")]
 pub fn sandbox_support() -> SandboxSupport {
     let landlock = landlock_support();
     let outcome = supported_abi().and_then(|abi| {
@@ -353,6 +387,7 @@ pub fn sandbox_support() -> SandboxSupport {
 
 /// `None` while every grant in `used` is still in the manifest with the same folder and at least
 /// the same access; otherwise why the command must stop.
+#[cfg(target_os = "linux")]
 fn still_granted(session: &Session, used: &[(Alias, Access, PathBuf)]) -> Option<String> {
     let now: Arc<Snapshot> = match session.snapshot() {
         Ok(now) => now,
@@ -380,6 +415,7 @@ fn still_granted(session: &Session, used: &[(Alias, Access, PathBuf)]) -> Option
 
 /// The Landlock ABI rulesets are built for: the kernel's (as far as the `landlock` crate
 /// knows it), at least [`REQUIRED_ABI`].
+#[cfg(target_os = "linux")]
 fn supported_abi() -> Result<ABI> {
     static SUPPORT: OnceLock<LandlockSupport> = OnceLock::new();
     let support = SUPPORT.get_or_init(landlock_support);
@@ -397,6 +433,7 @@ fn supported_abi() -> Result<ABI> {
 /// The system read-only set as it exists on this host, looked up once per process: the
 /// hierarchies that are real directories (bound read-only), those that are symbolic links
 /// (recreated as links, such as `/bin → usr/bin`), and the device files.
+#[cfg(target_os = "linux")]
 #[derive(Debug)]
 struct SystemSet {
     /// `(path, descriptor)` of each directory.
@@ -409,6 +446,7 @@ struct SystemSet {
     masked: Vec<(PathBuf, bool)>,
 }
 
+#[cfg(target_os = "linux")]
 impl SystemSet {
     fn get() -> &'static SystemSet {
         static SET: OnceLock<SystemSet> = OnceLock::new();
@@ -470,13 +508,17 @@ impl SystemSet {
 
 /// Where the system keeps what only root may read (`/etc/shadow`, `/etc/ssl/private`…). The
 /// rest of the system set holds programs and libraries meant for every user.
+#[cfg(target_os = "linux")]
 const MASKED_HIERARCHY: &str = "/etc";
 /// How deep [`owner_only`] looks, and how many entries it reads at most.
+#[cfg(target_os = "linux")]
 const MASK_DEPTH: usize = 8;
+#[cfg(target_os = "linux")]
 const MASK_ENTRIES: usize = 20_000;
 
 /// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files without `o+r`, directories without `o+rx` (not searched further). Those are the
 /// owner's — root's — alone, and a command of a gateway running as root would own them.
+#[cfg(target_os = "linux")]
 fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
     let why = Ambient::because("the system set, searched for what only root may read");
     let Ok(anchor) = crate::beneath::Anchor::open_ambient(dir, why) else {

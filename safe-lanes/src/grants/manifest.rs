@@ -302,7 +302,7 @@ impl Manifest {
         let mode = self
             .dir
             .stat_entry(self.name()?)
-            .map_or(0o600, |st| st.st_mode & 0o777);
+            .map_or(0o600, |st| crate::beneath::permissions(&st) & 0o777);
         self.dir
             .write_file(self.name()?, &bytes, mode, Publish::Replace)
     }
@@ -320,10 +320,13 @@ impl Manifest {
     }
 }
 
+// `st_mtime_nsec` is `i64` on some systems and not on others.
+#[allow(clippy::unnecessary_cast)]
 fn stamp_of(st: &rustix::fs::Stat) -> Stamp {
+    let (dev, ino) = crate::beneath::stat_identity(st);
     Stamp(Some((
-        st.st_dev,
-        st.st_ino,
+        dev,
+        ino,
         st.st_mtime,
         st.st_mtime_nsec as i64,
         st.st_size,

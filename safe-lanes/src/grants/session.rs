@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::Mode;
 use serde::Serialize;
 
 use super::manifest::{Document, Stamp};
@@ -22,7 +22,7 @@ use super::model::{Access, Action, Alias, Want};
 use super::rules::{Unusable, still_at_path};
 use super::{Grants, Listing};
 use crate::actor::Actor;
-use crate::beneath::{Anchor, Symlinks};
+use crate::beneath::{self, Anchor, Symlinks};
 use crate::error::{Error, Result, Shown};
 use crate::input::{AbsPath, RelPath};
 
@@ -355,7 +355,7 @@ impl Session {
         let grant = snap.folder(alias, want)?;
         let fd = grant
             .folder()?
-            .open(relative, OFlags::PATH, Mode::empty(), Symlinks::Beneath)?;
+            .open(relative, beneath::HOLD, Mode::empty(), Symlinks::Beneath)?;
         Ok(Resolved {
             fd,
             path: path_clean::clean(grant.path.join(relative.as_path())),

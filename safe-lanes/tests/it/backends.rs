@@ -10,6 +10,12 @@
 //! Every table asserts the exact code of each refusal, so passing on both backends means the
 //! same refusal on both. The last test compares the backends directly, without expectations, on
 //! every short path over the primitive's tree.
+//!
+//! macOS has neither `openat2` nor `O_TMPFILE`: there, every anchor walks and every new file is
+//! published under a hidden name by an exclusive rename. [`on_the_macos_paths!`] runs the lane
+//! and upload cases again with this thread forced onto both ([`force_backend`] and
+//! [`force_publishing`]), as `lanes_on_the_walk_backend_with_rename_publish::<area>::<case>`, so
+//! the code macOS runs is exercised on every Linux run.
 
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
@@ -18,7 +24,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags};
-use safe_lanes::beneath::{Anchor, Backend, Symlinks, force_backend, identity};
+use safe_lanes::beneath::{
+    Anchor, Backend, Publishing, Symlinks, force_backend, force_publishing, identity, publishing,
+};
 use safe_lanes::input::{AbsPath, RelPath};
 use safe_lanes::{Access, Code, Grants, StateRoot};
 
@@ -65,6 +73,134 @@ on_each_backend! {
     upload: crate::upload::the_source_table_holds;
     grants: crate::grants::resolution_inside_a_grant_refuses_every_escape;
     patch: crate::patch::every_refusal_leaves_everything_unchanged;
+}
+
+/// Run `case` with this thread forced onto the paths macOS takes: the component walk, and new
+/// files published under a hidden name by an exclusive rename.
+pub(crate) fn on_the_macos_paths(case: fn()) {
+    let _walk = force_backend(Backend::Walk);
+    let _rename = force_publishing(Publishing::Rename);
+    case();
+}
+
+/// `area: [case, …];` → `lanes_on_the_walk_backend_with_rename_publish::area::case`, one test
+/// per case, each running `crate::area::case` on the paths macOS takes.
+macro_rules! on_the_macos_paths {
+    ($($area:ident: [$($case:ident),* $(,)?];)*) => {
+        mod lanes_on_the_walk_backend_with_rename_publish {
+            $(mod $area {
+                $(#[test]
+                fn $case() {
+                    crate::backends::on_the_macos_paths(crate::$area::$case);
+                })*
+            })*
+        }
+    };
+}
+
+on_the_macos_paths! {
+    download: [
+        a_save_lands_in_the_lane_private_and_intact,
+        the_same_hint_three_times_gives_three_files,
+        sixty_four_threads_saving_one_hint_give_sixty_four_intact_files,
+        two_lanes_in_parallel_like_two_processes_never_overwrite,
+        planted_links_directories_and_fifos_are_collisions_never_written_through,
+        a_failing_reader_leaves_nothing_behind,
+        the_size_cap_refuses_and_leaves_nothing_behind,
+        a_new_lane_finds_a_free_number_among_many_existing_copies,
+        list_shows_regular_files_only_and_prune_removes_old_ones,
+        every_save_is_audited,
+        stale_hidden_staging_files_are_swept_before_hidden_staging,
+        a_stopped_save_leaves_nothing_in_the_lane,
+        prune_matches_raw_names_never_their_lossy_form,
+        remove_file_if_leaves_a_file_swapped_into_the_name_alone,
+    ];
+    deposit: [
+        the_uploader_runs_in_the_deposit_on_a_private_copy_and_it_is_erased,
+        a_failing_uploader_still_leaves_the_deposit_empty,
+        an_uploader_killed_by_the_timeout_leaves_the_deposit_empty,
+        a_panic_in_the_caller_leaves_the_deposit_empty,
+        staging_past_the_cap_is_refused_and_leaves_nothing,
+        a_resolved_source_is_staged_as_an_exact_copy,
+        stale_staged_entries_are_swept_when_a_deposit_opens,
+    ];
+    upload: [
+        the_source_table_holds,
+        hostile_path_shapes_are_refused_before_any_lookup,
+        a_fifo_is_refused_at_once,
+        the_handle_is_the_file_that_was_checked,
+        roots_and_ignored_entries_are_reported,
+        the_hard_guard_holds_when_the_allowlist_covers_the_state_root,
+        refusals_and_resolutions_are_audited,
+    ];
+    beneath: [escape_table];
+    grants: [resolution_inside_a_grant_refuses_every_escape];
+    patch: [every_refusal_leaves_everything_unchanged];
+}
+
+/// A reader that, when first read, notes the names in `dir` (what a save in progress has
+/// put there), then yields one byte.
+struct Peek {
+    dir: PathBuf,
+    seen: Option<Vec<String>>,
+}
+
+impl std::io::Read for Peek {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.seen.is_some() || buf.is_empty() {
+            return Ok(0);
+        }
+        let names = std::fs::read_dir(&self.dir)?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        self.seen = Some(names);
+        buf[0] = b'x';
+        Ok(1)
+    }
+}
+
+/// What a save opened on this thread had added to the lane while it was being written.
+fn names_while_saving(root: &StateRoot) -> Vec<String> {
+    let before = crate::util::names(&root.downloads_path());
+    let lane = safe_lanes::DownloadLane::open(root).unwrap();
+    let mut peek = Peek {
+        dir: root.downloads_path(),
+        seen: None,
+    };
+    lane.save("file.txt", &mut peek).unwrap();
+    let mut added = peek.seen.unwrap();
+    added.retain(|name| !before.contains(name));
+    added
+}
+
+/// The publishing switch reaches the lanes this thread opens (an unnamed file leaves no name
+/// while it is written; a renamed one is a hidden `.partial-*` name), and no other thread.
+#[test]
+fn a_forced_publishing_reaches_the_lanes_this_thread_opens_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = StateRoot::open(&tmp.path().join("state")).unwrap();
+    assert_eq!(
+        publishing(),
+        Publishing::Link,
+        "Linux links unnamed files by default"
+    );
+    assert_eq!(names_while_saving(&root), Vec::<String>::new());
+    {
+        let _rename = force_publishing(Publishing::Rename);
+        assert_eq!(publishing(), Publishing::Rename);
+        let seen = names_while_saving(&root);
+        assert!(
+            matches!(seen.as_slice(), [one] if one.starts_with(".partial-")),
+            "{seen:?}"
+        );
+        let elsewhere = std::thread::spawn(publishing).join().unwrap();
+        assert_eq!(elsewhere, Publishing::Link, "another thread is not forced");
+    }
+    assert_eq!(
+        publishing(),
+        Publishing::Link,
+        "the guard restored the default"
+    );
 }
 
 /// The switch reaches every anchor the library opens on this thread (so the tables above do

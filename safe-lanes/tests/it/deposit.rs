@@ -19,7 +19,7 @@ fn recording_uploader(report: &std::path::Path) -> Uploader {
 }
 
 #[test]
-fn the_uploader_runs_in_the_deposit_on_a_private_copy_and_it_is_erased() {
+pub(crate) fn the_uploader_runs_in_the_deposit_on_a_private_copy_and_it_is_erased() {
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let report = fx.path("report.txt");
@@ -47,7 +47,7 @@ fn the_uploader_runs_in_the_deposit_on_a_private_copy_and_it_is_erased() {
 }
 
 #[test]
-fn a_failing_uploader_still_leaves_the_deposit_empty() {
+pub(crate) fn a_failing_uploader_still_leaves_the_deposit_empty() {
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
@@ -60,7 +60,7 @@ fn a_failing_uploader_still_leaves_the_deposit_empty() {
 }
 
 #[test]
-fn an_uploader_killed_by_the_timeout_leaves_the_deposit_empty() {
+pub(crate) fn an_uploader_killed_by_the_timeout_leaves_the_deposit_empty() {
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
@@ -85,7 +85,7 @@ fn an_uploader_killed_by_the_timeout_leaves_the_deposit_empty() {
 }
 
 #[test]
-fn a_panic_in_the_caller_leaves_the_deposit_empty() {
+pub(crate) fn a_panic_in_the_caller_leaves_the_deposit_empty() {
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -110,7 +110,7 @@ fn a_missing_uploader_is_an_io_error_and_leaves_nothing() {
 }
 
 #[test]
-fn staging_past_the_cap_is_refused_and_leaves_nothing() {
+pub(crate) fn staging_past_the_cap_is_refused_and_leaves_nothing() {
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap().with_max_bytes(4);
     let err = deposit.stage("a.txt", &b"12345"[..]).unwrap_err();
@@ -174,7 +174,7 @@ fn a_source_that_grew_after_its_check_is_refused_at_the_cap() {
 }
 
 #[test]
-fn a_resolved_source_is_staged_as_an_exact_copy() {
+pub(crate) fn a_resolved_source_is_staged_as_an_exact_copy() {
     let fx = Fixture::new();
     let lane = safe_lanes::DownloadLane::open(&fx.root).unwrap();
     let saved = lane.save("attachment.pdf", &b"%PDF-1.7 ..."[..]).unwrap();
@@ -217,7 +217,7 @@ fn the_file_placeholder_is_appended_when_absent_and_replaced_inside_words() {
 }
 
 #[test]
-fn stale_staged_entries_are_swept_when_a_deposit_opens() {
+pub(crate) fn stale_staged_entries_are_swept_when_a_deposit_opens() {
     let fx = Fixture::new();
     let uploads = fx.root.uploads_path();
     let old_dir = uploads.join("0123456789abcdef0123456789abcdef");

@@ -31,7 +31,7 @@ fn lanes(fx: &Fixture) -> [DownloadLane; 2] {
 }
 
 #[test]
-fn a_save_lands_in_the_lane_private_and_intact() {
+pub(crate) fn a_save_lands_in_the_lane_private_and_intact() {
     let fx = Fixture::new();
     for (i, lane) in lanes(&fx).into_iter().enumerate() {
         let content = format!("content {i}");
@@ -50,7 +50,7 @@ fn a_save_lands_in_the_lane_private_and_intact() {
 }
 
 #[test]
-fn the_same_hint_three_times_gives_three_files() {
+pub(crate) fn the_same_hint_three_times_gives_three_files() {
     for durability in [Durability::Durable, Durability::Buffered] {
         let fx = Fixture::new();
         for lane in lanes(&fx) {
@@ -75,7 +75,7 @@ fn the_same_hint_three_times_gives_three_files() {
 }
 
 #[test]
-fn sixty_four_threads_saving_one_hint_give_sixty_four_intact_files() {
+pub(crate) fn sixty_four_threads_saving_one_hint_give_sixty_four_intact_files() {
     let fx = Fixture::new();
     let [unnamed, hidden] = lanes(&fx);
     let saved: Vec<_> = std::thread::scope(|s| {
@@ -103,7 +103,7 @@ fn sixty_four_threads_saving_one_hint_give_sixty_four_intact_files() {
 }
 
 #[test]
-fn two_lanes_in_parallel_like_two_processes_never_overwrite() {
+pub(crate) fn two_lanes_in_parallel_like_two_processes_never_overwrite() {
     let fx = Fixture::new();
     let saved: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
@@ -133,7 +133,7 @@ fn two_lanes_in_parallel_like_two_processes_never_overwrite() {
 }
 
 #[test]
-fn planted_links_directories_and_fifos_are_collisions_never_written_through() {
+pub(crate) fn planted_links_directories_and_fifos_are_collisions_never_written_through() {
     let fx = Fixture::new();
     let lane_dir = fx.root.downloads_path();
     let victim = fx.path("victim.txt");
@@ -178,7 +178,7 @@ impl Read for Failing {
 }
 
 #[test]
-fn a_failing_reader_leaves_nothing_behind() {
+pub(crate) fn a_failing_reader_leaves_nothing_behind() {
     let fx = Fixture::new();
     for lane in lanes(&fx) {
         for size in [0, 10, 5 << 20] {
@@ -193,7 +193,7 @@ fn a_failing_reader_leaves_nothing_behind() {
 }
 
 #[test]
-fn the_size_cap_refuses_and_leaves_nothing_behind() {
+pub(crate) fn the_size_cap_refuses_and_leaves_nothing_behind() {
     let fx = Fixture::new();
     for lane in lanes(&fx) {
         let lane = lane.with_max_bytes(1000);
@@ -226,7 +226,7 @@ fn a_large_stream_is_hashed_correctly() {
 }
 
 #[test]
-fn a_new_lane_finds_a_free_number_among_many_existing_copies() {
+pub(crate) fn a_new_lane_finds_a_free_number_among_many_existing_copies() {
     let fx = Fixture::new();
     let dir = fx.root.downloads_path();
     std::fs::write(dir.join("n.txt"), "0").unwrap();
@@ -257,7 +257,7 @@ fn a_new_lane_finds_a_free_number_among_many_existing_copies() {
 }
 
 #[test]
-fn list_shows_regular_files_only_and_prune_removes_old_ones() {
+pub(crate) fn list_shows_regular_files_only_and_prune_removes_old_ones() {
     let fx = Fixture::new();
     let lane = DownloadLane::open(&fx.root).unwrap();
     let old = lane.save("old.txt", &b"old"[..]).unwrap();
@@ -288,7 +288,7 @@ fn list_shows_regular_files_only_and_prune_removes_old_ones() {
 }
 
 #[test]
-fn every_save_is_audited() {
+pub(crate) fn every_save_is_audited() {
     let fx = Fixture::new();
     let lane = DownloadLane::open(&fx.root).unwrap();
     for _ in 0..3 {
@@ -306,7 +306,7 @@ fn every_save_is_audited() {
 }
 
 #[test]
-fn stale_hidden_staging_files_are_swept_before_hidden_staging() {
+pub(crate) fn stale_hidden_staging_files_are_swept_before_hidden_staging() {
     let fx = Fixture::new();
     let dir = fx.root.downloads_path();
     let stale = dir.join(".partial-0123456789abcdef");
@@ -351,7 +351,7 @@ fn a_state_root_whose_path_is_not_utf8_still_reports_in_json() {
 /// A save stopped half-way (a call the client cancelled) publishes nothing and leaves nothing,
 /// on both staging strategies.
 #[test]
-fn a_stopped_save_leaves_nothing_in_the_lane() {
+pub(crate) fn a_stopped_save_leaves_nothing_in_the_lane() {
     /// Endless content that asks `control` to stop once it has given its first chunk.
     struct StopsAfterOneChunk(safe_lanes::Control, bool);
     impl Read for StopsAfterOneChunk {
@@ -437,7 +437,7 @@ fn prune_records(fx: &Fixture) -> Vec<serde_json::Value> {
 /// Regression: an old `a\xff.txt` and a new `a\u{FFFD}.txt` are one name after lossy
 /// conversion; prune removed the new one.
 #[test]
-fn prune_matches_raw_names_never_their_lossy_form() {
+pub(crate) fn prune_matches_raw_names_never_their_lossy_form() {
     let fx = Fixture::new();
     let lane = DownloadLane::open(&fx.root).unwrap();
     let old = plant(&fx, b"a\xff.txt", 40);
@@ -511,7 +511,7 @@ fn older_than_is_a_dry_run_that_removes_nothing() {
 
 /// `remove_file_if` removes a name only while it is the file that was judged.
 #[test]
-fn remove_file_if_leaves_a_file_swapped_into_the_name_alone() {
+pub(crate) fn remove_file_if_leaves_a_file_swapped_into_the_name_alone() {
     let fx = Fixture::new();
     let lane_path = fx.root.downloads_path();
     let lane = Anchor::open_ambient(&lane_path, Ambient::because("a test fixture")).unwrap();

@@ -221,7 +221,7 @@ pub(crate) fn the_source_table_holds() {
 }
 
 #[test]
-fn hostile_path_shapes_are_refused_before_any_lookup() {
+pub(crate) fn hostile_path_shapes_are_refused_before_any_lookup() {
     let w = World::new();
     let source = w.source();
     let cases: Vec<(OsString, Code)> = vec![
@@ -251,7 +251,7 @@ fn hostile_path_shapes_are_refused_before_any_lookup() {
 }
 
 #[test]
-fn a_fifo_is_refused_at_once() {
+pub(crate) fn a_fifo_is_refused_at_once() {
     let w = World::new();
     // No writer ever opens the FIFO: a blocking open would hang this test forever.
     let err = w.source().open(&w.p("allowed1/fifo")).unwrap_err();
@@ -260,7 +260,7 @@ fn a_fifo_is_refused_at_once() {
 }
 
 #[test]
-fn the_handle_is_the_file_that_was_checked() {
+pub(crate) fn the_handle_is_the_file_that_was_checked() {
     let w = World::new();
     let opened = w.source().open(&w.p("allowed1/file.txt")).unwrap();
     let want = std::fs::metadata(w.p("allowed1/file.txt")).unwrap();
@@ -276,7 +276,7 @@ fn the_handle_is_the_file_that_was_checked() {
 }
 
 #[test]
-fn roots_and_ignored_entries_are_reported() {
+pub(crate) fn roots_and_ignored_entries_are_reported() {
     let w = World::new();
     let env = format!(
         "{}:relative::{}",
@@ -383,7 +383,7 @@ fn a_root_answers_to_each_spelling_the_human_wrote() {
 }
 
 #[test]
-fn the_hard_guard_holds_when_the_allowlist_covers_the_state_root() {
+pub(crate) fn the_hard_guard_holds_when_the_allowlist_covers_the_state_root() {
     let w = World::new();
     // The human lists the parent of the state root, and the state root itself.
     let roots = format!("{}\n{}\n", w.tmp.path().display(), w.p("state").display());
@@ -475,7 +475,7 @@ fn a_swapped_directory_never_yields_a_handle_outside() {
 }
 
 #[test]
-fn refusals_and_resolutions_are_audited() {
+pub(crate) fn refusals_and_resolutions_are_audited() {
     let w = World::new();
     let source = w.source();
     source.resolve(&w.p("allowed1/file.txt")).unwrap();
