@@ -116,6 +116,25 @@ impl From<AccessArg> for safe_lanes::Access {
     }
 }
 
+/// `folder`, `tool` or `cache`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub(crate) enum KindArg {
+    Folder,
+    Tool,
+    Cache,
+}
+
+impl From<KindArg> for safe_lanes::grants::Kind {
+    fn from(k: KindArg) -> Self {
+        match k {
+            KindArg::Folder => Self::Folder,
+            KindArg::Tool => Self::Tool,
+            KindArg::Cache => Self::Cache,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum GrantCommand {
     /// The grants, with their environment key and availability, and the pending requests.
@@ -131,7 +150,7 @@ pub(crate) enum GrantCommand {
     Review,
     /// The changelog: every add, access change, revoke, request, approval and denial.
     Log,
-    /// Grant a folder.
+    /// Grant a folder, or let a toolchain in: a tool (read and execute) or a cache (read-write).
     Add {
         /// The alias agents will use: `[a-z0-9][a-z0-9_-]{0,47}`.
         #[arg(long)]
@@ -139,9 +158,19 @@ pub(crate) enum GrantCommand {
         /// The folder (absolute; stored canonical).
         #[arg(long)]
         path: PathBuf,
-        /// read_only or read_write.
+        /// read_only or read_write (a tool is always read_only, a cache read_write).
+        #[arg(long, value_enum, required_unless_present = "kind")]
+        access: Option<AccessArg>,
+        /// folder (the default), tool or cache.
         #[arg(long, value_enum)]
-        access: AccessArg,
+        kind: Option<KindArg>,
+        /// A variable set to the folder's path in confined commands (a tool or a cache;
+        /// repeatable), e.g. CARGO_HOME.
+        #[arg(long = "var", value_name = "NAME")]
+        vars: Vec<String>,
+        /// A tool's programs folder, relative to it, put first on confined commands' PATH.
+        #[arg(long, value_name = "RELATIVE")]
+        bin: Option<String>,
         /// Why, for the changelog.
         #[arg(long, default_value = "")]
         reason: String,

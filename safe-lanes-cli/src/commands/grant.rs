@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use safe_lanes::grants::{Change, Grant, Request};
+use safe_lanes::grants::{Change, Grant, Request, Kind, ToolBin, Toolchain, VarName};
 use safe_lanes::{Grants, Shown, StateRoot};
 use serde_json::json;
 
@@ -85,9 +85,13 @@ fn list(grants: &Grants) -> Result<Report> {
     let mut text = String::new();
     for g in &listing.grants {
         let unavailable = g.unavailable.as_deref();
+        let kind = match g.grant.kind {
+            Kind::Folder => String::new(),
+            kind => format!("{kind}: "),
+        };
         let _ = writeln!(
             text,
-            "{:<20} {:<10} {}  ({}{})",
+            "{:<20} {:<10} {kind}{}  ({}{})",
             g.grant.alias,
             g.grant.access,
             g.grant.path.display(),
@@ -111,12 +115,22 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             alias,
             path,
             access,
+            kind,
+            vars,
+            bin,
             reason,
             actor,
-        } => (
-            "granted",
-            grants.add(&alias, &path, access.into(), &reason, &who(actor))?,
-        ),
+        } => {
+            let toolchain = Toolchain {
+                kind: kind.map(Into::into).unwrap_or_default(),
+                vars: vars.iter().map(|v| VarName::new(v)).collect::<Result<_, _>>()?,
+                bin: bin.as_deref().map(ToolBin::new).transpose()?,
+            };
+            let access = access.map(Into::into);
+            let actor = who(actor);
+            let added = grants.add_with(&alias, &path, access, toolchain, &reason, &actor)?;
+            ("granted", added)
+        }
         GrantCommand::SetAccess {
             alias,
             access,

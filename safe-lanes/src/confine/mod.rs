@@ -104,7 +104,22 @@ const READABLE_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
 /// Why the sandbox opens the system set by path: the system's, the same for every command.
 #[cfg(target_os = "linux")]
 const SYSTEM_SET: Ambient = Ambient::because("the system set every confined command sees");
-/// The `PATH` of confined programs.
+/// The `PATH` of a confined command: the bin folder of each available tool, in the
+/// manifest's order, then the system's ([`CHILD_PATH`]).
+#[cfg(target_os = "linux")]
+fn child_path(grants: &[&crate::grants::Effective]) -> OsString {
+    let mut path = OsString::new();
+    for g in grants {
+        if let Some(bin) = &g.toolchain.bin {
+            path.push(g.path.join(bin.as_str()));
+            path.push(":");
+        }
+    }
+    path.push(CHILD_PATH);
+    path
+}
+
+/// The system's part of the `PATH` of confined programs.
 #[cfg(target_os = "linux")]
 const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
@@ -224,14 +239,18 @@ impl Confined {
         command
             .args(&self.args)
             .env_clear()
-            .env("PATH", CHILD_PATH)
+            .env("PATH", child_path(&grants))
             .env(
                 "LANG",
                 std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()),
             )
             .env("HOME", sandbox::SCRATCH)
             .env("TMPDIR", sandbox::SCRATCH)
-            .envs(grants.iter().map(|g| (g.env.as_str(), g.path.as_os_str())));
+            .envs(grants.iter().map(|g| (g.env.as_str(), g.path.as_os_str())))
+            .envs(grants.iter().flat_map(|g| {
+                let vars = g.toolchain.vars.iter();
+                vars.map(|v| (v.as_str(), g.path.as_os_str()))
+            }));
         plan.install(&mut command);
         let used: Vec<(Alias, Access, PathBuf)> = grants
             .iter()

@@ -33,6 +33,7 @@ mod proposal;
 mod rules;
 mod session;
 mod strict;
+mod toolchain;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub use outcome::{DEFAULT_REQUEST_TTL, Outcome, REQUEST_TTL_KEY, Status};
 pub use proposal::{Proposal, Proposed, Seen};
 pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
+pub use toolchain::{Kind, ToolBin, Toolchain, VarName};
 
 use crate::actor::Actor;
 use crate::audit::AuditLog;
@@ -228,17 +230,41 @@ impl Grants {
         reason: &str,
         actor: &str,
     ) -> Result<Grant> {
+        self.add_with(alias, path, Some(access), Toolchain::folder(), reason, actor)
+    }
+
+    /// Add a grant of any kind: a folder with `access`, or a tool or a cache (whose access
+    /// the kind fixes; `access`, when given, must be it) with the variables and bin folder of
+    /// `toolchain`. Every rule of [`Grants::add`] applies, and no two grants may set the same
+    /// variable.
+    ///
+    /// # Errors
+    ///
+    /// As [`Grants::add`], and `invalid_argument` when `toolchain` does not fit its kind or
+    /// sets a variable another grant sets.
+    pub fn add_with(
+        &self,
+        alias: &str,
+        path: &Path,
+        access: Option<Access>,
+        toolchain: Toolchain,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Grant> {
         let alias = Alias::new(alias)?;
+        let access = toolchain.access(access)?;
         let path = self.canonical_folder(path)?;
         let grant = self.manifest.update_recorded(
             &self.audit,
             |doc| {
-                let grant = self.new_grant(doc, alias, path, access)?;
+                let mut grant = self.new_grant(doc, alias, path, access)?;
+                toolchain::attach(&mut grant, toolchain, &doc.grants)?;
                 doc.changelog
                     .push(self.change(Action::Add, actor, reason, &grant.alias, |c| {
                         c.grant_id = Some(grant.id.clone());
                         c.path = Some(grant.path.clone());
                         c.access = Some(access);
+                        c.kind = grant.kind;
                     }));
                 doc.grants.push(grant.clone());
                 Ok(grant)
@@ -742,6 +768,9 @@ impl Grants {
             created_at: Some(now()),
             host: Some(self.host.clone()),
             machine: Some(self.machine.clone()),
+            kind: Kind::Folder,
+            vars: Vec::new(),
+            bin: None,
             other_keys: OtherKeys::new(),
         };
         rules::collision_new(&grant.path, access, &doc.grants)
@@ -768,6 +797,7 @@ impl Grants {
             path: None,
             from: None,
             access: None,
+            kind: Kind::Folder,
             other_keys: OtherKeys::new(),
         };
         fill(&mut change);
@@ -889,7 +919,7 @@ fn adopt_in(doc: &mut Document, alias: &Alias, host: &str, machine: &str) -> Res
 
 fn set_access_in(doc: &mut Document, alias: &Alias, access: Access) -> Result<()> {
     let grant = find_mut(doc, alias)?;
-    grant.access = access;
+    grant.access = grant.kind.access(Some(access))?;
     let grant = grant.clone();
     check_overlaps(&grant, &doc.grants)
 }

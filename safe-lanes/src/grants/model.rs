@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+use super::toolchain::{Kind, ToolBin, VarName};
 use crate::error::{Error, Result, Shown};
 
 /// The longest alias, in bytes.
@@ -198,6 +199,15 @@ pub struct Grant {
         skip_serializing_if = "Option::is_none"
     )]
     pub machine: Option<String>,
+    /// What it is for: a folder (the default, not written), a tool or a cache.
+    #[serde(default, skip_serializing_if = "Kind::is_folder")]
+    pub kind: Kind,
+    /// For a tool or a cache: the variables set to its path in confined commands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vars: Vec<VarName>,
+    /// For a tool: the folder inside it put first on confined commands' `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bin: Option<ToolBin>,
     /// The keys of the grant's entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,
@@ -311,6 +321,9 @@ pub struct Change {
     /// The access after the change (or asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<Access>,
+    /// The kind of grant concerned, when it is not a folder.
+    #[serde(default, skip_serializing_if = "Kind::is_folder")]
+    pub kind: Kind,
     /// The keys of the entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,

@@ -20,6 +20,7 @@ use serde::Serialize;
 use super::manifest::{Document, Stamp};
 use super::model::{Access, Action, Alias, Want};
 use super::rules::{Unusable, still_at_path};
+use super::toolchain::Toolchain;
 use super::{Grants, Listing};
 use crate::actor::Actor;
 use crate::beneath::{self, Anchor, Symlinks};
@@ -168,6 +169,9 @@ pub struct Effective {
     /// Why it cannot be used here, if it cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// Its kind, the variables set to its path, and a tool's bin folder.
+    #[serde(skip)]
+    pub toolchain: Toolchain,
     #[serde(skip)]
     folder: std::result::Result<Anchor, Unusable>,
 }
@@ -408,6 +412,11 @@ impl Session {
                     access,
                     env: g.alias.env_key(),
                     unavailable,
+                    toolchain: Toolchain {
+                        kind: g.kind,
+                        vars: g.vars.clone(),
+                        bin: g.bin.clone(),
+                    },
                     folder,
                 })
             })
