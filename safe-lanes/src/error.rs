@@ -306,7 +306,7 @@ pub enum Error {
         /// The path that was looked up.
         path: Shown,
         /// Why it could not be found.
-        why: &'static str,
+        why: std::borrow::Cow<'static, str>,
     },
     /// No grant has this alias.
     #[error("{alias}: no folder grant has this alias")]

@@ -168,7 +168,7 @@ fn base_text<'c>(op: &Op, current: Option<&'c Current>, file: &Path) -> Result<&
         (Op::Create, None) => Ok(""),
         (_, None) => Err(Error::NotFound {
             path: Shown::path(file),
-            why: "no such file to patch",
+            why: "no such file to patch".into(),
         }),
         (_, Some(existing)) => Ok(&existing.text),
     }

@@ -473,7 +473,7 @@ impl UploadSource {
                 _ if !last => {
                     return Err(Error::NotFound {
                         path: Shown::path(asked),
-                        why: "a path component is not a directory",
+                        why: "a path component is not a directory".into(),
                     });
                 }
                 _ => {
@@ -503,7 +503,7 @@ impl UploadSource {
         if target.is_empty() {
             return Err(Error::NotFound {
                 path: Shown::path(asked),
-                why: "a symbolic link on the way is empty",
+                why: "a symbolic link on the way is empty".into(),
             });
         }
         let parts = target

@@ -833,11 +833,11 @@ pub(crate) fn refusal(errno: Errno, path: &Path, symlinks: Symlinks, call: &'sta
         },
         Errno::NOENT => Error::NotFound {
             path: shown,
-            why: "no such file or directory",
+            why: "no such file or directory".into(),
         },
         Errno::NOTDIR => Error::NotFound {
             path: shown,
-            why: "a path component is not a directory",
+            why: "a path component is not a directory".into(),
         },
         Errno::NAMETOOLONG => Error::InvalidArgument {
             what: shown,

@@ -212,6 +212,6 @@ struct JobRef {
 fn unknown(id: &str) -> Error {
     Error::NotFound {
         path: Shown::text(id),
-        why: "no such background job (a finished job is forgotten once reported)",
+        why: "no such background job (a finished job is forgotten once reported)".into(),
     }
 }

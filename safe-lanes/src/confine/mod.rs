@@ -82,6 +82,8 @@ use crate::beneath::{self, Ambient};
 #[cfg(target_os = "linux")]
 use crate::child::run;
 use crate::child::{Limits, Outcome};
+#[cfg(target_os = "linux")]
+use crate::grants::Kind;
 use crate::control::Control;
 use crate::error::Result;
 #[cfg(target_os = "linux")]
@@ -338,6 +340,7 @@ fn layout(grants: &[&Effective]) -> Result<sandbox::Layout> {
         devices: &system.mounts(&system.devices, false),
         masked: &system.masked(),
         grants: &grant_mounts,
+        proc: grants.iter().any(|g| g.toolchain.kind == Kind::Tool),
     })
 }
 

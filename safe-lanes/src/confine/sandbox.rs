@@ -81,6 +81,10 @@ enum Source {
     /// owner could read: what the sandbox hides when the gateway runs as root, which would
     /// own it.
     Mask { directory: bool },
+    /// A `proc` of the command's own PID namespace showing its processes only
+    /// (`subset=pid,hidepid=invisible`), for the tools that find themselves through
+    /// `/proc/self/exe` (the dynamic loader's `$ORIGIN`, rustc's sysroot).
+    Proc,
 }
 
 /// One entry of the new root, at a path made of `components` below it.
@@ -153,6 +157,8 @@ pub(crate) struct View<'a> {
     pub(crate) masked: &'a [(&'a Path, bool)],
     /// The grants, each at its own path.
     pub(crate) grants: &'a [Mount<'a>],
+    /// Whether `/proc` shows the command's own processes ([`Source::Proc`]).
+    pub(crate) proc: bool,
 }
 
 impl View<'_> {
@@ -183,6 +189,12 @@ impl View<'_> {
                 source: Source::Mask {
                     directory: *directory,
                 },
+            });
+        }
+        if self.proc {
+            entries.push(Entry {
+                components: components(Path::new("/proc"))?,
+                source: Source::Proc,
             });
         }
         for m in self.grants {
@@ -432,6 +444,15 @@ impl Plan {
                 }
                 bind(&source, &at, flags, true)
             }
+            Source::Proc => {
+                let at = mount_point(&parent, name, true, own)?;
+                // Where the kernel refuses it (a host whose own /proc is partly covered), the
+                // command runs without: /proc gives it nothing the sandbox relies on.
+                match new_proc() {
+                    Ok(proc) => attach(&proc, &at),
+                    Err(_) => Ok(()),
+                }
+            }
             Source::Mask { directory } => {
                 let at = mount_point(&parent, name, *directory, own)?;
                 let (dir, file) = self.masks.as_ref().ok_or(Errno::INVAL)?;
@@ -634,6 +655,24 @@ fn new_tmpfs(mode: &CStr, size: &CStr) -> rustix::io::Result<OwnedFd> {
         &fs,
         FsMountFlags::FSMOUNT_CLOEXEC,
         MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
+    )
+}
+
+/// A new `proc` of the current PID namespace, not yet attached: its processes only, no
+/// system files (`subset=pid`), others' entries invisible; read-only, `nosuid`, `nodev`,
+/// `noexec`. Landlock grants no access to it, so only its links (`/proc/self/exe`) resolve.
+fn new_proc() -> rustix::io::Result<OwnedFd> {
+    let fs = rustix::mount::fsopen(c"proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    rustix::mount::fsconfig_set_string(&fs, c"subset", c"pid")?;
+    rustix::mount::fsconfig_set_string(&fs, c"hidepid", c"invisible")?;
+    rustix::mount::fsconfig_create(&fs)?;
+    rustix::mount::fsmount(
+        &fs,
+        FsMountFlags::FSMOUNT_CLOEXEC,
+        MountAttrFlags::MOUNT_ATTR_RDONLY
+            | MountAttrFlags::MOUNT_ATTR_NOSUID
+            | MountAttrFlags::MOUNT_ATTR_NODEV
+            | MountAttrFlags::MOUNT_ATTR_NOEXEC,
     )
 }
 

@@ -544,7 +544,7 @@ impl Grants {
             .find(|p| p.request.id == request_id)
             .ok_or_else(|| Error::NotFound {
                 path: Shown::text(request_id),
-                why: "no pending request has this id",
+                why: "no pending request has this id".into(),
             })
     }
 
@@ -681,7 +681,7 @@ impl Grants {
                     .position(which)
                     .ok_or_else(|| Error::NotFound {
                         path: Shown::text(shown),
-                        why: "no pending request matches",
+                        why: "no pending request matches".into(),
                     })?;
                 let request = doc.requests.remove(at);
                 doc.changelog.push(
@@ -833,7 +833,7 @@ fn refuse_expired(doc: &Document, request_id: &str) -> Result<()> {
     match doc.requests.iter().find(|r| r.id == request_id) {
         Some(r) if doc.expired(r, now) => Err(Error::NotFound {
             path: Shown::text(request_id),
-            why: "the request expired before it was approved; the agent can ask again",
+            why: "the request expired before it was approved; the agent can ask again".into(),
         }),
         _ => Ok(()),
     }
@@ -931,7 +931,7 @@ fn take_request(doc: &mut Document, id: &str) -> Result<Request> {
         .position(|r| r.id == id)
         .ok_or_else(|| Error::NotFound {
             path: Shown::text(id),
-            why: "no pending request has this id",
+            why: "no pending request has this id".into(),
         })?;
     Ok(doc.requests.remove(at))
 }

@@ -109,7 +109,7 @@ impl Unusable {
             },
             Unusable::Missing { .. } => Error::NotFound {
                 path: Shown::path(path),
-                why: "the granted folder is not at its path on this host",
+                why: "the granted folder is not at its path on this host".into(),
             },
             Unusable::Placement { .. } | Unusable::Overlap { .. } => Error::InvalidManifest {
                 path: Shown::text(alias.as_str()),
