@@ -295,6 +295,14 @@ pub(crate) struct GrantInfo {
     pub(crate) available: bool,
     /// Why not, when it cannot.
     pub(crate) unavailable: Option<String>,
+    /// `tool` (a toolchain, read and execute only, its programs on `PATH` in `shell_exec`)
+    /// or `cache` (read-write, for a toolchain's downloads); absent for a folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<String>,
+    /// For a tool or a cache: the environment variables set to its path in `shell_exec`
+    /// (`CARGO_HOME`, `NVM_DIR`, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) vars: Vec<String>,
 }
 
 /// A pending request.

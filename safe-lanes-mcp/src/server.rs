@@ -283,6 +283,8 @@ impl Server {
                     env: g.env,
                     available: g.available,
                     unavailable: g.unavailable,
+                    kind: (!g.grant.kind.is_folder()).then(|| g.grant.kind.to_string()),
+                    vars: g.grant.vars.iter().map(ToString::to_string).collect(),
                 })
                 .collect(),
             requests: listing.requests.into_iter().map(request_info).collect(),

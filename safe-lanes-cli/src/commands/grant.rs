@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use safe_lanes::grants::{Change, Grant, Request, Kind, ToolBin, Toolchain, VarName};
+use safe_lanes::grants::{Change, Grant, Kind, Request, ToolBin, Toolchain, VarName};
 use safe_lanes::{Grants, Shown, StateRoot};
 use serde_json::json;
 
@@ -123,7 +123,10 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
         } => {
             let toolchain = Toolchain {
                 kind: kind.map(Into::into).unwrap_or_default(),
-                vars: vars.iter().map(|v| VarName::new(v)).collect::<Result<_, _>>()?,
+                vars: vars
+                    .iter()
+                    .map(|v| VarName::new(v))
+                    .collect::<Result<_, _>>()?,
                 bin: bin.as_deref().map(ToolBin::new).transpose()?,
             };
             let access = access.map(Into::into);

@@ -19,7 +19,7 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
     let root = cli.root.as_deref();
     match cli.command {
         Command::Init => root::init(root),
-        Command::Doctor => root::doctor(root),
+        Command::Doctor => root::doctor(root, cli.manifest.as_deref()),
         Command::Download(cmd) => download::run(root, cmd),
         Command::Upload(cmd) => upload::run(root, cmd),
         Command::Grant(cmd) => grant::run(root, cli.manifest.as_deref(), cmd),

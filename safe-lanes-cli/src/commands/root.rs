@@ -9,7 +9,7 @@ use safe_lanes::beneath::openat2_available;
 use safe_lanes::confine::{SandboxSupport, sandbox_support};
 use safe_lanes::root::DirReport;
 use safe_lanes::upload::IgnoredEntry;
-use safe_lanes::{RootLocation, StateRoot, UploadSource};
+use safe_lanes::{Grants, RootLocation, StateRoot, UploadSource};
 use serde_json::json;
 
 use crate::output::{Report, path};
@@ -31,7 +31,7 @@ pub(crate) fn init(flag: Option<&Path>) -> Result<Report> {
     Ok(Report::ok(json, text))
 }
 
-pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
+pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Report> {
     let location = RootLocation::resolve(flag)?;
     let sandbox = sandbox_support();
     let openat2 = openat2_available();
@@ -59,6 +59,8 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
     for p in &problems {
         let _ = writeln!(text, "problem: {p}");
     }
+    let toolchains = toolchains(&location, manifest);
+    text.push_str(&toolchains_text(&toolchains));
     if problems.is_empty() {
         text.push_str("ok");
     }
@@ -72,6 +74,7 @@ pub(crate) fn doctor(flag: Option<&Path>) -> Result<Report> {
         "running_as_root": process.running_as_root,
         "warnings": warnings,
         "problems": problems,
+        "toolchains": toolchains,
         "ok": problems.is_empty(),
     });
     Ok(Report {
@@ -214,4 +217,63 @@ pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
         }),
         text,
     })
+}
+
+/// The per-user toolchains of `$HOME`, each grant they need with the command that approves
+/// it and whether a grant of that folder exists already.
+fn toolchains(location: &RootLocation, manifest: Option<&Path>) -> Vec<serde_json::Value> {
+    let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) else {
+        return Vec::new();
+    };
+    let granted: Vec<_> = StateRoot::open(&location.path)
+        .and_then(|root| Grants::open(&root, manifest))
+        .and_then(|grants| grants.list())
+        .map(|listing| listing.grants.into_iter().map(|g| g.grant.path).collect())
+        .unwrap_or_default();
+    safe_lanes::grants::detect::detect(&home)
+        .into_iter()
+        .map(|found| {
+            let grants: Vec<_> = found
+                .grants
+                .iter()
+                .map(|g| {
+                    let mut entry = json!(g);
+                    entry["command"] = json!(g.command(&location.path, manifest));
+                    entry["approved"] = json!(granted.contains(&g.path));
+                    entry
+                })
+                .collect();
+            json!({ "name": found.name, "what": found.what, "grants": grants })
+        })
+        .collect()
+}
+
+fn toolchains_text(toolchains: &[serde_json::Value]) -> String {
+    let mut text = String::new();
+    if toolchains.is_empty() {
+        return text;
+    }
+    text.push_str("toolchains of yours a confined command can use once approved:\n");
+    for t in toolchains {
+        let _ = writeln!(
+            text,
+            "  {} ({}):",
+            t["name"].as_str().unwrap_or(""),
+            t["what"].as_str().unwrap_or("")
+        );
+        for g in t["grants"].as_array().into_iter().flatten() {
+            let state = if g["approved"] == true {
+                "approved"
+            } else {
+                "run"
+            };
+            let _ = writeln!(text, "    {state}: {}", g["command"].as_str().unwrap_or(""));
+            let _ = writeln!(
+                text,
+                "      exposes {}",
+                g["exposes"].as_str().unwrap_or("")
+            );
+        }
+    }
+    text
 }

@@ -9,6 +9,7 @@ mod hostile;
 mod process;
 mod root;
 mod screens;
+mod toolchains;
 mod ui;
 mod upload;
 mod util;

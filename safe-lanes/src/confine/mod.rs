@@ -82,12 +82,12 @@ use crate::beneath::{self, Ambient};
 #[cfg(target_os = "linux")]
 use crate::child::run;
 use crate::child::{Limits, Outcome};
-#[cfg(target_os = "linux")]
-use crate::grants::Kind;
 use crate::control::Control;
 use crate::error::Result;
 #[cfg(target_os = "linux")]
 use crate::error::{Error, Shown};
+#[cfg(target_os = "linux")]
+use crate::grants::Kind;
 use crate::grants::{Access, Alias, Session};
 #[cfg(target_os = "linux")]
 use crate::grants::{Effective, Snapshot, Want};
@@ -106,6 +106,32 @@ const READABLE_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
 /// Why the sandbox opens the system set by path: the system's, the same for every command.
 #[cfg(target_os = "linux")]
 const SYSTEM_SET: Ambient = Ambient::because("the system set every confined command sees");
+/// The refusal for a program the sandbox cannot find or run, naming the approval that is
+/// missing: the per-user toolchain of the gateway's home that has it, if one does.
+#[cfg(target_os = "linux")]
+fn missing_program(program: &OsStr) -> Error {
+    let name = Path::new(program).file_name().unwrap_or(program);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let found =
+        home.and_then(|home| crate::grants::detect::providing(&home, &name.to_string_lossy()));
+    let why = match found {
+        Some((toolchain, bin)) => format!(
+            "the program is not in the sandbox: it is in {} ({}), which no tool grant lets in; \
+             `safe-lanes doctor` prints the commands that would",
+            Shown::path(&bin),
+            toolchain.what
+        ),
+        None => "the program is not in the sandbox, which holds /usr, /bin, /lib*, /etc, the \
+                 granted folders and the approved tools only; a toolchain installed for one \
+                 user must be approved as a tool (`safe-lanes doctor` proposes the commands)"
+            .to_owned(),
+    };
+    Error::NotFound {
+        path: Shown::path(Path::new(program)),
+        why: why.into(),
+    }
+}
+
 /// The `PATH` of a confined command: the bin folder of each available tool, in the
 /// manifest's order, then the system's ([`CHILD_PATH`]).
 #[cfg(target_os = "linux")]
@@ -261,6 +287,17 @@ impl Confined {
         let watch = || still_granted(session, &used);
         let outcome =
             run(&mut command, self.limits, control, Some(&watch)).map_err(|e| match e {
+                Error::Io {
+                    call: "spawn",
+                    ref error,
+                    ..
+                } if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                ) =>
+                {
+                    missing_program(&self.program)
+                }
                 Error::Io { ref error, .. } => sandbox::failure(error).unwrap_or(e),
                 e => e,
             })?;

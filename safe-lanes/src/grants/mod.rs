@@ -25,6 +25,7 @@
 //!   another tool) is unavailable everywhere until the human adopts it ([`Grants::adopt`]).
 
 mod agent;
+pub mod detect;
 mod folders;
 mod manifest;
 mod model;
@@ -230,7 +231,14 @@ impl Grants {
         reason: &str,
         actor: &str,
     ) -> Result<Grant> {
-        self.add_with(alias, path, Some(access), Toolchain::folder(), reason, actor)
+        self.add_with(
+            alias,
+            path,
+            Some(access),
+            Toolchain::folder(),
+            reason,
+            actor,
+        )
     }
 
     /// Add a grant of any kind: a folder with `access`, or a tool or a cache (whose access

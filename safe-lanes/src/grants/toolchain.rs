@@ -75,7 +75,9 @@ impl Kind {
             }
             (Some(fixed), _) => Ok(fixed),
             (None, Some(chosen)) => Ok(chosen),
-            (None, None) => refuse("a folder grant needs an access: read_only or read_write".into()),
+            (None, None) => {
+                refuse("a folder grant needs an access: read_only or read_write".into())
+            }
         }
     }
 
@@ -171,8 +173,9 @@ impl fmt::Display for VarName {
     }
 }
 
-/// The folder inside a tool that holds its programs (`bin`): relative, plain components only
-/// (no `.`, `..` or root), UTF-8 without control characters, at most 255 bytes.
+/// The folder inside a tool that holds its programs (`bin`, or `.` for the tool's folder
+/// itself): relative, plain components only (no `..` or root), UTF-8 without control
+/// characters or `:`, at most 255 bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct ToolBin(String);
@@ -184,13 +187,17 @@ impl ToolBin {
     ///
     /// `invalid_argument`, saying which rule was broken.
     pub fn new(text: &str) -> Result<Self> {
-        let plain = Path::new(text)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)));
+        // `.` is the tool's folder itself (a folder of programs, as `~/.local/bin`).
+        let plain = text == "."
+            || Path::new(text)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_)));
         let why = if text.is_empty() || text.len() > 255 {
             Some("a tool's bin folder has 1 to 255 bytes")
         } else if !plain || text.ends_with('/') || text.contains("//") {
-            Some("a tool's bin folder is a relative path of plain names (no `.`, `..` or `/` first)")
+            Some(
+                "a tool's bin folder is a relative path of plain names (no `.`, `..` or `/` first)",
+            )
         } else if text.chars().any(|c| c.is_control() || c == ':') {
             Some("a tool's bin folder holds no control characters and no `:`")
         } else {
@@ -263,7 +270,11 @@ impl Toolchain {
             return refuse("a cache has no bin folder: only a tool's programs go on PATH");
         }
         let mut seen = std::collections::HashSet::new();
-        if !self.vars.iter().all(|v| seen.insert(v.as_str().to_ascii_uppercase())) {
+        if !self
+            .vars
+            .iter()
+            .all(|v| seen.insert(v.as_str().to_ascii_uppercase()))
+        {
             return refuse("a variable is named twice");
         }
         self.kind.access(chosen)
@@ -278,9 +289,11 @@ pub(super) fn attach(
     others: &[super::Grant],
 ) -> Result<()> {
     let taken = |v: &VarName| {
-        others
-            .iter()
-            .find(|g| g.vars.iter().any(|o| o.as_str().eq_ignore_ascii_case(v.as_str())))
+        others.iter().find(|g| {
+            g.vars
+                .iter()
+                .any(|o| o.as_str().eq_ignore_ascii_case(v.as_str()))
+        })
     };
     if let Some((var, other)) = toolchain.vars.iter().find_map(|v| taken(v).map(|o| (v, o))) {
         return Err(Error::InvalidArgument {

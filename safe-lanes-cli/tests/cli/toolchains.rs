@@ -1,0 +1,309 @@
+//! Tools and caches: a confined `cargo build` and `cargo test` with the toolchain approved,
+//! a clear refusal without, nothing else of the home folder reachable, and `doctor`'s
+//! proposals, run as printed, enough to build.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::{Env, Run};
+
+/// The rustup installation this suite runs with: `(CARGO_HOME, RUSTUP_HOME)`.
+fn rustup() -> (PathBuf, PathBuf) {
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME"));
+    let var = |name: &str, default: &str| {
+        std::env::var_os(name).map_or_else(|| home.join(default), PathBuf::from)
+    };
+    let (cargo, rustup) = (var("CARGO_HOME", ".cargo"), var("RUSTUP_HOME", ".rustup"));
+    assert!(
+        cargo.join("bin/cargo").exists() && rustup.join("toolchains").is_dir(),
+        "this suite needs rustup (cargo in {}, toolchains in {})",
+        cargo.display(),
+        rustup.display()
+    );
+    (cargo, rustup)
+}
+
+/// A state root with a read-write grant `proj` holding a Cargo project without dependencies.
+fn project() -> Env {
+    let env = Env::new();
+    let proj = env.tmp.path().join("proj");
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::write(
+        proj.join("Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proj.join("src/lib.rs"),
+        "pub fn two() -> u8 { 2 }\n#[test]\nfn adds() { assert_eq!(two(), 2); }\n",
+    )
+    .unwrap();
+    add(
+        &env,
+        &[
+            "--alias",
+            "proj",
+            "--path",
+            proj.to_str().unwrap(),
+            "--access",
+            "read_write",
+        ],
+    );
+    env
+}
+
+fn add(env: &Env, args: &[&str]) {
+    let mut all = vec!["grant", "add"];
+    all.extend_from_slice(args);
+    let run = env.run(&all, b"");
+    assert_eq!(run.status, 0, "{args:?}: {run:?}");
+}
+
+fn cargo(env: &Env, sub: &str, home: &Path) -> Run {
+    let args = [
+        "exec",
+        "--cwd",
+        "proj",
+        "--timeout",
+        "600",
+        "--",
+        "cargo",
+        sub,
+        "--offline",
+    ];
+    env.run_env(&args, b"", &[("HOME", home.to_str().unwrap())])
+}
+
+#[test]
+fn cargo_builds_and_tests_confined_once_the_toolchain_is_approved() {
+    let (cargo_home, rustup_home) = rustup();
+    let env = project();
+    let real_home = PathBuf::from(std::env::var_os("HOME").unwrap());
+
+    // Without the approvals: refused, naming what is missing.
+    let refused = cargo(&env, "build", &real_home);
+    assert_eq!(refused.status, 3, "{refused:?}");
+    assert!(refused.stderr.contains("not_found"), "{refused:?}");
+    assert!(
+        refused.stderr.contains("no tool grant lets in"),
+        "{refused:?}"
+    );
+    assert!(refused.stderr.contains("safe-lanes doctor"), "{refused:?}");
+    assert!(
+        !refused.stderr.contains("No such file or directory"),
+        "{refused:?}"
+    );
+
+    let cargo_path = cargo_home.to_str().unwrap();
+    add(
+        &env,
+        &[
+            "--alias",
+            "cargo",
+            "--path",
+            cargo_path,
+            "--kind",
+            "tool",
+            "--bin",
+            "bin",
+            "--var",
+            "CARGO_HOME",
+        ],
+    );
+    let rustup_path = rustup_home.to_str().unwrap();
+    add(
+        &env,
+        &[
+            "--alias",
+            "rustup",
+            "--path",
+            rustup_path,
+            "--kind",
+            "tool",
+            "--var",
+            "RUSTUP_HOME",
+        ],
+    );
+    let registry = cargo_home.join("registry");
+    std::fs::create_dir_all(&registry).unwrap();
+    add(
+        &env,
+        &[
+            "--alias",
+            "registry",
+            "--path",
+            registry.to_str().unwrap(),
+            "--kind",
+            "cache",
+        ],
+    );
+
+    let built = cargo(&env, "build", &real_home);
+    assert_eq!(built.status, 0, "{built:?}");
+    let tested = cargo(&env, "test", &real_home);
+    assert_eq!(tested.status, 0, "{tested:?}");
+    assert!(tested.stdout.contains("test adds ... ok"), "{tested:?}");
+}
+
+#[test]
+fn a_tool_is_read_only_and_neither_a_tool_nor_a_cache_opens_the_rest_of_home() {
+    let env = Env::new();
+    let home = env.tmp.path().join("person");
+    for dir in [".ssh", ".toolchain/bin", ".cache/tool"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    std::fs::write(
+        home.join(".toolchain/bin/hello"),
+        "#!/bin/sh\necho hello from the tool\n",
+    )
+    .unwrap();
+    let hello = home.join(".toolchain/bin/hello");
+    std::fs::set_permissions(&hello, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let tool = home.join(".toolchain");
+    let cache = home.join(".cache/tool");
+    add(
+        &env,
+        &[
+            "--alias",
+            "tool",
+            "--path",
+            tool.to_str().unwrap(),
+            "--kind",
+            "tool",
+            "--bin",
+            "bin",
+            "--var",
+            "TOOL_HOME",
+        ],
+    );
+    add(
+        &env,
+        &[
+            "--alias",
+            "tool-cache",
+            "--path",
+            cache.to_str().unwrap(),
+            "--kind",
+            "cache",
+            "--var",
+            "TOOL_CACHE",
+        ],
+    );
+
+    let script = format!(
+        "hello; echo \"$TOOL_HOME $TOOL_CACHE\"; \
+         touch \"$TOOL_CACHE/written\" && echo cache-written; \
+         touch \"$TOOL_HOME/x\" 2>/dev/null && echo tool-written; \
+         cat {key} 2>/dev/null && echo key-read; \
+         ls -a {home} 2>/dev/null | grep -q ssh && echo ssh-visible; \
+         ls {home}/.ssh 2>/dev/null && echo ssh-listed; true",
+        key = home.join(".ssh/id_ed25519").display(),
+        home = home.display(),
+    );
+    let run = env.run(&["--json", "exec", "--", "/bin/sh", "-c", &script], b"");
+    let json = run.json();
+    let out = json["stdout"].as_str().unwrap();
+    assert!(
+        out.contains("hello from the tool"),
+        "the tool's bin is on PATH: {json}"
+    );
+    assert!(
+        out.contains(&format!("{} {}", tool.display(), cache.display())),
+        "{json}"
+    );
+    assert!(out.contains("cache-written"), "{json}");
+    for never in [
+        "tool-written",
+        "PRIVATE KEY",
+        "key-read",
+        "home-listed",
+        "ssh-listed",
+    ] {
+        assert!(!out.contains(never), "{never}: {json}");
+    }
+    assert!(cache.join("written").exists());
+    assert!(!tool.join("x").exists());
+    // The kind fixes the access: a tool cannot be made writable.
+    let widened = env.run(
+        &["--json", "grant", "set-access", "tool", "read_write"],
+        b"",
+    );
+    assert_eq!(widened.code(), "invalid_argument", "{widened:?}");
+}
+
+#[test]
+fn doctor_proposes_the_rust_toolchain_of_a_home_with_rustup() {
+    let env = Env::new();
+    let home = env.home();
+    std::fs::create_dir_all(home.join(".cargo/bin")).unwrap();
+    std::fs::create_dir_all(home.join(".cargo/registry")).unwrap();
+    std::fs::create_dir_all(home.join(".rustup/toolchains/stable-x86_64-unknown-linux-gnu"))
+        .unwrap();
+    std::fs::write(home.join(".cargo/bin/cargo"), "").unwrap();
+    assert_eq!(env.run(&["init"], b"").status, 0);
+    let text = env.run(&["doctor"], b"");
+    let root = env.root();
+    let expected = format!(
+        "safe-lanes --root {} grant add --alias rust-cargo --path {} --kind tool --bin bin --var CARGO_HOME",
+        root.display(),
+        home.join(".cargo").display()
+    );
+    assert!(text.stdout.contains(&expected), "{}", text.stdout);
+    let json = env.run(&["--json", "doctor"], b"").json();
+    let rust = json["toolchains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "rust")
+        .unwrap();
+    let aliases: Vec<_> = rust["grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["alias"].as_str().unwrap())
+        .collect();
+    assert_eq!(aliases, ["rust-cargo", "rust-rustup", "rust-registry"]);
+    assert_eq!(rust["grants"][0]["command"], expected.as_str());
+}
+
+#[test]
+fn doctors_proposals_run_as_printed_let_cargo_test_run_confined() {
+    let (cargo_home, _) = rustup();
+    let env = project();
+    let real_home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    let vars = [("HOME", real_home.to_str().unwrap())];
+    let doctor = env.run_env(&["--json", "doctor"], b"", &vars).json();
+    let rust = doctor["toolchains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "rust")
+        .unwrap_or_else(|| panic!("doctor finds rustup in {}: {doctor}", cargo_home.display()));
+    // `safe-lanes` on PATH is this build.
+    let bin = Path::new(env!("CARGO_BIN_EXE_safe-lanes"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for grant in rust["grants"].as_array().unwrap() {
+        let command = grant["command"].as_str().unwrap();
+        let ran = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(command)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+    }
+    let tested = cargo(&env, "test", &real_home);
+    assert_eq!(tested.status, 0, "{tested:?}");
+    assert!(tested.stdout.contains("test adds ... ok"), "{tested:?}");
+}

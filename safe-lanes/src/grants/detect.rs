@@ -1,0 +1,315 @@
+//! Finding the per-user toolchains of a home folder, and the tool and cache grants that would
+//! let confined commands use them: what `doctor` proposes, and what a command that cannot find
+//! its program is told.
+//!
+//! Only what is there is proposed (a folder that does not exist is left out), and each
+//! proposal is a grant like any other: the human runs the command, and every rule of a grant
+//! applies when they do.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::toolchain::{Kind, ToolBin, Toolchain, VarName};
+
+/// A toolchain found in a home folder.
+#[derive(Clone, Debug, Serialize)]
+pub struct FoundToolchain {
+    /// A short name (`rust`, `node`, `python`, `uv`, `go`, `local`).
+    pub name: &'static str,
+    /// What it is, in words.
+    pub what: &'static str,
+    /// The grants that would let confined commands use it.
+    pub grants: Vec<Suggested>,
+}
+
+/// One tool or cache grant a toolchain needs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Suggested {
+    /// The alias it would have.
+    pub alias: String,
+    /// The folder.
+    pub path: PathBuf,
+    /// Tool or cache.
+    pub kind: Kind,
+    /// The variables set to its path.
+    pub vars: Vec<String>,
+    /// A tool's programs folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bin: Option<String>,
+    /// What approving it exposes to confined commands, in words.
+    pub exposes: String,
+}
+
+impl Suggested {
+    /// The grant's extras, as [`Grants::add_with`](super::Grants::add_with) takes them.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` if a suggested variable or bin folder breaks a rule (none does).
+    pub fn toolchain(&self) -> crate::Result<Toolchain> {
+        Ok(Toolchain {
+            kind: self.kind,
+            vars: self
+                .vars
+                .iter()
+                .map(|v| VarName::new(v))
+                .collect::<Result<_, _>>()?,
+            bin: self.bin.as_deref().map(ToolBin::new).transpose()?,
+        })
+    }
+
+    /// The command line that approves it, for the state root `root` (and the manifest
+    /// `manifest` when it is not the default), every path quoted for a POSIX shell.
+    pub fn command(&self, root: &Path, manifest: Option<&Path>) -> String {
+        let mut line = format!("safe-lanes --root {}", quote(root));
+        if let Some(manifest) = manifest {
+            line.push_str(&format!(" --manifest {}", quote(manifest)));
+        }
+        line.push_str(&format!(
+            " grant add --alias {} --path {} --kind {}",
+            self.alias,
+            quote(&self.path),
+            self.kind
+        ));
+        if let Some(bin) = &self.bin {
+            line.push_str(&format!(" --bin {}", quote(Path::new(bin))));
+        }
+        for var in &self.vars {
+            line.push_str(&format!(" --var {var}"));
+        }
+        line
+    }
+}
+
+/// `path` quoted for a POSIX shell when it needs to be.
+fn quote(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(&b))
+    {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// One grant to propose when `relative` (in the home folder) is a directory.
+struct Rule {
+    relative: &'static str,
+    alias: &'static str,
+    kind: Kind,
+    vars: &'static [&'static str],
+    bin: Option<&'static str>,
+    exposes: &'static str,
+}
+
+/// A toolchain: found when `marker` exists in the home folder.
+struct Known {
+    name: &'static str,
+    what: &'static str,
+    marker: &'static str,
+    rules: &'static [Rule],
+}
+
+const fn tool(
+    relative: &'static str,
+    alias: &'static str,
+    vars: &'static [&'static str],
+    bin: Option<&'static str>,
+    exposes: &'static str,
+) -> Rule {
+    Rule {
+        relative,
+        alias,
+        kind: Kind::Tool,
+        vars,
+        bin,
+        exposes,
+    }
+}
+
+const fn cache(
+    relative: &'static str,
+    alias: &'static str,
+    vars: &'static [&'static str],
+    exposes: &'static str,
+) -> Rule {
+    Rule {
+        relative,
+        alias,
+        kind: Kind::Cache,
+        vars,
+        bin: None,
+        exposes,
+    }
+}
+
+/// The toolchains looked for.
+const KNOWN: &[Known] = &[
+    Known {
+        name: "rust",
+        what: "rustup and cargo",
+        marker: ".cargo/bin/cargo",
+        rules: &[
+            tool(
+                ".cargo",
+                "rust-cargo",
+                &["CARGO_HOME"],
+                Some("bin"),
+                "cargo's home read-only (its programs on PATH, its config and credentials file too)",
+            ),
+            tool(
+                ".rustup",
+                "rust-rustup",
+                &["RUSTUP_HOME"],
+                None,
+                "the installed Rust toolchains, read-only",
+            ),
+            cache(
+                ".cargo/registry",
+                "rust-registry",
+                &[],
+                "the crates cargo downloaded, read-write",
+            ),
+            cache(
+                ".cargo/git",
+                "rust-git",
+                &[],
+                "the git dependencies cargo fetched, read-write",
+            ),
+        ],
+    },
+    Known {
+        name: "node",
+        what: "nvm and the Node.js versions it installed",
+        marker: ".nvm/nvm.sh",
+        rules: &[
+            tool(
+                ".nvm",
+                "node-nvm",
+                &["NVM_DIR"],
+                None,
+                "every Node.js version nvm installed, read-only",
+            ),
+            cache(
+                ".npm",
+                "node-npm-cache",
+                &["npm_config_cache"],
+                "npm's download cache, read-write",
+            ),
+        ],
+    },
+    Known {
+        name: "python",
+        what: "pyenv and the Python versions it installed",
+        marker: ".pyenv/bin/pyenv",
+        rules: &[
+            tool(
+                ".pyenv",
+                "python-pyenv",
+                &["PYENV_ROOT"],
+                Some("shims"),
+                "every Python version pyenv installed, read-only",
+            ),
+            cache(
+                ".cache/pip",
+                "python-pip-cache",
+                &["PIP_CACHE_DIR"],
+                "pip's download cache, read-write",
+            ),
+        ],
+    },
+    Known {
+        name: "uv",
+        what: "uv and the Pythons it manages",
+        marker: ".local/share/uv",
+        rules: &[
+            tool(
+                ".local/share/uv",
+                "uv-data",
+                &["UV_PYTHON_INSTALL_DIR"],
+                None,
+                "the Pythons and tools uv installed, read-only",
+            ),
+            cache(
+                ".cache/uv",
+                "uv-cache",
+                &["UV_CACHE_DIR"],
+                "uv's cache, read-write",
+            ),
+        ],
+    },
+    Known {
+        name: "go",
+        what: "Go's module cache and installed programs",
+        marker: "go/pkg/mod",
+        rules: &[
+            cache(
+                "go",
+                "go-path",
+                &["GOPATH"],
+                "GOPATH (modules and installed programs), read-write",
+            ),
+            cache(
+                ".cache/go-build",
+                "go-build-cache",
+                &["GOCACHE"],
+                "Go's build cache, read-write",
+            ),
+        ],
+    },
+    Known {
+        name: "local",
+        what: "programs installed for this user in ~/.local/bin",
+        marker: ".local/bin",
+        rules: &[tool(
+            ".local/bin",
+            "local-bin",
+            &[],
+            Some("."),
+            "every program in ~/.local/bin, read-only",
+        )],
+    },
+];
+
+/// The known per-user toolchains installed in `home`, each with the grants that would let
+/// confined commands use it (only those whose folders exist).
+pub fn detect(home: &Path) -> Vec<FoundToolchain> {
+    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    KNOWN
+        .iter()
+        .filter(|k| std::fs::symlink_metadata(home.join(k.marker)).is_ok())
+        .map(|k| FoundToolchain {
+            name: k.name,
+            what: k.what,
+            grants: k
+                .rules
+                .iter()
+                .filter(|r| is_dir(&home.join(r.relative)))
+                .map(|r| Suggested {
+                    alias: r.alias.to_owned(),
+                    path: home.join(r.relative),
+                    kind: r.kind,
+                    vars: r.vars.iter().map(|v| (*v).to_owned()).collect(),
+                    bin: r.bin.map(str::to_owned),
+                    exposes: r.exposes.to_owned(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The toolchain of `home` whose programs folder holds `program`, and that folder.
+pub fn providing(home: &Path, program: &str) -> Option<(FoundToolchain, PathBuf)> {
+    detect(home).into_iter().find_map(|found| {
+        let bin = found.grants.iter().find_map(|g| {
+            let bin = g.path.join(g.bin.as_deref()?);
+            std::fs::symlink_metadata(bin.join(program))
+                .is_ok()
+                .then_some(bin)
+        })?;
+        Some((found, bin))
+    })
+}
