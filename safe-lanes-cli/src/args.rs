@@ -228,6 +228,15 @@ pub(crate) enum GrantCommand {
         /// The exact folder proposed, if any.
         #[arg(long)]
         path: Option<PathBuf>,
+        /// folder (the default), tool or cache.
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// For a tool or a cache: a variable to set to its path (repeatable).
+        #[arg(long = "var", value_name = "NAME")]
+        vars: Vec<String>,
+        /// For a tool: its programs folder, relative to it.
+        #[arg(long, value_name = "RELATIVE")]
+        bin: Option<String>,
         /// Who, for the changelog (default: the OS user).
         #[arg(long)]
         actor: Option<String>,

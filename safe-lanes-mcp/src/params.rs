@@ -139,6 +139,36 @@ pub(crate) struct AccessRequest {
     pub(crate) reason: String,
     /// The exact absolute folder, only if the user named it; otherwise the human picks it.
     pub(crate) path: Option<String>,
+    /// `folder` (the default), or `tool` to ask for a toolchain's folder (read and run only;
+    /// `access` must be `read_only`) or `cache` for a folder a toolchain writes downloads to
+    /// (`access` must be `read_write`), as `shell_exec` commands need them.
+    pub(crate) kind: Option<KindName>,
+    /// For a tool or a cache: the environment variables to set to its path in `shell_exec`
+    /// (as `CARGO_HOME`).
+    #[serde(default)]
+    pub(crate) vars: Vec<String>,
+    /// For a tool: its programs' folder, relative to it (as `bin`), to put on `PATH`.
+    pub(crate) bin: Option<String>,
+}
+
+/// What kind of grant is asked for.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub(crate) enum KindName {
+    Folder,
+    Tool,
+    Cache,
+}
+
+impl From<KindName> for safe_lanes::grants::Kind {
+    fn from(k: KindName) -> Self {
+        match k {
+            KindName::Folder => Self::Folder,
+            KindName::Tool => Self::Tool,
+            KindName::Cache => Self::Cache,
+        }
+    }
 }
 
 /// The access a grant gives.
@@ -320,6 +350,9 @@ pub(crate) struct RequestInfo {
     pub(crate) path: Option<String>,
     /// When (RFC 3339).
     pub(crate) requested_at: String,
+    /// `tool` or `cache` when that is what was asked for; absent for a folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<String>,
 }
 
 /// A request filed for the human.

@@ -11,7 +11,7 @@ use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use safe_lanes::confine::Jobs;
-use safe_lanes::grants::{AgentGrants, Narrowing};
+use safe_lanes::grants::{AgentGrants, Asked, Narrowing, Toolchain};
 use safe_lanes::{
     Code, Confined, Control, DownloadLane, Limits, Patched, Saved, Session, Source, StateRoot,
     UploadDeposit, UploadSource, Uploader, apply_patch,
@@ -332,9 +332,14 @@ impl Server {
         );
         let (request, approve_with) = blocking(move || {
             let grants = &state.folders()?.grants;
-            let path = args.path.as_deref().map(Path::new);
-            let (access, reason) = (args.access.into(), &args.reason);
-            let request = grants.request_from(&client, &args.alias, access, reason, path)?;
+            let kind = args.kind.map(Into::into).unwrap_or_default();
+            let toolchain = Toolchain::parse(kind, &args.vars, args.bin.as_deref())?;
+            let asked = Asked {
+                access: args.access.into(),
+                path: args.path.as_deref().map(Path::new),
+                toolchain,
+            };
+            let request = grants.request_asked_from(&client, &args.alias, asked, &args.reason)?;
             let proposal = grants.proposal(&request.id)?;
             let manifest = state.config.manifest.as_deref();
             Ok((
@@ -591,6 +596,7 @@ fn request_info(r: safe_lanes::grants::Request) -> RequestInfo {
         reason: r.reason,
         path: r.path.map(|p| lossy(&p)),
         requested_at: r.requested_at,
+        kind: (!r.kind.is_folder()).then(|| r.kind.to_string()),
     }
 }
 

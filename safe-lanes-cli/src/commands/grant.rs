@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use safe_lanes::grants::{Change, Grant, Kind, Request, ToolBin, Toolchain, VarName};
+use safe_lanes::grants::{Asked, Change, Grant, Kind, Request, Toolchain};
 use safe_lanes::{Grants, Shown, StateRoot};
 use serde_json::json;
 
@@ -41,9 +41,18 @@ pub(crate) fn run(
             access,
             reason,
             path,
+            kind,
+            vars,
+            bin,
             actor,
         } => {
-            let r = grants.request(&alias, access.into(), &reason, path.as_deref(), &who(actor))?;
+            let kind = kind.map(Into::into).unwrap_or_default();
+            let asked = Asked {
+                access: access.into(),
+                path: path.as_deref(),
+                toolchain: Toolchain::parse(kind, &vars, bin.as_deref())?,
+            };
+            let r = grants.request_toolchain(&alias, asked, &reason, &who(actor))?;
             let text = format!(
                 "requested {} {} ({}); approve with `safe-lanes grant approve {}`",
                 r.alias, r.access, r.id, r.id
@@ -121,14 +130,8 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             reason,
             actor,
         } => {
-            let toolchain = Toolchain {
-                kind: kind.map(Into::into).unwrap_or_default(),
-                vars: vars
-                    .iter()
-                    .map(|v| VarName::new(v))
-                    .collect::<Result<_, _>>()?,
-                bin: bin.as_deref().map(ToolBin::new).transpose()?,
-            };
+            let kind = kind.map(Into::into).unwrap_or_default();
+            let toolchain = Toolchain::parse(kind, &vars, bin.as_deref())?;
             let access = access.map(Into::into);
             let actor = who(actor);
             let added = grants.add_with(&alias, &path, access, toolchain, &reason, &actor)?;

@@ -278,3 +278,60 @@ async fn a_denied_request_is_told_to_the_agent_with_the_reason() {
     );
     assert_eq!(outcome["decision"], "read-only is enough");
 }
+
+/// An agent may ask for a tool (a toolchain's folder) like a folder; the human approves it,
+/// and then it is listed with its kind and variables, and `shell_exec` commands get its
+/// programs on PATH and its variable.
+#[tokio::test]
+async fn a_tool_asked_for_and_approved_is_on_the_commands_path() {
+    let w = World::new().await;
+    std::fs::create_dir_all(w.p("share/bin")).unwrap();
+    std::fs::write(w.p("share/bin/greet"), "#!/bin/sh\necho hi from greet\n").unwrap();
+    std::fs::set_permissions(
+        w.p("share/bin/greet"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let asked = w
+        .ok(
+            "folder_access_request",
+            json!({"alias": "greeter", "access": "read_only", "reason": "to greet",
+                   "path": w.p("share"), "kind": "tool", "vars": ["GREET_HOME"], "bin": "bin"}),
+        )
+        .await;
+    assert_eq!(asked["request"]["kind"], "tool");
+    let id = asked["request"]["id"].as_str().unwrap();
+    let shown = w.cli(&["grant", "show", id]);
+    assert_eq!(shown["change"]["grant_kind"], "tool");
+    let line = asked["approve_with"].as_str().unwrap();
+    let approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
+        .split_whitespace()
+        .collect();
+    w.cli(&approve);
+    let listed = w.ok("folder_grants_list", json!({})).await;
+    let tool = &listed["grants"][0];
+    assert_eq!(
+        (&tool["kind"], &tool["vars"][0]),
+        (&json!("tool"), &json!("GREET_HOME"))
+    );
+    let ran = w
+        .ok(
+            "shell_exec",
+            json!({"command": "greet; echo \"$GREET_HOME\""}),
+        )
+        .await;
+    let expected = format!(
+        "hi from greet\n{}\n",
+        w.p("share").canonicalize().unwrap().display()
+    );
+    assert_eq!(ran["stdout"], expected.as_str(), "{ran}");
+    // Asking for a writable tool is refused.
+    assert_eq!(
+        w.refused(
+            "folder_access_request",
+            json!({"alias": "other", "access": "read_write", "reason": "x", "kind": "tool"}),
+        )
+        .await,
+        "invalid_argument"
+    );
+}

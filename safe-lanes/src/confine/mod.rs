@@ -9,6 +9,9 @@
 //! |---|---|
 //! | each available read-only grant, at its own path | read files, list directories, execute (a read-only mount) |
 //! | each available read-write grant, at its own path | everything |
+//! | each available tool (a toolchain's folder, [`crate::grants::Kind`]), at its own path; its `bin` first on `PATH` | read files, list directories, execute (a read-only mount) |
+//! | each available cache, at its own path | everything |
+//! | `/proc`, when a tool is granted: the command's own processes only (`subset=pid`, its own PID namespace) | its links resolve (`/proc/self/exe`); nothing else |
 //! | `/usr`, `/etc`, and `/bin`, `/sbin`, `/lib*` (directories, or the system's links to them) | read and execute (read-only mounts) |
 //! | `/dev/null` | read, write, truncate |
 //! | `/dev/zero`, `/dev/urandom`, `/dev/random` | read |
@@ -18,9 +21,9 @@
 //! | any socket but TCP/IP, nested namespaces, `io_uring`, keyrings, `bpf`, `TIOCSTI` | denied (seccomp) |
 //! | capabilities, even for root | none |
 //!
-//! The environment is cleared, then `PATH`, `LANG`, `HOME`, `TMPDIR` and one
-//! `WORKFLOW_FOLDER_<ALIAS>` per available grant are set: the parent's tokens never reach the
-//! child. Only descriptors 0–2 are inherited (stdin is `/dev/null`; stdout and stderr are
+//! The environment is cleared, then `PATH`, `LANG`, `HOME`, `TMPDIR`, one
+//! `WORKFLOW_FOLDER_<ALIAS>` per available grant and the variables of each available tool and
+//! cache are set: the parent's tokens never reach the child. Only descriptors 0–2 are inherited (stdin is `/dev/null`; stdout and stderr are
 //! captured and capped). The command is PID 1 of its namespace: when it ends, times out, is
 //! stopped, or the gateway dies, every process it started dies with it.
 //!

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::model::{Access, Request};
-use super::{Grants, Listing, Proposal, Session};
+use super::{Asked, Grants, Listing, Proposal, Session};
 use crate::actor::Actor;
 use crate::error::Result;
 use crate::root::StateRoot;
@@ -106,8 +106,24 @@ impl AgentGrants {
         reason: &str,
         path: Option<&Path>,
     ) -> Result<Request> {
+        self.request_asked_from(client, alias, Asked::folder(access, path), reason)
+    }
+
+    /// [`AgentGrants::request_from`] for a grant of any kind: a folder, or a tool or a cache
+    /// ([`Grants::request_toolchain`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Grants::request_toolchain`].
+    pub fn request_asked_from(
+        &self,
+        client: &str,
+        alias: &str,
+        asked: Asked<'_>,
+        reason: &str,
+    ) -> Result<Request> {
         let who = format!("{} ({})", Actor::Agent, crate::error::Shown::text(client));
-        self.grants.request(alias, access, reason, path, &who)
+        self.grants.request_toolchain(alias, asked, reason, &who)
     }
 
     /// The pending request `request_id` with the change approving it would make, and so the

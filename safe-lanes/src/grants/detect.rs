@@ -224,14 +224,14 @@ const KNOWN: &[Known] = &[
     Known {
         name: "uv",
         what: "uv and the Pythons it manages",
-        marker: ".local/share/uv",
+        marker: ".local/share/uv/python",
         rules: &[
             tool(
-                ".local/share/uv",
-                "uv-data",
+                ".local/share/uv/python",
+                "uv-python",
                 &["UV_PYTHON_INSTALL_DIR"],
                 None,
-                "the Pythons and tools uv installed, read-only",
+                "the Pythons uv installed, read-only",
             ),
             cache(
                 ".cache/uv",

@@ -68,6 +68,29 @@ use serde_json::json;
 /// The most requests pending at once; the human approves or denies before more can be filed.
 pub const MAX_PENDING_REQUESTS: usize = 64;
 
+/// What a request asks for: an access, perhaps an exact folder, and for a tool or a cache
+/// what it adds ([`Toolchain`]).
+#[derive(Clone, Debug)]
+pub struct Asked<'a> {
+    /// The access asked for (a tool's or a cache's must be the kind's).
+    pub access: Access,
+    /// The exact folder proposed, if any.
+    pub path: Option<&'a Path>,
+    /// The kind, variables and bin folder.
+    pub toolchain: Toolchain,
+}
+
+impl<'a> Asked<'a> {
+    /// A folder with `access`, at `path` if given.
+    pub fn folder(access: Access, path: Option<&'a Path>) -> Self {
+        Self {
+            access,
+            path,
+            toolchain: Toolchain::folder(),
+        }
+    }
+}
+
 /// The grants of one manifest, managed from the trusted side.
 #[derive(Debug)]
 pub struct Grants {
@@ -428,18 +451,41 @@ impl Grants {
         path: Option<&Path>,
         actor: &str,
     ) -> Result<Request> {
-        self.request_unrecorded(alias, access, reason, path, actor)
+        let asked = Asked::folder(access, path);
+        self.request_toolchain(alias, asked, reason, actor)
+    }
+
+    /// [`Grants::request`] for a grant of any kind: a folder, or a tool or a cache with the
+    /// variables and bin folder `asked` names (checked as [`Grants::add_with`] checks them).
+    ///
+    /// # Errors
+    ///
+    /// As [`Grants::request`], and `invalid_argument` when the toolchain does not fit its
+    /// kind.
+    pub fn request_toolchain(
+        &self,
+        alias: &str,
+        asked: Asked<'_>,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Request> {
+        self.request_unrecorded(alias, asked, reason, actor)
             .map_err(|e| self.audit.refused("grant.request", actor, alias, e))
     }
 
     fn request_unrecorded(
         &self,
         alias: &str,
-        access: Access,
+        asked: Asked<'_>,
         reason: &str,
-        path: Option<&Path>,
         actor: &str,
     ) -> Result<Request> {
+        let Asked {
+            access,
+            path,
+            toolchain,
+        } = asked;
+        let access = toolchain.access(Some(access))?;
         let alias = Alias::new(alias)?;
         if let Some(p) = path {
             AbsPath::normalized(p)?;
@@ -460,6 +506,9 @@ impl Grants {
                     path: path.map(Path::to_path_buf),
                     requested_at: now(),
                     requested_by: Some(actor.to_owned()),
+                    kind: toolchain.kind,
+                    vars: toolchain.vars.clone(),
+                    bin: toolchain.bin.clone(),
                     other_keys: OtherKeys::new(),
                 };
                 match doc.requests.iter().position(|r| r.alias == alias) {
@@ -623,7 +672,8 @@ impl Grants {
                 why: "the request names no folder: approve it with a path".into(),
             });
         };
-        let grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
+        let mut grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
+        toolchain::attach(&mut grant, request.toolchain(), &doc.grants)?;
         doc.grants.push(grant.clone());
         Ok((grant, None))
     }

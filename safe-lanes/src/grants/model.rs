@@ -233,6 +233,15 @@ pub struct Request {
     /// Who asked: the side, and the agent's client as it named itself (`agent (name 1.2)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
+    /// What is asked for: a folder (the default, not written), a tool or a cache.
+    #[serde(default, skip_serializing_if = "Kind::is_folder")]
+    pub kind: Kind,
+    /// For a tool or a cache: the variables to set to its path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vars: Vec<VarName>,
+    /// For a tool: its programs' folder, to put on `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bin: Option<ToolBin>,
     /// The keys of the request's entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,
@@ -348,6 +357,15 @@ impl Entry for Grant {
 }
 
 impl Request {
+    /// What the request asks a new grant to add besides its folder.
+    pub fn toolchain(&self) -> super::toolchain::Toolchain {
+        super::toolchain::Toolchain {
+            kind: self.kind,
+            vars: self.vars.clone(),
+            bin: self.bin.clone(),
+        }
+    }
+
     /// The reason as the human reads it: one line per line the requester wrote (stored with
     /// its newlines escaped, or not), each escaped for display ([`Shown::text`]), so no text
     /// in it can pass for anything but the requester's words.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::model::{Access, Alias, Grant, Request};
+use super::toolchain::{Kind, ToolBin, VarName};
 use crate::error::{Error, Result, Shown};
 
 /// The change approving a request makes.
@@ -26,6 +27,15 @@ pub enum Proposed {
         access: Access,
         /// The folder the request proposes, if any.
         path: Option<PathBuf>,
+        /// A tool or a cache (absent for a folder).
+        #[serde(rename = "grant_kind", skip_serializing_if = "Kind::is_folder")]
+        kind: Kind,
+        /// The variables a tool or a cache sets to its path.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        vars: Vec<VarName>,
+        /// A tool's programs folder, put on `PATH`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        bin: Option<ToolBin>,
     },
     /// An existing grant's access changes (at its own folder).
     Change {
@@ -54,6 +64,9 @@ impl Proposed {
                 alias: request.alias.clone(),
                 access: request.access,
                 path: request.path.clone(),
+                kind: request.kind,
+                vars: request.vars.clone(),
+                bin: request.bin.clone(),
             },
         }
     }
@@ -66,6 +79,7 @@ impl Proposed {
                 alias,
                 access,
                 path,
+                ..
             } => (alias, *access, path.as_deref()),
             Proposed::Change {
                 alias, path, to, ..
@@ -86,12 +100,28 @@ impl Proposed {
                 alias,
                 access,
                 path,
+                kind,
+                vars,
+                bin,
             } => {
                 let at = path.as_ref().map_or_else(
                     || "(no folder proposed: you choose it)".to_owned(),
                     |p| format!("at {}", Shown::path(p)),
                 );
-                format!("new grant `{}` {access} {at}", Shown::text(alias.as_str()))
+                let what = match kind {
+                    Kind::Folder => "grant",
+                    Kind::Tool => "tool",
+                    Kind::Cache => "cache",
+                };
+                let mut line =
+                    format!("new {what} `{}` {access} {at}", Shown::text(alias.as_str()));
+                if let Some(bin) = bin {
+                    line.push_str(&format!("; its `{}` on PATH", Shown::text(bin.as_str())));
+                }
+                for var in vars {
+                    line.push_str(&format!("; sets {var}"));
+                }
+                line
             }
             Proposed::Change {
                 alias,
@@ -191,6 +221,7 @@ impl Seen {
                 alias,
                 access,
                 path,
+                ..
             } => (alias, *access, chosen.or(path.as_ref())),
             Proposed::Change {
                 alias, to, path, ..

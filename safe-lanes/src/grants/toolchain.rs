@@ -249,6 +249,23 @@ impl Toolchain {
         Self::default()
     }
 
+    /// The toolchain of `kind` setting the variables named `vars`, with the programs folder
+    /// `bin`: each checked ([`VarName::new`], [`ToolBin::new`]).
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` for a name or folder that breaks its rule.
+    pub fn parse(kind: Kind, vars: &[String], bin: Option<&str>) -> Result<Self> {
+        Ok(Self {
+            kind,
+            vars: vars
+                .iter()
+                .map(|v| VarName::new(v))
+                .collect::<Result<_>>()?,
+            bin: bin.map(ToolBin::new).transpose()?,
+        })
+    }
+
     /// The access a grant of this toolchain has: the kind's, or `chosen` for a folder.
     ///
     /// # Errors
@@ -311,4 +328,84 @@ pub(super) fn attach(
     grant.vars = toolchain.vars;
     grant.bin = toolchain.bin;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variable_names_that_would_change_the_sandbox_are_refused() {
+        for ok in [
+            "CARGO_HOME",
+            "RUSTUP_HOME",
+            "npm_config_cache",
+            "GOPATH",
+            "A",
+        ] {
+            assert!(VarName::new(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1A",
+            "A-B",
+            "A B",
+            "PATH",
+            "path",
+            "HOME",
+            "TMPDIR",
+            "LANG",
+            "IFS",
+            "LD_PRELOAD",
+            "ld_library_path",
+            "DYLD_INSERT_LIBRARIES",
+            "WORKFLOW_FOLDER_DOCS",
+            &"A".repeat(65),
+        ] {
+            assert!(VarName::new(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_bin_folder_is_a_plain_relative_path() {
+        for ok in ["bin", "shims", "versions/node/v20.11.0/bin", "."] {
+            assert!(ToolBin::new(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "/bin", "../bin", "bin/..", "./bin", "a:b", "bin/", "a//b", "a\nb",
+        ] {
+            assert!(ToolBin::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_kind_fixes_the_access_and_what_may_be_added() {
+        let var = |v: &str| VarName::new(v).unwrap();
+        let bin = Some(ToolBin::new("bin").unwrap());
+        let of = |kind, vars: Vec<VarName>, bin: Option<ToolBin>| Toolchain { kind, vars, bin };
+        let tool = of(Kind::Tool, vec![var("CARGO_HOME")], bin.clone());
+        assert_eq!(tool.access(None).unwrap(), Access::ReadOnly);
+        assert_eq!(
+            tool.access(Some(Access::ReadOnly)).unwrap(),
+            Access::ReadOnly
+        );
+        assert!(tool.access(Some(Access::ReadWrite)).is_err());
+        let cache = of(Kind::Cache, vec![var("PIP_CACHE_DIR")], None);
+        assert_eq!(cache.access(None).unwrap(), Access::ReadWrite);
+        assert!(cache.access(Some(Access::ReadOnly)).is_err());
+        assert!(of(Kind::Cache, vec![], bin.clone()).access(None).is_err());
+        assert!(
+            of(Kind::Folder, vec![var("X")], None)
+                .access(Some(Access::ReadOnly))
+                .is_err()
+        );
+        assert!(
+            of(Kind::Folder, vec![], bin)
+                .access(Some(Access::ReadOnly))
+                .is_err()
+        );
+        assert!(of(Kind::Folder, vec![], None).access(None).is_err());
+        let twice = of(Kind::Tool, vec![var("GOPATH"), var("gopath")], None);
+        assert!(twice.access(None).is_err());
+    }
 }

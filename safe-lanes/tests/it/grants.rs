@@ -253,6 +253,84 @@ fn the_folder_picker_offers_exactly_what_granting_accepts() {
     );
 }
 
+/// Tools and caches are grants under every grant rule, with their kind's access fixed: a
+/// tool cannot be widened, a hand-edited tool that says read-write is not used, no two grants
+/// set one variable, and an agent's request for a tool becomes exactly that tool.
+#[test]
+fn tools_and_caches_keep_their_kind() {
+    use safe_lanes::grants::{Asked, Kind, Toolchain};
+    let w = World::new();
+    let vars = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let tool = Toolchain::parse(Kind::Tool, &vars(&["PROJ_HOME"]), Some("src")).unwrap();
+    let added = w
+        .grants
+        .add_with("proj-tool", &w.p("proj"), None, tool, "", "alice")
+        .unwrap();
+    assert_eq!((added.kind, added.access), (Kind::Tool, Access::ReadOnly));
+    assert_eq!(
+        code(
+            w.grants
+                .set_access("proj-tool", Access::ReadWrite, "", "alice")
+        ),
+        Code::InvalidArgument
+    );
+    let same_var = Toolchain::parse(Kind::Cache, &vars(&["proj_home"]), None).unwrap();
+    let clash = w
+        .grants
+        .add_with("c", &w.p("other"), None, same_var, "", "alice");
+    assert_eq!(code(clash), Code::InvalidArgument);
+    // The state root's rules hold for tools too.
+    let home_tool = Toolchain::parse(Kind::Tool, &[], None).unwrap();
+    let at_root = w
+        .grants
+        .add_with("t", w.tmp.path(), None, home_tool, "", "alice");
+    assert_eq!(code(at_root), Code::StateRoot);
+
+    // An agent asks for a cache; approving it makes exactly that cache.
+    let asked = Asked {
+        access: Access::ReadWrite,
+        path: Some(&w.p("proj2")),
+        toolchain: Toolchain::parse(Kind::Cache, &vars(&["PROJ2_CACHE"]), None).unwrap(),
+    };
+    let r = w
+        .grants
+        .request_toolchain("proj2-cache", asked, "downloads", "agent")
+        .unwrap();
+    let proposal = w.grants.proposal(&r.id).unwrap();
+    assert!(
+        proposal
+            .change
+            .describe()
+            .starts_with("new cache `proj2-cache` read_write")
+    );
+    let g = w.grants.approve(&r.id, None, "", "alice").unwrap();
+    assert_eq!((g.kind, g.vars[0].as_str()), (Kind::Cache, "PROJ2_CACHE"));
+
+    // A tool stored read-write (edited by hand) is not used.
+    let text = std::fs::read_to_string(w.manifest()).unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    for g in doc["folder_access"].as_array_mut().unwrap() {
+        if g["alias"] == "proj-tool" {
+            g["access"] = json!("read_write");
+        }
+    }
+    std::fs::write(w.manifest(), serde_json::to_vec(&doc).unwrap()).unwrap();
+    let listing = w.grants.list().unwrap();
+    let edited = listing
+        .grants
+        .iter()
+        .find(|g| g.grant.alias.as_str() == "proj-tool")
+        .unwrap();
+    assert!(!edited.available, "{edited:?}");
+    assert!(
+        edited
+            .unavailable
+            .as_deref()
+            .unwrap()
+            .contains("a tool is read-only")
+    );
+}
+
 #[test]
 fn unknown_keys_are_kept_and_a_read_never_writes() {
     let w = World::new();
