@@ -30,12 +30,13 @@
 //! offer. [`Verification`] says what was proved: a correctly chained line appended by someone
 //! else after the witness, or a log and witness rewritten together, are not detected.
 
-use std::io::{self, BufRead, BufReader};
+use std::fmt::Display;
+use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rustix::fs::{FlockOperation, Mode, OFlags};
+use rustix::fs::{FlockOperation, Mode, OFlags, SeekFrom};
 use serde::Serialize;
 
 use crate::beneath::{Anchor, Symlinks};
@@ -60,6 +61,9 @@ const WITNESS_LEN: usize = 4 + 20 + 6 + 64 + 1;
 const CUT_EVENT: &str = "audit.cut";
 /// The actor of the records the log writes about itself.
 const LOG_ITSELF: &str = "safe-lanes";
+/// The line buffer is kept from one append to the next up to this capacity (a rare, larger
+/// record does not keep its memory).
+const KEPT_LINE: usize = 16 * 1024;
 
 /// The audit log of one state root.
 #[derive(Debug)]
@@ -76,6 +80,8 @@ struct Inner {
     /// The end of the log after our last append: when the size is unchanged, nobody else
     /// appended and the tail need not be read again.
     last: Option<Tail>,
+    /// The buffer each line is built in, reused.
+    line: Vec<u8>,
 }
 
 /// Where the chain stands: the last whole line and where it ends.
@@ -137,13 +143,11 @@ pub struct BrokenLine {
     pub why: String,
 }
 
-#[derive(Serialize)]
-struct Unsealed<'a, F: Serialize> {
+/// What one line says, before it is sealed.
+struct Record<'a, F> {
     seq: u64,
-    ts: String,
     event: &'a str,
-    actor: &'a str,
-    #[serde(flatten)]
+    actor: &'a dyn Display,
     fields: F,
     prev: &'a str,
 }
@@ -175,6 +179,7 @@ impl AuditLog {
                 fd,
                 witness,
                 last: None,
+                line: Vec::new(),
             }),
         })
     }
@@ -189,14 +194,7 @@ impl AuditLog {
     /// # Errors
     ///
     /// `io` when the log cannot be locked, read or written.
-    pub fn append(
-        &self,
-        event: &str,
-        actor: impl std::fmt::Display,
-        fields: impl Serialize,
-    ) -> Result<()> {
-        let actor = actor.to_string();
-        let actor = actor.as_str();
+    pub fn append(&self, event: &str, actor: impl Display, fields: impl Serialize) -> Result<()> {
         let mut inner = crate::sync::lock(&self.inner);
         if inner.witness.is_none() {
             let read_only = io::Error::other("the state root is read-only, so is its audit log");
@@ -204,7 +202,7 @@ impl AuditLog {
         }
         rustix::fs::flock(&inner.fd, FlockOperation::LockExclusive)
             .map_err(|e| Error::io("flock", &self.path, e))?;
-        let result = self.append_locked(&mut inner, event, actor, fields);
+        let result = self.append_locked(&mut inner, event, &actor, fields);
         // The descriptor stays open for the next append: unlock explicitly.
         let _ = rustix::fs::flock(&inner.fd, FlockOperation::Unlock);
         result
@@ -214,12 +212,13 @@ impl AuditLog {
         &self,
         inner: &mut Inner,
         event: &str,
-        actor: &str,
+        actor: &dyn Display,
         fields: impl Serialize,
     ) -> Result<()> {
-        let size = rustix::fs::fstat(&inner.fd)
-            .map_err(|e| Error::io("fstat", &self.path, e))?
-            .st_size as u64;
+        // Where the log ends now (another process may have appended since our last line): the
+        // end of the file, which `O_APPEND` writes go to.
+        let size = rustix::fs::seek(&inner.fd, SeekFrom::End(0))
+            .map_err(|e| Error::io("lseek", &self.path, e))?;
         let mut tail = match inner.last.take() {
             Some(known) if known.end == size => known,
             _ => {
@@ -237,7 +236,7 @@ impl AuditLog {
                 "why": "the end of the log held a record cut short (a crash or a full disk)",
             });
             tail.torn = 0;
-            self.write_line(inner, &mut tail, "audit.repaired", LOG_ITSELF, removed)?;
+            self.write_line(inner, &mut tail, "audit.repaired", &LOG_ITSELF, removed)?;
         }
         self.write_line(inner, &mut tail, event, actor, fields)?;
         inner.last = Some(tail);
@@ -247,7 +246,7 @@ impl AuditLog {
     /// When the log ends before the line its witness recorded (lines were cut from the end, or
     /// the last one replaced), say so in the chain before the witness moves on, so the
     /// evidence stays: [`AuditLog::verify`] reports every such record.
-    fn record_cut(&self, inner: &Inner, tail: &mut Tail) -> Result<()> {
+    fn record_cut(&self, inner: &mut Inner, tail: &mut Tail) -> Result<()> {
         let Some(witness) = &inner.witness else {
             return Ok(());
         };
@@ -271,35 +270,46 @@ impl AuditLog {
                 .map_err(|e| Error::io("ftruncate", &self.path, e))?;
             tail.torn = 0;
         }
-        self.write_line(inner, tail, CUT_EVENT, LOG_ITSELF, cut)
+        self.write_line(inner, tail, CUT_EVENT, &LOG_ITSELF, cut)
     }
 
     /// Write the next line after `tail` and move `tail` past it, then the witness. A write that
     /// fails half-way is rolled back to `tail.end`.
     fn write_line(
         &self,
-        inner: &Inner,
+        inner: &mut Inner,
         tail: &mut Tail,
         event: &str,
-        actor: &str,
+        actor: &dyn Display,
         fields: impl Serialize,
     ) -> Result<()> {
-        let unsealed = serde_json::to_string(&Unsealed {
+        let mut bytes = std::mem::take(&mut inner.line);
+        let record = Record {
             seq: tail.seq + 1,
-            ts: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
             event,
             actor,
             fields,
             prev: &tail.hash,
-        })
-        .map_err(|e| Error::io("serialize", "audit event", io::Error::other(e)))?;
-        let (line, hash) = seal(&unsealed);
-        let mut bytes = line.into_bytes();
+        };
+        let written = record
+            .write_unsealed(&mut bytes)
+            .map_err(|e| Error::io("serialize", "audit event", e))
+            .and_then(|()| self.write_sealed(inner, &mut bytes, tail));
+        if bytes.capacity() <= KEPT_LINE {
+            inner.line = bytes;
+        }
+        written
+    }
+
+    /// Seal the unsealed line in `bytes` and write it after `tail` (see
+    /// [`AuditLog::write_line`]).
+    fn write_sealed(&self, inner: &Inner, bytes: &mut Vec<u8>, tail: &mut Tail) -> Result<()> {
+        let hash = seal(bytes);
         bytes.push(b'\n');
         crate::crash::point_after("audit.mid_line", || {
             let _ = crate::fd::write_all(inner.fd.as_fd(), &bytes[..bytes.len() / 2]);
         });
-        if let Err(e) = crate::fd::write_all(inner.fd.as_fd(), &bytes) {
+        if let Err(e) = crate::fd::write_all(inner.fd.as_fd(), bytes) {
             // Never leave part of a line: cut back to where it began (if even that fails, the
             // next append repairs it).
             let _ = rustix::fs::ftruncate(&inner.fd, tail.end);
@@ -308,8 +318,9 @@ impl AuditLog {
         tail.seq += 1;
         tail.hash = hash;
         tail.end += bytes.len() as u64;
+        // The line is written: its buffer now holds the witness record.
         if let Some(witness) = &inner.witness
-            && let Err(e) = rustix::io::pwrite(witness, witness_record(tail).as_bytes(), 0)
+            && let Err(e) = rustix::io::pwrite(witness, witness_record(bytes, tail), 0)
         {
             tracing::warn!(error = %e, "could not update the audit log's witness");
         }
@@ -466,9 +477,12 @@ fn read_only(error: &Error) -> bool {
     .any(|errno| error.raw_os_error() == Some(errno.raw_os_error()))
 }
 
-/// The witness record for `tail`.
-fn witness_record(tail: &Tail) -> String {
-    format!("seq={:020} hash={}\n", tail.seq, tail.hash)
+/// The witness record for `tail`, written in `out` (emptied first).
+fn witness_record<'a>(out: &'a mut Vec<u8>, tail: &Tail) -> &'a [u8] {
+    out.clear();
+    // Writing to a `Vec` cannot fail.
+    let _ = writeln!(out, "seq={:020} hash={}", tail.seq, tail.hash);
+    out
 }
 
 /// The seq and hash of a witness record.
@@ -572,11 +586,63 @@ fn check_line(line: &[u8], n: u64, prev: &str) -> std::result::Result<String, St
     Ok(hash.to_owned())
 }
 
-/// `(line + seal, hash)` for an unsealed JSON object.
-fn seal(unsealed: &str) -> (String, String) {
-    let hash = sha256_hex(unsealed.as_bytes());
-    let body = unsealed.strip_suffix('}').unwrap_or(unsealed);
-    (format!("{body},\"hash\":\"{hash}\"}}"), hash)
+impl<F: Serialize> Record<'_, F> {
+    /// Write the unsealed line into `out` (emptied first): one JSON object,
+    /// `{"seq":…,"ts":…,"event":…,"actor":…,<the fields' own members>,"prev":…}`.
+    ///
+    /// The fields must serialize to a JSON object (its members are spliced in, in order) or to
+    /// `null` (no members); anything else is an error.
+    fn write_unsealed(self, out: &mut Vec<u8>) -> io::Result<()> {
+        out.clear();
+        let now = humantime::format_rfc3339_millis(std::time::SystemTime::now());
+        write!(out, "{{\"seq\":{},\"ts\":\"{now}\",\"event\":", self.seq)?;
+        serde_json::to_writer(&mut *out, self.event)?;
+        out.extend_from_slice(b",\"actor\":");
+        serde_json::to_writer(&mut *out, &Text(self.actor))?;
+        let start = out.len();
+        serde_json::to_writer(&mut *out, &self.fields)?;
+        match &out[start..] {
+            b"null" | b"{}" => out.truncate(start),
+            // `{"a":1}` becomes `,"a":1`: the members follow the ones before.
+            [b'{', .., b'}'] => {
+                out[start] = b',';
+                out.pop();
+            }
+            _ => {
+                let why = "the fields of an audit event must serialize to a JSON object";
+                return Err(io::Error::other(why));
+            }
+        }
+        out.extend_from_slice(b",\"prev\":");
+        serde_json::to_writer(&mut *out, self.prev)?;
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+/// Serializes what it holds as a JSON string of its `Display` form, written as it is formatted.
+struct Text<'a>(&'a dyn Display);
+
+impl Serialize for Text<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_str(self.0)
+    }
+}
+
+/// Seal the unsealed JSON object in `line` in place: its closing brace becomes
+/// `,"hash":"<hex>"}`, where the hash is the SHA-256 of the unsealed text. Returns the hash.
+fn seal(line: &mut Vec<u8>) -> String {
+    let hash = sha256_hex(line);
+    if line.last() == Some(&b'}') {
+        line.pop();
+    }
+    line.extend_from_slice(b",\"hash\":\"");
+    line.extend_from_slice(hash.as_bytes());
+    line.extend_from_slice(b"\"}");
+    hash
 }
 
 /// The hash in a sealed line's tail, if the line has the sealed shape.
@@ -595,7 +661,9 @@ mod tests {
 
     #[test]
     fn seal_and_unseal_agree() {
-        let (line, hash) = seal(r#"{"seq":1,"prev":"x"}"#);
+        let mut line = br#"{"seq":1,"prev":"x"}"#.to_vec();
+        let hash = seal(&mut line);
+        let line = String::from_utf8(line).unwrap();
         assert_eq!(unseal(&line), Some(hash.as_str()));
         assert!(line.ends_with(&format!(",\"hash\":\"{hash}\"}}")));
         assert_eq!(unseal("{}"), None);

@@ -48,10 +48,11 @@ use crate::root::StateRoot;
 
 /// Mode of every saved file.
 const FILE_MODE: u32 = 0o600;
-/// The mode of a file published but not yet recorded (the sticky bit, which means nothing on a
-/// file, marks it). A process that dies between the two leaves the mark for the next one to
-/// find, record as recovered, and clear.
-const UNRECORDED_MODE: u32 = 0o1600;
+/// The mark of a file not yet recorded: the sticky bit, which means nothing on a regular file.
+/// A file is created with it (so it is marked before it is published) and loses it once its
+/// record is written; a process that dies in between leaves the mark for the next one to find,
+/// record as recovered, and clear (see [`is_marked`]).
+const UNRECORDED_MARK: u32 = 0o1000;
 /// Prefix of hidden temporary names (only where `O_TMPFILE` is unavailable).
 const PARTIAL_PREFIX: &str = ".partial-";
 /// A hidden temporary file older than this is a crash leftover and is swept.
@@ -207,6 +208,12 @@ fn is_listed(name: &std::ffi::OsStr, st: &Stat) -> bool {
             .starts_with(PARTIAL_PREFIX.as_bytes())
 }
 
+/// Whether the file `st` describes carries the mark of a save not yet recorded
+/// ([`UNRECORDED_MARK`]).
+fn is_marked(st: &Stat) -> bool {
+    crate::beneath::permissions(st) & UNRECORDED_MARK != 0
+}
+
 /// Whether a lane file whose `lstat` is `st` is old enough for a prune with `cutoff`: last
 /// modified before it. Judged once when listing, and again right before the unlink.
 fn is_old(st: &Stat, cutoff: SystemTime) -> bool {
@@ -354,8 +361,8 @@ impl DownloadLane {
             },
         )?;
         crate::crash::point("download.staged");
-        // Marked until it is recorded: a crash in between leaves the mark (see `sweep`).
-        set_mode(&staged.fd, UNRECORDED_MODE, name.as_str())?;
+        // Staged with the mark, kept until it is recorded: a crash in between leaves it (see
+        // `sweep`).
         let published = self.publish(&name, &staged)?;
         if self.durability == Durability::Durable {
             self.dir.sync()?;
@@ -505,11 +512,12 @@ impl DownloadLane {
         self.dir.remove_file_if(Name::new(&entry.raw)?, same)
     }
 
-    /// A writable file with no final name yet.
+    /// A writable file with no final name yet, carrying the mark ([`UNRECORDED_MARK`]).
     fn stage(&self) -> Result<Unpublished<'_>> {
+        const STAGED_MODE: u32 = FILE_MODE | UNRECORDED_MARK;
         #[cfg(target_os = "linux")]
         if self.staging == Staging::Unnamed {
-            match self.dir.create_unnamed(FILE_MODE) {
+            match self.dir.create_unnamed(STAGED_MODE) {
                 Ok(fd) => {
                     return Ok(Unpublished {
                         fd,
@@ -527,7 +535,7 @@ impl DownloadLane {
         }
         loop {
             let hidden = format!("{PARTIAL_PREFIX}{}", crate::random::random_hex());
-            match self.dir.create_new(Name::new(&hidden)?, FILE_MODE) {
+            match self.dir.create_new(Name::new(&hidden)?, STAGED_MODE) {
                 Ok(fd) => {
                     return Ok(Unpublished {
                         fd,
@@ -633,16 +641,16 @@ impl DownloadLane {
 
     /// What a process that died mid-save left, found once per lane handle (reading the whole
     /// lane is O(n)): hidden staging files older than [`STALE_AFTER`] are removed, and a file
-    /// published but never recorded ([`UNRECORDED_MODE`]) is recorded now as recovered.
+    /// published but never recorded (a lane file, see [`is_listed`], that carries the mark, see
+    /// [`is_marked`]) is recorded now as recovered.
     fn sweep(&self) {
         let Ok(entries) = self.dir.entries() else {
             return;
         };
         for (name, st) in &entries {
-            let marked = crate::beneath::permissions(st) == UNRECORDED_MODE;
-            let regular = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile;
-            if marked
-                && regular
+            // A hidden staging file carries the mark too, but was never published.
+            if is_listed(name, st)
+                && is_marked(st)
                 && let Err(e) = Name::new(name).and_then(|name| self.recover(name))
             {
                 tracing::warn!(error = %e, "could not record a recovered download");
@@ -671,7 +679,7 @@ impl DownloadLane {
         let fd = self.dir.open_read(name.as_rel(), Symlinks::Deny)?;
         let shown = Path::new(name.as_os_str());
         let st = crate::beneath::regular_single_link(fd.as_fd(), shown)?;
-        if crate::beneath::permissions(&st) != UNRECORDED_MODE {
+        if !is_marked(&st) {
             return Ok(());
         }
         let copied = crate::copy::sha256_of(&mut crate::fd::ReadAt::new(fd.as_fd()))?;

@@ -299,3 +299,43 @@ fn a_full_disk_leaves_no_partial_record() {
     assert!(v.is_intact(), "{:?}", v.broken);
     assert_eq!(v.lines, 2, "seq goes on from the last whole record");
 }
+
+/// A line is `seq`, `ts`, `event`, `actor`, the fields' own members in their order, `prev`,
+/// then the seal; fields that are `{}` or `null` add no member, and fields that are not an
+/// object are refused (nothing is written).
+#[test]
+fn a_line_holds_the_fields_members_between_actor_and_prev() {
+    let fx = Fixture::new();
+    let audit = fx.root.audit();
+    audit
+        .append("shape", "uid:7", json!({ "b": 1, "a": "x\"y" }))
+        .unwrap();
+    audit.append("empty", "t", json!({})).unwrap();
+    audit.append("none", "t", ()).unwrap();
+    for not_an_object in [json!(1), json!("text"), json!([1])] {
+        assert!(audit.append("bad", "t", not_an_object).is_err());
+    }
+    let text = std::fs::read_to_string(audit.path()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let genesis = "0".repeat(64);
+    let (head, rest) = lines[0].split_once(r#","ts":""#).unwrap();
+    assert_eq!(head, r#"{"seq":1"#);
+    let (ts, rest) = rest.split_once('"').unwrap();
+    assert!(humantime::parse_rfc3339(ts).is_ok(), "{ts}");
+    let members =
+        format!(r#","event":"shape","actor":"uid:7","b":1,"a":"x\"y","prev":"{genesis}","hash":""#);
+    assert!(rest.starts_with(&members), "{rest}");
+    let after_actor = |line: &str| line.split_once(r#""actor":"t","#).unwrap().1.to_owned();
+    assert!(
+        after_actor(lines[1]).starts_with(r#""prev":""#),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        after_actor(lines[2]).starts_with(r#""prev":""#),
+        "{}",
+        lines[2]
+    );
+    assert!(audit.verify().unwrap().is_intact());
+}

@@ -570,3 +570,45 @@ fn a_file_from_the_far_future_is_listed_and_kept() {
     assert!(lane.prune(Duration::ZERO).unwrap().removed.is_empty());
     assert!(path.exists());
 }
+
+/// What a save that died between publishing and recording leaves (a file carrying the mark,
+/// the sticky bit) is recorded as recovered and unmarked by the next lane; a hidden staging
+/// file carrying it was never published and is not recorded.
+#[test]
+fn a_marked_file_is_recovered_and_a_marked_staging_file_is_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let dir = fx.root.downloads_path();
+    let set_mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let published = dir.join("left.txt");
+    std::fs::write(&published, "published, never recorded").unwrap();
+    set_mode(&published, 0o1600);
+    let staging = dir.join(".partial-0123456789abcdef");
+    std::fs::write(&staging, "half").unwrap();
+    set_mode(&staging, 0o1600);
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    lane.save("a.txt", &b"a"[..]).unwrap();
+    assert_eq!(mode(&published), 0o600);
+    assert_eq!(mode(&dir.join("a.txt")), 0o600);
+    let text = std::fs::read_to_string(fx.root.path().join("audit.jsonl")).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let recovered: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "download.recovered")
+        .collect();
+    assert_eq!(recovered.len(), 1, "{events:?}");
+    assert_eq!(recovered[0]["file"]["name"], "left.txt");
+    assert_eq!(
+        recovered[0]["file"]["sha256"],
+        sha256(b"published, never recorded")
+    );
+    assert!(
+        staging.exists(),
+        "a recent staging file may belong to a running save"
+    );
+}
