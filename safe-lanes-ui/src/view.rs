@@ -105,6 +105,8 @@ pub(crate) struct GrantRow {
     pub(crate) access: &'static str,
     pub(crate) read_write: bool,
     pub(crate) env: String,
+    /// `tool` or `cache` for a toolchain's folder, `None` for a folder.
+    pub(crate) kind: Option<&'static str>,
     /// Why it is not usable here, or `None` when it is.
     pub(crate) unavailable: Option<String>,
 }
@@ -117,6 +119,7 @@ impl GrantRow {
             access: view.grant.access.as_str(),
             read_write: view.grant.access == Access::ReadWrite,
             env: view.env.clone(),
+            kind: (!view.grant.kind.is_folder()).then(|| view.grant.kind.as_str()),
             unavailable: view.unavailable.clone(),
         }
     }

@@ -36,29 +36,7 @@ pub(crate) fn run(
             let log = grants.changelog()?;
             Ok(Report::ok(json!({ "changelog": log }), log_text(&log)))
         }
-        GrantCommand::Request {
-            alias,
-            access,
-            reason,
-            path,
-            kind,
-            vars,
-            bin,
-            actor,
-        } => {
-            let kind = kind.map(Into::into).unwrap_or_default();
-            let asked = Asked {
-                access: access.into(),
-                path: path.as_deref(),
-                toolchain: Toolchain::parse(kind, &vars, bin.as_deref())?,
-            };
-            let r = grants.request_toolchain(&alias, asked, &reason, &who(actor))?;
-            let text = format!(
-                "requested {} {} ({}); approve with `safe-lanes grant approve {}`",
-                r.alias, r.access, r.id, r.id
-            );
-            Ok(Report::ok(json!(r), text))
-        }
+        cmd @ GrantCommand::Request { .. } => request(&grants, cmd),
         GrantCommand::Deny {
             request_id,
             alias,
@@ -115,6 +93,35 @@ fn list(grants: &Grants) -> Result<Report> {
     }
     text.push_str(&requests_text(&listing.requests));
     Ok(Report::ok(json!(listing), text))
+}
+
+/// `grant request`: what an agent does, from the command line.
+fn request(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
+    let GrantCommand::Request {
+        alias,
+        access,
+        reason,
+        path,
+        kind,
+        vars,
+        bin,
+        actor,
+    } = cmd
+    else {
+        unreachable!("not a request: {cmd:?}")
+    };
+    let kind = kind.map(Into::into).unwrap_or_default();
+    let asked = Asked {
+        access: access.into(),
+        path: path.as_deref(),
+        toolchain: Toolchain::parse(kind, &vars, bin.as_deref())?,
+    };
+    let r = grants.request_toolchain(&alias, asked, &reason, &who(actor))?;
+    let text = format!(
+        "requested {} {} ({}); approve with `safe-lanes grant approve {}`",
+        r.alias, r.access, r.id, r.id
+    );
+    Ok(Report::ok(json!(r), text))
 }
 
 /// The human's changes to a grant: `add`, `set-access`, `revoke`, `adopt`, `approve`.

@@ -109,6 +109,23 @@ const READABLE_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
 /// Why the sandbox opens the system set by path: the system's, the same for every command.
 #[cfg(target_os = "linux")]
 const SYSTEM_SET: Ambient = Ambient::because("the system set every confined command sees");
+/// What a failure to run `program` in its sandbox means: a step of the sandbox that failed
+/// (`sandbox_unavailable`), a program the sandbox does not hold ([`missing_program`]), or the
+/// error as it is.
+#[cfg(target_os = "linux")]
+fn spawn_failure(e: Error, program: &OsStr) -> Error {
+    use std::io::ErrorKind::{NotFound, PermissionDenied};
+    match e {
+        Error::Io {
+            call: "spawn",
+            ref error,
+            ..
+        } if matches!(error.kind(), NotFound | PermissionDenied) => missing_program(program),
+        Error::Io { ref error, .. } => sandbox::failure(error).unwrap_or(e),
+        e => e,
+    }
+}
+
 /// The refusal for a program the sandbox cannot find or run, naming the approval that is
 /// missing: the per-user toolchain of the gateway's home that has it, if one does.
 #[cfg(target_os = "linux")]
@@ -288,22 +305,8 @@ impl Confined {
             .map(|g| (g.alias.clone(), g.access, g.path.clone()))
             .collect();
         let watch = || still_granted(session, &used);
-        let outcome =
-            run(&mut command, self.limits, control, Some(&watch)).map_err(|e| match e {
-                Error::Io {
-                    call: "spawn",
-                    ref error,
-                    ..
-                } if matches!(
-                    error.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-                ) =>
-                {
-                    missing_program(&self.program)
-                }
-                Error::Io { ref error, .. } => sandbox::failure(error).unwrap_or(e),
-                e => e,
-            })?;
+        let outcome = run(&mut command, self.limits, control, Some(&watch))
+            .map_err(|e| spawn_failure(e, &self.program))?;
         let result = ConfinedOutcome {
             outcome,
             grants: used.into_iter().map(|(a, access, _)| (a, access)).collect(),

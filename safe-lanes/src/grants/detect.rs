@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::toolchain::{Kind, ToolBin, Toolchain, VarName};
+use super::proposal::quote;
+use super::toolchain::{Kind, Toolchain};
 
 /// A toolchain found in a home folder.
 #[derive(Clone, Debug, Serialize)]
@@ -48,15 +49,7 @@ impl Suggested {
     ///
     /// `invalid_argument` if a suggested variable or bin folder breaks a rule (none does).
     pub fn toolchain(&self) -> crate::Result<Toolchain> {
-        Ok(Toolchain {
-            kind: self.kind,
-            vars: self
-                .vars
-                .iter()
-                .map(|v| VarName::new(v))
-                .collect::<Result<_, _>>()?,
-            bin: self.bin.as_deref().map(ToolBin::new).transpose()?,
-        })
+        Toolchain::parse(self.kind, &self.vars, self.bin.as_deref())
     }
 
     /// The command line that approves it, for the state root `root` (and the manifest
@@ -79,19 +72,6 @@ impl Suggested {
             line.push_str(&format!(" --var {var}"));
         }
         line
-    }
-}
-
-/// `path` quoted for a POSIX shell when it needs to be.
-fn quote(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    if text
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(&b))
-    {
-        text.into_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 
@@ -312,4 +292,51 @@ pub fn providing(home: &Path, program: &str) -> Option<(FoundToolchain, PathBuf)
         })?;
         Some((found, bin))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every toolchain known, installed in a fake home: each is found, each suggested grant is
+    /// one the rules accept with a command that names it, and a program in a toolchain's bin
+    /// folder is traced to it.
+    #[test]
+    fn every_known_toolchain_is_found_and_each_suggestion_keeps_the_rules() {
+        let home = tempfile::tempdir().unwrap();
+        for known in KNOWN {
+            for rule in known.rules {
+                std::fs::create_dir_all(home.path().join(rule.relative)).unwrap();
+            }
+            let marker = home.path().join(known.marker);
+            std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
+            if !marker.exists() {
+                std::fs::write(&marker, "").unwrap();
+            }
+        }
+        let found = detect(home.path());
+        let names: Vec<_> = found.iter().map(|f| f.name).collect();
+        assert_eq!(names, KNOWN.iter().map(|k| k.name).collect::<Vec<_>>());
+        for f in &found {
+            assert!(!f.grants.is_empty(), "{}", f.name);
+            for g in &f.grants {
+                let toolchain = g.toolchain().unwrap_or_else(|e| panic!("{}: {e}", g.alias));
+                assert_eq!(
+                    toolchain.access(None).unwrap(),
+                    g.kind.fixed_access().unwrap()
+                );
+                crate::grants::Alias::new(&g.alias).unwrap();
+                let command = g.command(Path::new("/r o"), None);
+                let start = "safe-lanes --root '/r o' grant add --alias ";
+                assert!(command.starts_with(start), "{command}");
+                assert!(command.contains(&format!("--kind {}", g.kind)), "{command}");
+            }
+        }
+        let (toolchain, bin) = providing(home.path(), "cargo").expect("cargo is found");
+        assert_eq!(
+            (toolchain.name, bin),
+            ("rust", home.path().join(".cargo/bin"))
+        );
+        assert!(providing(home.path(), "no-such-program").is_none());
+    }
 }

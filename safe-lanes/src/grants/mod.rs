@@ -498,19 +498,12 @@ impl Grants {
                 doc.drop_expired(std::time::SystemTime::now());
                 // A new id for every version: the human approves the request they read, and an
                 // update in between makes that id unknown rather than silently different.
-                let request = Request {
-                    id: format!("req_{}", &random_hex()[..16]),
-                    alias: alias.clone(),
+                let asked = Asked {
                     access,
-                    reason: reason.clone(),
-                    path: path.map(Path::to_path_buf),
-                    requested_at: now(),
-                    requested_by: Some(actor.to_owned()),
-                    kind: toolchain.kind,
-                    vars: toolchain.vars.clone(),
-                    bin: toolchain.bin.clone(),
-                    other_keys: OtherKeys::new(),
+                    path,
+                    toolchain: toolchain.clone(),
                 };
+                let request = new_request(&alias, asked, &reason, actor);
                 match doc.requests.iter().position(|r| r.alias == alias) {
                     // An update goes to the audit log only: a requester re-filing in a loop must not
                     // grow the manifest.
@@ -1013,6 +1006,23 @@ fn storable(path: &Path) -> Result<()> {
         path: Shown::path(path),
         why: why.to_owned(),
     })
+}
+
+/// A new version of a request, with an id of its own.
+fn new_request(alias: &Alias, asked: Asked<'_>, reason: &str, actor: &str) -> Request {
+    Request {
+        id: format!("req_{}", &random_hex()[..16]),
+        alias: alias.clone(),
+        access: asked.access,
+        reason: reason.to_owned(),
+        path: asked.path.map(Path::to_path_buf),
+        requested_at: now(),
+        requested_by: Some(actor.to_owned()),
+        kind: asked.toolchain.kind,
+        vars: asked.toolchain.vars,
+        bin: asked.toolchain.bin,
+        other_keys: OtherKeys::new(),
+    }
 }
 
 /// The current time, RFC 3339 to the second.

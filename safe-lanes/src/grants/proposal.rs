@@ -182,8 +182,9 @@ impl Proposal {
     }
 }
 
-/// `path` quoted for a POSIX shell when it needs to be.
-fn quote(path: &Path) -> String {
+/// `path` quoted for a POSIX shell when it needs to be: the one rule every command line the
+/// library prints for the human follows.
+pub(super) fn quote(path: &Path) -> String {
     let text = path.to_string_lossy();
     if text
         .bytes()
