@@ -7,7 +7,7 @@
 //! control character, valid UTF-8 — is lifted out: the JSON around it, which is small, is
 //! parsed with an empty string in its place, and the line itself travels with the request as
 //! a [`Spilled`] (in the request's extensions), naming where the string was. A tool that takes
-//! content reads it from there in chunks ([`crate::params::Content::reader`]), so the line is
+//! content reads it from there in chunks ([`crate::params::Content::into_reader`]), so the line is
 //! the only full-size copy the server ever holds.
 //!
 //! This changes how a line is parsed, never what it means: a lifted string is exactly the
