@@ -8,10 +8,13 @@
 
 use std::path::{Path, PathBuf};
 
+use rustix::fs::FileType;
 use serde::Serialize;
 
 use super::proposal::quote;
 use super::toolchain::{Kind, Toolchain};
+use crate::beneath::{Ambient, Anchor, Symlinks};
+use crate::input::{Name, RelPath};
 
 /// A toolchain found in a home folder.
 #[derive(Clone, Debug, Serialize)]
@@ -254,20 +257,46 @@ const KNOWN: &[Known] = &[
     },
 ];
 
+/// What is in a home folder, looked at through the primitive: the home opened as the human's
+/// (following links to it), everything below it without following any link.
+struct Home(Option<Anchor>);
+
+impl Home {
+    fn open(home: &Path) -> Self {
+        let why = Ambient::because("the human's home folder, for their toolchains");
+        Self(Anchor::open_ambient(home, why).ok())
+    }
+
+    /// What `relative` (plain names below the home) is, if it is there.
+    fn kind(&self, relative: &Path) -> Option<FileType> {
+        let home = self.0.as_ref()?;
+        let name = Name::new(relative.file_name()?).ok()?;
+        let parent = relative.parent().filter(|p| !p.as_os_str().is_empty());
+        let stat = match parent {
+            None => home.stat_entry(name),
+            Some(parent) => home
+                .open_dir(RelPath::new(parent).ok()?, Symlinks::Deny)
+                .and_then(|dir| dir.stat_entry(name)),
+        };
+        stat.ok().map(|st| FileType::from_raw_mode(st.st_mode))
+    }
+}
+
 /// The known per-user toolchains installed in `home`, each with the grants that would let
 /// confined commands use it (only those whose folders exist).
 pub fn detect(home: &Path) -> Vec<FoundToolchain> {
-    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    let there = Home::open(home);
+    let is_dir = |relative: &str| there.kind(Path::new(relative)) == Some(FileType::Directory);
     KNOWN
         .iter()
-        .filter(|k| std::fs::symlink_metadata(home.join(k.marker)).is_ok())
+        .filter(|k| there.kind(Path::new(k.marker)).is_some())
         .map(|k| FoundToolchain {
             name: k.name,
             what: k.what,
             grants: k
                 .rules
                 .iter()
-                .filter(|r| is_dir(&home.join(r.relative)))
+                .filter(|r| is_dir(r.relative))
                 .map(|r| Suggested {
                     alias: r.alias.to_owned(),
                     path: home.join(r.relative),
@@ -281,14 +310,15 @@ pub fn detect(home: &Path) -> Vec<FoundToolchain> {
         .collect()
 }
 
-/// The toolchain of `home` whose programs folder holds `program`, and that folder.
+/// The toolchain of `home` whose programs folder holds `program` (a plain name), and that
+/// folder.
 pub fn providing(home: &Path, program: &str) -> Option<(FoundToolchain, PathBuf)> {
+    let there = Home::open(home);
     detect(home).into_iter().find_map(|found| {
         let bin = found.grants.iter().find_map(|g| {
-            let bin = g.path.join(g.bin.as_deref()?);
-            std::fs::symlink_metadata(bin.join(program))
-                .is_ok()
-                .then_some(bin)
+            let relative = g.path.strip_prefix(home).ok()?.join(g.bin.as_deref()?);
+            there.kind(&relative.join(program))?;
+            Some(g.path.join(g.bin.as_deref()?))
         })?;
         Some((found, bin))
     })
