@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{Env, Run};
+use crate::util::{Env, Run, give_to_nobody, users};
 
 /// The rustup installation this suite runs with: `(CARGO_HOME, RUSTUP_HOME)`.
 fn rustup() -> (PathBuf, PathBuf) {
@@ -147,49 +147,44 @@ fn cargo_builds_and_tests_confined_once_the_toolchain_is_approved() {
 
 #[test]
 fn a_tool_is_read_only_and_neither_a_tool_nor_a_cache_opens_the_rest_of_home() {
+    for (who, wrapper) in users() {
+        home_beside_a_tool(who, &wrapper);
+    }
+}
+
+/// A home with a planted `.ssh` beside a tool and a cache, run as the user `wrapper` makes.
+fn home_beside_a_tool(who: &str, wrapper: &[&str]) {
     let env = Env::new();
     let home = env.tmp.path().join("person");
     for dir in [".ssh", ".toolchain/bin", ".cache/tool"] {
         std::fs::create_dir_all(home.join(dir)).unwrap();
     }
     std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
-    std::fs::write(
-        home.join(".toolchain/bin/hello"),
-        "#!/bin/sh\necho hello from the tool\n",
-    )
-    .unwrap();
     let hello = home.join(".toolchain/bin/hello");
+    std::fs::write(&hello, "#!/bin/sh\necho hello from the tool\n").unwrap();
     std::fs::set_permissions(&hello, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let tool = home.join(".toolchain");
-    let cache = home.join(".cache/tool");
-    add(
-        &env,
-        &[
-            "--alias",
-            "tool",
-            "--path",
-            tool.to_str().unwrap(),
-            "--kind",
-            "tool",
-            "--bin",
-            "bin",
-            "--var",
-            "TOOL_HOME",
-        ],
-    );
-    add(
-        &env,
-        &[
-            "--alias",
-            "tool-cache",
-            "--path",
-            cache.to_str().unwrap(),
-            "--kind",
-            "cache",
-            "--var",
-            "TOOL_CACHE",
-        ],
-    );
+    if !wrapper.is_empty() {
+        give_to_nobody(env.tmp.path());
+    }
+    let run = |args: &[&str]| env.run_as(wrapper, args);
+    assert_eq!(run(&["init"]).status, 0, "{who}");
+    let (tool, cache) = (home.join(".toolchain"), home.join(".cache/tool"));
+    let (tool_path, cache_path) = (tool.to_str().unwrap(), cache.to_str().unwrap());
+    let add_tool = [
+        "grant", "add", "--alias", "tool", "--path", tool_path, "--kind", "tool",
+    ];
+    let added = run(&[&add_tool[..], &["--bin", "bin", "--var", "TOOL_HOME"]].concat());
+    assert_eq!(added.status, 0, "{who}: {added:?}");
+    let add_cache = [
+        "grant",
+        "add",
+        "--alias",
+        "tool-cache",
+        "--path",
+        cache_path,
+    ];
+    let added = run(&[&add_cache[..], &["--kind", "cache", "--var", "TOOL_CACHE"]].concat());
+    assert_eq!(added.status, 0, "{who}: {added:?}");
 
     let script = format!(
         "hello; echo \"$TOOL_HOME $TOOL_CACHE\"; \
@@ -201,35 +196,31 @@ fn a_tool_is_read_only_and_neither_a_tool_nor_a_cache_opens_the_rest_of_home() {
         key = home.join(".ssh/id_ed25519").display(),
         home = home.display(),
     );
-    let run = env.run(&["--json", "exec", "--", "/bin/sh", "-c", &script], b"");
-    let json = run.json();
+    let json = run(&["--json", "exec", "--", "/bin/sh", "-c", &script]).json();
     let out = json["stdout"].as_str().unwrap();
     assert!(
         out.contains("hello from the tool"),
-        "the tool's bin is on PATH: {json}"
+        "{who}: the tool's bin is on PATH: {json}"
     );
     assert!(
-        out.contains(&format!("{} {}", tool.display(), cache.display())),
-        "{json}"
+        out.contains(&format!("{tool_path} {cache_path}")),
+        "{who}: {json}"
     );
-    assert!(out.contains("cache-written"), "{json}");
+    assert!(out.contains("cache-written"), "{who}: {json}");
     for never in [
         "tool-written",
         "PRIVATE KEY",
         "key-read",
-        "home-listed",
+        "ssh-visible",
         "ssh-listed",
     ] {
-        assert!(!out.contains(never), "{never}: {json}");
+        assert!(!out.contains(never), "{who}: {never}: {json}");
     }
-    assert!(cache.join("written").exists());
-    assert!(!tool.join("x").exists());
+    assert!(cache.join("written").exists(), "{who}");
+    assert!(!tool.join("x").exists(), "{who}");
     // The kind fixes the access: a tool cannot be made writable.
-    let widened = env.run(
-        &["--json", "grant", "set-access", "tool", "read_write"],
-        b"",
-    );
-    assert_eq!(widened.code(), "invalid_argument", "{widened:?}");
+    let widened = run(&["--json", "grant", "set-access", "tool", "read_write"]);
+    assert_eq!(widened.code(), "invalid_argument", "{who}: {widened:?}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::util::{Env, tree};
+use crate::util::{Env, give_to_nobody, users};
 
 /// The page served for `env` by `WRAPPER… safe-lanes --root R --json ui`, and its first line.
 struct Served {
@@ -112,36 +112,14 @@ fn ui_open_hands_the_link_to_the_desktop_browser() {
     assert_eq!(opened, served.first["url"].as_str().unwrap());
 }
 
-/// As root, and (when this runs as root) as uid 65534 through `setpriv`.
-fn users() -> Vec<(&'static str, Vec<&'static str>)> {
-    let mut out = vec![("this user", Vec::new())];
-    if rustix::process::geteuid().is_root() {
-        let drop = vec![
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ];
-        out.push(("uid 65534", drop));
-    }
-    out
-}
-
 #[test]
 fn a_confined_command_cannot_reach_the_page() {
     for (who, wrapper) in users() {
         let env = Env::new();
         if !wrapper.is_empty() {
-            let chown = |p: &std::path::Path| std::os::unix::fs::chown(p, Some(65534), Some(65534));
-            chown(env.tmp.path()).unwrap();
-            for entry in tree(env.tmp.path()) {
-                chown(&env.tmp.path().join(entry)).unwrap();
-            }
+            give_to_nobody(env.tmp.path());
         }
-        let run = |args: &[&str]| match wrapper.is_empty() {
-            true => env.run(args, b""),
-            false => env.run_wrapped(&wrapper, args),
-        };
+        let run = |args: &[&str]| env.run_as(&wrapper, args);
         assert_eq!(run(&["init"]).status, 0, "{who}");
         let doctor = run(&["--json", "doctor"]).json();
         assert_eq!(

@@ -98,6 +98,16 @@ impl Env {
         run_in(&self.cwd(), &self.home(), &full, stdin, vars)
     }
 
+    /// Run `safe-lanes --root <root> ARGS`, under `wrapper` when it is not empty
+    /// ([`Env::run_wrapped`]).
+    pub(crate) fn run_as(&self, wrapper: &[&str], args: &[&str]) -> Run {
+        if wrapper.is_empty() {
+            self.run(args, b"")
+        } else {
+            self.run_wrapped(wrapper, args)
+        }
+    }
+
     /// Run `WRAPPER… safe-lanes --root <root> ARGS`: the binary under a program that sets
     /// something up first (`unshare`, `setpriv`), which gets the binary's path as its last
     /// argument before ARGS.
@@ -113,6 +123,31 @@ impl Env {
         let mut all = before.to_vec();
         all.extend_from_slice(&full);
         spawn(program, &self.cwd(), &self.home(), &all, b"", &[])
+    }
+}
+
+/// The users a sandbox test runs as: this one, and (when this runs as root) uid 65534 through
+/// `setpriv`, as the wrapper [`Env::run_as`] takes.
+pub(crate) fn users() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut out = vec![("this user", Vec::new())];
+    if rustix::process::geteuid().is_root() {
+        let drop = vec![
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ];
+        out.push(("uid 65534", drop));
+    }
+    out
+}
+
+/// Give `dir` and everything in it to uid and gid 65534.
+pub(crate) fn give_to_nobody(dir: &Path) {
+    let chown = |p: &Path| std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    chown(dir);
+    for entry in tree(dir) {
+        chown(&dir.join(entry));
     }
 }
 
