@@ -76,9 +76,9 @@ use serde::Serialize;
 
 pub use jobs::{JobReport, Jobs};
 #[cfg(target_os = "linux")]
-pub use probe::{LandlockSupport, REQUIRED_ABI, landlock_support};
+pub use probe::landlock_support;
 #[cfg(not(target_os = "linux"))]
-pub use unsupported::{LandlockSupport, REQUIRED_ABI, landlock_support, sandbox_support};
+pub use unsupported::{landlock_support, sandbox_support};
 
 #[cfg(target_os = "linux")]
 use crate::beneath::{self, Ambient};
@@ -385,6 +385,23 @@ fn layout(grants: &[&Effective]) -> Result<sandbox::Layout> {
         grants: &grant_mounts,
         proc: grants.iter().any(|g| g.toolchain.kind == Kind::Tool),
     })
+}
+
+/// The Landlock ABI whose rights safe-lanes requires in full: filesystem access including
+/// `truncate` and `refer` (ABI 3) and TCP bind/connect control (ABI 4). Without Linux there is
+/// no Landlock at all.
+pub const REQUIRED_ABI: u32 = 4;
+
+/// The kernel's Landlock support, as `doctor` reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LandlockSupport {
+    /// The kernel's Landlock ABI version, or `None` when Landlock is not built in, not
+    /// enabled at boot, or the system is not Linux.
+    pub abi: Option<u32>,
+    /// Whether a ruleset with every right of [`REQUIRED_ABI`] is fully enforced here.
+    pub fully_enforced: bool,
+    /// Why not, when it is not.
+    pub problem: Option<String>,
 }
 
 /// What confined commands get on this host, as `doctor` reports it.

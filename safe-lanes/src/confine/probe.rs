@@ -1,26 +1,10 @@
 //! What Landlock this kernel offers.
 
+use super::{LandlockSupport, REQUIRED_ABI};
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
     RulesetAttr, RulesetStatus,
 };
-use serde::Serialize;
-
-/// The Landlock ABI whose rights safe-lanes requires in full: filesystem access including
-/// `truncate` and `refer` (ABI 3) and TCP bind/connect control (ABI 4).
-pub const REQUIRED_ABI: u32 = 4;
-
-/// The kernel's Landlock support, as `doctor` reports it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LandlockSupport {
-    /// The kernel's Landlock ABI version, or `None` when Landlock is not built in or not
-    /// enabled at boot.
-    pub abi: Option<u32>,
-    /// Whether a ruleset with every right of [`REQUIRED_ABI`] is fully enforced here.
-    pub fully_enforced: bool,
-    /// Why not, when it is not.
-    pub problem: Option<String>,
-}
 
 /// Probe Landlock by enforcing the required ruleset on a throwaway thread.
 ///

@@ -7,9 +7,7 @@
 //! approve, revoke); only commands confined to them are refused. How macOS could confine
 //! them with its own sandbox (Seatbelt) is designed in ADR 0011.
 
-use serde::Serialize;
-
-use super::{Confined, ConfinedOutcome, SandboxSupport};
+use super::{Confined, ConfinedOutcome, LandlockSupport, SandboxSupport};
 use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::grants::Session;
@@ -17,21 +15,6 @@ use crate::grants::Session;
 /// Why confined commands are refused on this system.
 const WHY: &str = "confined commands need Linux (user namespaces, Landlock, seccomp); \
     this system has none of them, and a command is never run unconfined instead";
-
-/// The Landlock ABI whose rights safe-lanes requires in full on Linux: filesystem access
-/// including `truncate` and `refer` (ABI 3) and TCP bind/connect control (ABI 4).
-pub const REQUIRED_ABI: u32 = 4;
-
-/// The kernel's Landlock support, as `doctor` reports it (here: none, Landlock is Linux's).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LandlockSupport {
-    /// The kernel's Landlock ABI version: always `None` here.
-    pub abi: Option<u32>,
-    /// Whether a ruleset with every right of [`REQUIRED_ABI`] is fully enforced: never here.
-    pub fully_enforced: bool,
-    /// Why not.
-    pub problem: Option<String>,
-}
 
 /// What Landlock this system offers: none.
 pub fn landlock_support() -> LandlockSupport {
