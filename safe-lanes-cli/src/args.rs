@@ -135,6 +135,29 @@ impl From<KindArg> for safe_lanes::grants::Kind {
     }
 }
 
+/// What a tool or a cache grant adds: its kind, variables and programs folder.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ToolchainArgs {
+    /// folder (the default), tool (read and run only) or cache (read-write).
+    #[arg(long, value_enum)]
+    pub(crate) kind: Option<KindArg>,
+    /// For a tool or a cache: a variable set to its path in confined commands (repeatable),
+    /// e.g. CARGO_HOME.
+    #[arg(long = "var", value_name = "NAME")]
+    pub(crate) vars: Vec<String>,
+    /// For a tool: its programs folder, relative to it, put first on confined commands' PATH.
+    #[arg(long, value_name = "RELATIVE")]
+    pub(crate) bin: Option<String>,
+}
+
+impl ToolchainArgs {
+    /// The toolchain the flags name, each part checked by the library.
+    pub(crate) fn toolchain(&self) -> safe_lanes::Result<safe_lanes::grants::Toolchain> {
+        let kind = self.kind.map(Into::into).unwrap_or_default();
+        safe_lanes::grants::Toolchain::parse(kind, &self.vars, self.bin.as_deref())
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum GrantCommand {
     /// The grants, with their environment key and availability, and the pending requests.
@@ -161,16 +184,8 @@ pub(crate) enum GrantCommand {
         /// read_only or read_write (a tool is always read_only, a cache read_write).
         #[arg(long, value_enum, required_unless_present = "kind")]
         access: Option<AccessArg>,
-        /// folder (the default), tool or cache.
-        #[arg(long, value_enum)]
-        kind: Option<KindArg>,
-        /// A variable set to the folder's path in confined commands (a tool or a cache;
-        /// repeatable), e.g. CARGO_HOME.
-        #[arg(long = "var", value_name = "NAME")]
-        vars: Vec<String>,
-        /// A tool's programs folder, relative to it, put first on confined commands' PATH.
-        #[arg(long, value_name = "RELATIVE")]
-        bin: Option<String>,
+        #[command(flatten)]
+        toolchain: ToolchainArgs,
         /// Why, for the changelog.
         #[arg(long, default_value = "")]
         reason: String,
@@ -228,15 +243,8 @@ pub(crate) enum GrantCommand {
         /// The exact folder proposed, if any.
         #[arg(long)]
         path: Option<PathBuf>,
-        /// folder (the default), tool or cache.
-        #[arg(long, value_enum)]
-        kind: Option<KindArg>,
-        /// For a tool or a cache: a variable to set to its path (repeatable).
-        #[arg(long = "var", value_name = "NAME")]
-        vars: Vec<String>,
-        /// For a tool: its programs folder, relative to it.
-        #[arg(long, value_name = "RELATIVE")]
-        bin: Option<String>,
+        #[command(flatten)]
+        toolchain: ToolchainArgs,
         /// Who, for the changelog (default: the OS user).
         #[arg(long)]
         actor: Option<String>,

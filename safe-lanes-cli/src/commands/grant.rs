@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use safe_lanes::grants::{Asked, Change, Grant, Kind, Request, Toolchain};
+use safe_lanes::grants::{Asked, Change, Grant, Kind, Request};
 use safe_lanes::{Grants, Shown, StateRoot};
 use serde_json::json;
 
@@ -102,19 +102,16 @@ fn request(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
         access,
         reason,
         path,
-        kind,
-        vars,
-        bin,
+        toolchain,
         actor,
     } = cmd
     else {
         unreachable!("not a request: {cmd:?}")
     };
-    let kind = kind.map(Into::into).unwrap_or_default();
     let asked = Asked {
         access: access.into(),
         path: path.as_deref(),
-        toolchain: Toolchain::parse(kind, &vars, bin.as_deref())?,
+        toolchain: toolchain.toolchain()?,
     };
     let r = grants.request_toolchain(&alias, asked, &reason, &who(actor))?;
     let text = format!(
@@ -131,14 +128,11 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             alias,
             path,
             access,
-            kind,
-            vars,
-            bin,
+            toolchain,
             reason,
             actor,
         } => {
-            let kind = kind.map(Into::into).unwrap_or_default();
-            let toolchain = Toolchain::parse(kind, &vars, bin.as_deref())?;
+            let toolchain = toolchain.toolchain()?;
             let access = access.map(Into::into);
             let actor = who(actor);
             let added = grants.add_with(&alias, &path, access, toolchain, &reason, &actor)?;
