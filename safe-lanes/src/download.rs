@@ -647,19 +647,13 @@ impl DownloadLane {
         let Ok(entries) = self.dir.entries() else {
             return;
         };
-        for (name, st) in &entries {
-            // A hidden staging file carries the mark too, but was never published.
-            if is_listed(name, st)
-                && is_marked(st)
-                && let Err(e) = Name::new(name).and_then(|name| self.recover(name))
-            {
-                tracing::warn!(error = %e, "could not record a recovered download");
-            }
-        }
+        // Stale staging names first: a crash between the `link` and the `unlink` of the
+        // fallback publish leaves the file under both names, and only a single-link file is
+        // recovered.
         let cutoff = SystemTime::now()
             .checked_sub(STALE_AFTER)
             .unwrap_or(SystemTime::UNIX_EPOCH);
-        for (name, st) in entries {
+        for (name, st) in &entries {
             let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(st.st_mtime.max(0) as u64);
             if name
                 .as_encoded_bytes()
@@ -667,7 +661,16 @@ impl DownloadLane {
                 && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
                 && mtime < cutoff
             {
-                let _ = Name::new(&name).and_then(|name| self.dir.remove_file(name));
+                let _ = Name::new(name).and_then(|name| self.dir.remove_file(name));
+            }
+        }
+        for (name, st) in &entries {
+            // A hidden staging file carries the mark too, but was never published.
+            if is_listed(name, st)
+                && is_marked(st)
+                && let Err(e) = Name::new(name).and_then(|name| self.recover(name))
+            {
+                tracing::warn!(error = %e, "could not record a recovered download");
             }
         }
     }

@@ -186,6 +186,10 @@ pub enum Publishing {
     /// A hidden name created `O_EXCL | O_NOFOLLOW`, renamed without replacing
     /// ([`Anchor::rename_new`]); a crash leaves the hidden file for the next sweep.
     Rename,
+    /// [`Publishing::Rename`] as a system without an exclusive rename does it: the hidden name
+    /// is linked to the new one, then removed ([`Anchor::rename_new`]'s fallback). For tests,
+    /// so that fallback runs on every Linux run.
+    RenameByLink,
 }
 
 thread_local! {
@@ -509,13 +513,17 @@ impl Anchor {
         let unsupported = |e: Errno| {
             e == Errno::INVAL || e == Errno::NOSYS || e == Errno::NOTSUP || e == Errno::OPNOTSUPP
         };
-        match rustix::fs::renameat_with(
-            &self.fd,
-            names.0,
-            &self.fd,
-            names.1,
-            RenameFlags::NOREPLACE,
-        ) {
+        let exclusive = match publishing() {
+            Publishing::RenameByLink => Err(Errno::NOSYS),
+            _ => rustix::fs::renameat_with(
+                &self.fd,
+                names.0,
+                &self.fd,
+                names.1,
+                RenameFlags::NOREPLACE,
+            ),
+        };
+        match exclusive {
             Ok(()) => Ok(()),
             Err(e) if unsupported(e) => {
                 rustix::fs::linkat(&self.fd, names.0, &self.fd, names.1, AtFlags::empty())

@@ -75,30 +75,35 @@ on_each_backend! {
     patch: crate::patch::every_refusal_leaves_everything_unchanged;
 }
 
-/// Run `case` with this thread forced onto the paths macOS takes: the component walk, and new
-/// files published under a hidden name by an exclusive rename.
-pub(crate) fn on_the_macos_paths(case: fn()) {
+/// Run `case` with this thread forced onto the walk and onto `publishing`.
+pub(crate) fn on_the_walk_publishing_by(publishing: Publishing, case: fn()) {
     let _walk = force_backend(Backend::Walk);
-    let _rename = force_publishing(Publishing::Rename);
+    let _publishing = force_publishing(publishing);
     case();
 }
 
-/// `area: [case, …];` → `lanes_on_the_walk_backend_with_rename_publish::area::case`, one test
-/// per case, each running `crate::area::case` on the paths macOS takes.
-macro_rules! on_the_macos_paths {
-    ($($area:ident: [$($case:ident),* $(,)?];)*) => {
-        mod lanes_on_the_walk_backend_with_rename_publish {
+/// `module, publishing; area: [case, …];` → `module::area::case`, one test per case, each
+/// running `crate::area::case` on the walk with `publishing` forced.
+macro_rules! on_the_walk_publishing_by {
+    ($module:ident, $publishing:ident; $($area:ident: [$($case:ident),* $(,)?];)*) => {
+        mod $module {
             $(mod $area {
                 $(#[test]
                 fn $case() {
-                    crate::backends::on_the_macos_paths(crate::$area::$case);
+                    crate::backends::on_the_walk_publishing_by(
+                        safe_lanes::beneath::Publishing::$publishing,
+                        crate::$area::$case,
+                    );
                 })*
             })*
         }
     };
 }
 
-on_the_macos_paths! {
+// The paths macOS takes: the component walk, and new files published under a hidden name by
+// an exclusive rename.
+on_the_walk_publishing_by! {
+    lanes_on_the_walk_backend_with_rename_publish, Rename;
     download: [
         a_save_lands_in_the_lane_private_and_intact,
         the_same_hint_three_times_gives_three_files,
@@ -135,6 +140,24 @@ on_the_macos_paths! {
     ];
     beneath: [escape_table];
     grants: [resolution_inside_a_grant_refuses_every_escape];
+    patch: [every_refusal_leaves_everything_unchanged];
+}
+
+// Where the filesystem has no exclusive rename, a file is published by `link` + `unlink`
+// (a directory cannot be, so the deposit is not run here).
+on_the_walk_publishing_by! {
+    lanes_on_the_walk_backend_with_link_unlink_publish, RenameByLink;
+    download: [
+        a_save_lands_in_the_lane_private_and_intact,
+        the_same_hint_three_times_gives_three_files,
+        sixty_four_threads_saving_one_hint_give_sixty_four_intact_files,
+        two_lanes_in_parallel_like_two_processes_never_overwrite,
+        planted_links_directories_and_fifos_are_collisions_never_written_through,
+        a_failing_reader_leaves_nothing_behind,
+        a_new_lane_finds_a_free_number_among_many_existing_copies,
+        every_save_is_audited,
+        a_stopped_save_leaves_nothing_in_the_lane,
+    ];
     patch: [every_refusal_leaves_everything_unchanged];
 }
 
@@ -200,6 +223,46 @@ fn a_forced_publishing_reaches_the_lanes_this_thread_opens_only() {
         publishing(),
         Publishing::Link,
         "the guard restored the default"
+    );
+}
+
+/// Forced onto the `link` + `unlink` fallback, `rename_new` links and then unlinks: the file
+/// ends with its new name and one link, and a directory (which cannot be linked) stays where
+/// it was, whereas the exclusive rename moves it.
+#[test]
+fn the_link_unlink_fallback_leaves_one_name_with_one_link_and_cannot_move_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("file"), "content").unwrap();
+    std::fs::create_dir(tmp.path().join("dir")).unwrap();
+    let name = |n: &'static str| safe_lanes::input::Name::new(n).unwrap();
+    {
+        let _link = force_publishing(Publishing::RenameByLink);
+        let anchor = Anchor::open_ambient(tmp.path(), FIXTURE).unwrap();
+        anchor.rename_new(name("file"), name("published")).unwrap();
+        let refused = anchor.rename_new(name("dir"), name("moved")).unwrap_err();
+        assert_eq!(refused.code(), Code::Io, "{refused}");
+        std::fs::write(tmp.path().join("taken"), "other").unwrap();
+        let taken = anchor
+            .rename_new(name("published"), name("taken"))
+            .unwrap_err();
+        assert_eq!(
+            taken.raw_os_error(),
+            Some(rustix::io::Errno::EXIST.raw_os_error())
+        );
+    }
+    let published = std::fs::symlink_metadata(tmp.path().join("published")).unwrap();
+    assert_eq!(published.nlink(), 1);
+    assert_eq!(std::fs::read(tmp.path().join("taken")).unwrap(), b"other");
+    assert_eq!(
+        crate::util::names(tmp.path()),
+        ["dir", "published", "taken"],
+        "no second name is left, nothing replaced"
+    );
+    let anchor = Anchor::open_ambient(tmp.path(), FIXTURE).unwrap();
+    anchor.rename_new(name("dir"), name("moved")).unwrap();
+    assert!(
+        tmp.path().join("moved").is_dir(),
+        "the exclusive rename moves it"
     );
 }
 

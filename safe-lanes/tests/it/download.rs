@@ -571,6 +571,41 @@ fn a_file_from_the_far_future_is_listed_and_kept() {
     assert!(path.exists());
 }
 
+/// A save that died between the `link` and the `unlink` of the fallback publish left its file
+/// under the new name and, hard-linked, under the stale hidden one: the next lane removes the
+/// hidden name first, so the file has one link again and is recovered.
+#[test]
+fn a_file_left_under_both_names_by_the_link_fallback_is_recovered() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let fx = Fixture::new();
+    let dir = fx.root.downloads_path();
+    let published = dir.join("both.txt");
+    std::fs::write(&published, "linked, not yet unlinked").unwrap();
+    std::fs::set_permissions(&published, std::fs::Permissions::from_mode(0o1600)).unwrap();
+    let hidden = dir.join(".partial-0123456789abcdef");
+    std::fs::hard_link(&published, &hidden).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&hidden)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(2 * 3600))
+        .unwrap();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    let listed = lane.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(!hidden.exists());
+    let st = std::fs::symlink_metadata(&published).unwrap();
+    assert_eq!((st.nlink(), mode(&published)), (1, 0o600));
+    let text = std::fs::read_to_string(fx.root.path().join("audit.jsonl")).unwrap();
+    let recovered: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "download.recovered")
+        .collect();
+    assert_eq!(recovered.len(), 1, "{text}");
+    assert_eq!(recovered[0]["file"]["name"], "both.txt");
+}
+
 /// What a save that died between publishing and recording leaves (a file carrying the mark,
 /// the sticky bit) is recorded as recovered and unmarked by the next lane; a hidden staging
 /// file carrying it was never published and is not recorded.
