@@ -19,6 +19,40 @@ pub const ENV_PREFIX: &str = "WORKFLOW_FOLDER_";
 /// The longest reason kept, in characters (longer reasons are cut).
 pub const MAX_REASON_CHARS: usize = 1000;
 
+/// For a text newtype `$name(String)` whose `$name::new(&str) -> Result<Self>` is the only
+/// way in: `as_str`, `Display`, and the two conversions its serde attributes name
+/// (`try_from = "String"` goes through `new`, so a hand-edited manifest is checked too).
+macro_rules! checked_text {
+    ($name:ident) => {
+        impl $name {
+            /// The checked text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $crate::error::Error;
+            fn try_from(text: String) -> $crate::error::Result<Self> {
+                $name::new(&text)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(checked: $name) -> String {
+                checked.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+pub(crate) use checked_text;
+
 /// A grant alias: `[a-z0-9][a-z0-9_-]{0,47}`.
 ///
 /// Holding an `Alias` means the text follows these rules; its environment key
@@ -57,11 +91,6 @@ impl Alias {
         }
     }
 
-    /// The alias text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
     /// The environment variable naming the granted folder in confined commands:
     /// `WORKFLOW_FOLDER_` + the alias uppercased with `-` as `_`. Two aliases with the same key
     /// (`rts-source`, `rts_source`) cannot both be granted.
@@ -78,24 +107,7 @@ impl Alias {
     }
 }
 
-impl TryFrom<String> for Alias {
-    type Error = Error;
-    fn try_from(text: String) -> Result<Self> {
-        Alias::new(&text)
-    }
-}
-
-impl From<Alias> for String {
-    fn from(alias: Alias) -> String {
-        alias.0
-    }
-}
-
-impl fmt::Display for Alias {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+checked_text!(Alias);
 
 /// How much a grant allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

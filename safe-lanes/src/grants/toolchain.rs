@@ -17,7 +17,7 @@ use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{Access, ENV_PREFIX};
+use super::model::{Access, ENV_PREFIX, checked_text};
 use crate::error::{Error, Result, Shown};
 
 /// What a grant is for.
@@ -147,31 +147,9 @@ impl VarName {
             None => Ok(Self(text.to_owned())),
         }
     }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
-impl TryFrom<String> for VarName {
-    type Error = Error;
-    fn try_from(text: String) -> Result<Self> {
-        VarName::new(&text)
-    }
-}
-
-impl From<VarName> for String {
-    fn from(name: VarName) -> String {
-        name.0
-    }
-}
-
-impl fmt::Display for VarName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+checked_text!(VarName);
 
 /// The folder inside a tool that holds its programs (`bin`, or `.` for the tool's folder
 /// itself): relative, plain components only (no `..` or root), UTF-8 without control
@@ -211,25 +189,9 @@ impl ToolBin {
             None => Ok(Self(text.to_owned())),
         }
     }
-
-    /// The relative path.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
-impl TryFrom<String> for ToolBin {
-    type Error = Error;
-    fn try_from(text: String) -> Result<Self> {
-        ToolBin::new(&text)
-    }
-}
-
-impl From<ToolBin> for String {
-    fn from(bin: ToolBin) -> String {
-        bin.0
-    }
-}
+checked_text!(ToolBin);
 
 /// What a grant adds to confined commands besides its folder: its kind, the variables set to
 /// its path, and for a tool the folder put on `PATH`. A plain folder grant has none.
