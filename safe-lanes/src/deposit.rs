@@ -11,8 +11,9 @@
 //! 3. the [`Staged`] guard erases the file and its directory when dropped: after success,
 //!    failure, timeout, or a panic in the caller.
 //!
-//! Staged entries older than an hour (left by a crash or a kill) are swept when a deposit is
-//! opened.
+//! Each staging directory is held ([`crate::held`]) by the process using it. Opening a deposit
+//! sweeps everything else at once: what a crash or a kill left, and anything put there by
+//! hand (a hidden directory being made is kept for an hour).
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -26,17 +27,15 @@ use serde::Serialize;
 
 use crate::actor::Actor;
 use crate::audit::AuditLog;
-use rustix::fs::FlockOperation;
-
-use crate::beneath::{Anchor, Symlinks};
+use crate::beneath::Anchor;
 use crate::child::{Limits, Outcome, run};
 use crate::control::Control;
 use crate::copy::copy_hashed;
 use crate::error::{Error, Result, Shown};
 use crate::fd::ReadAt;
-use crate::input::{Name, RelPath};
+use crate::held::{self, Held, Holder};
+use crate::input::Name;
 use crate::name::sanitize;
-use crate::random::random_hex;
 use crate::root::StateRoot;
 use crate::upload::Opened;
 
@@ -139,10 +138,9 @@ pub struct UploadDeposit {
 #[derive(Debug)]
 pub struct Staged<'d> {
     deposit: &'d UploadDeposit,
-    /// Its directory, locked (`flock`) while this lives: the lock says "in use" to a sweep in
+    /// Its directory, held ([`Held`]) while this lives: the lock says "in use" to a sweep in
     /// any process, and goes with this process if it dies.
-    _in_use: Anchor,
-    dir: String,
+    held: Held,
     name: String,
     bytes: u64,
     sha256: String,
@@ -209,43 +207,22 @@ impl UploadDeposit {
     /// The hint is untrusted; it only becomes one sanitized name in a fresh private directory.
     pub fn stage(&self, hint: impl AsRef<[u8]>, mut reader: impl Read) -> Result<Staged<'_>> {
         let name = sanitize(hint).as_str().to_owned();
-        let in_use = self.staging_dir()?;
         let mut staged = Staged {
             deposit: self,
-            dir: in_use.1,
-            _in_use: in_use.0,
+            held: Held::create(&self.dir)?,
             name,
             bytes: 0,
             sha256: String::new(),
         };
-        let fd = staged._in_use.create_new(Name::new(&staged.name)?, 0o600)?;
+        let fd = staged
+            .held
+            .dir
+            .create_new(Name::new(&staged.name)?, 0o600)?;
         let copied = copy_hashed(&mut reader, fd.as_fd(), self.max_bytes, || Ok(()))?;
         staged.bytes = copied.bytes;
         staged.sha256 = copied.sha256;
         crate::crash::point("deposit.staged");
         Ok(staged)
-    }
-
-    /// A new staging directory, locked, and its name. It is made under a hidden name, locked,
-    /// then renamed: a sweep never sees it unlocked under its real name.
-    fn staging_dir(&self) -> Result<(Anchor, String)> {
-        let dir = random_hex();
-        let hidden = format!(".{dir}");
-        self.dir.create_dir(Name::new(&hidden)?, 0o700)?;
-        let made = (|| {
-            let sub = self.dir.open_dir(RelPath::new(&hidden)?, Symlinks::Deny)?;
-            rustix::fs::flock(&sub, FlockOperation::LockExclusive)
-                .map_err(|e| Error::io("flock", hidden.as_str(), e))?;
-            self.dir.rename_new(Name::new(&hidden)?, Name::new(&dir)?)?;
-            Ok(sub)
-        })();
-        match made {
-            Ok(sub) => Ok((sub, dir)),
-            Err(e) => {
-                let _ = Name::new(&hidden).and_then(|name| self.dir.remove_all(name));
-                Err(e)
-            }
-        }
     }
 
     /// Stage a copy of a source that passed the upload allowlist, under its own name.
@@ -306,9 +283,11 @@ impl UploadDeposit {
         })
     }
 
-    /// Remove what no process is using: a staging directory whose lock can be taken (its
-    /// process has ended without erasing it: a crash), and anything else older than
-    /// [`STALE_AFTER`].
+    /// Remove what no process is using. The deposit holds nothing but staging directories,
+    /// each held ([`Held`]) by the process using it; what is kept is a staging directory
+    /// whose lock is taken, and a hidden one younger than [`STALE_AFTER`] (being made, or
+    /// left by a process that died making it). Everything else goes: a staging directory
+    /// whose process ended without erasing it (a crash), and anything put here by hand.
     fn sweep_stale(&self) {
         let Ok(entries) = self.dir.entries() else {
             return;
@@ -318,7 +297,12 @@ impl UploadDeposit {
             .unwrap_or(SystemTime::UNIX_EPOCH);
         for (name, st) in entries {
             let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(st.st_mtime.max(0) as u64);
-            if mtime >= cutoff && !self.abandoned(&name, &st) {
+            let in_use = if name.as_encoded_bytes().starts_with(b".") {
+                mtime >= cutoff
+            } else {
+                matches!(held::holder(&self.dir, &name, &st), Holder::Live)
+            };
+            if in_use {
                 continue;
             }
             let _ = Name::new(&name).and_then(|name| self.dir.remove_all(name));
@@ -327,27 +311,10 @@ impl UploadDeposit {
     }
 }
 
-impl UploadDeposit {
-    /// Whether the entry `name` is a staging directory nobody holds: its lock can be taken.
-    fn abandoned(&self, name: &std::ffi::OsStr, st: &rustix::fs::Stat) -> bool {
-        let is_dir =
-            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
-        let hidden = name.as_encoded_bytes().starts_with(b".");
-        if !is_dir || hidden {
-            return false;
-        }
-        let Ok(dir) = Name::new(name).and_then(|n| self.dir.open_dir(n.as_rel(), Symlinks::Deny))
-        else {
-            return false;
-        };
-        rustix::fs::flock(&dir, FlockOperation::NonBlockingLockExclusive).is_ok()
-    }
-}
-
 impl Staged<'_> {
     /// The staged file's path relative to the deposit: what `{file}` becomes.
     pub fn relative(&self) -> PathBuf {
-        Path::new(&self.dir).join(&self.name)
+        Path::new(&self.held.name).join(&self.name)
     }
 
     /// The staged file's absolute path.
@@ -368,7 +335,7 @@ impl Staged<'_> {
 
 impl Drop for Staged<'_> {
     fn drop(&mut self) {
-        let removed = Name::new(&self.dir).and_then(|dir| self.deposit.dir.remove_all(dir));
+        let removed = Name::new(&self.held.name).and_then(|dir| self.deposit.dir.remove_all(dir));
         if let Err(e) = removed {
             tracing::warn!(error = %e, "could not erase a staged upload");
         }

@@ -97,6 +97,8 @@ mod fd;
 #[cfg(unix)]
 pub mod grants;
 #[cfg(unix)]
+mod held;
+#[cfg(unix)]
 pub mod input;
 #[cfg(unix)]
 mod lossy;

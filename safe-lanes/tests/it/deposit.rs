@@ -224,14 +224,30 @@ pub(crate) fn stale_staged_entries_are_swept_when_a_deposit_opens() {
     std::fs::create_dir(&old_dir).unwrap();
     std::fs::write(old_dir.join("leftover.txt"), "from a crash").unwrap();
     std::fs::write(uploads.join("old-file"), "old").unwrap();
-    std::fs::write(uploads.join("recent-file"), "recent").unwrap();
+    std::fs::write(uploads.join("recent-file"), "put here by hand").unwrap();
+    let recent_dir = uploads.join("fedcba9876543210fedcba9876543210");
+    std::fs::create_dir(&recent_dir).unwrap();
+    std::fs::write(recent_dir.join("leftover.txt"), "from a crash a minute ago").unwrap();
+    std::fs::create_dir(uploads.join(".being-made")).unwrap();
+    std::fs::create_dir(uploads.join(".made-long-ago")).unwrap();
     let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
-    for p in [&old_dir, &uploads.join("old-file")] {
+    for p in [
+        &old_dir,
+        &uploads.join("old-file"),
+        &uploads.join(".made-long-ago"),
+    ] {
         std::fs::File::open(p)
             .unwrap()
             .set_modified(two_hours_ago)
             .unwrap();
     }
-    let _deposit = UploadDeposit::open(&fx.root).unwrap();
-    assert_eq!(names(&uploads), ["recent-file"]);
+    let live = UploadDeposit::open(&fx.root).unwrap();
+    assert_eq!(
+        names(&uploads),
+        [".being-made"],
+        "only a hidden entry being made stays"
+    );
+    let staged = live.stage("in-use.txt", &b"staged"[..]).unwrap();
+    let _another = UploadDeposit::open(&fx.root).unwrap();
+    assert!(staged.path().exists(), "a staging directory in use is kept");
 }
