@@ -11,9 +11,9 @@
 //! 3. the [`Staged`] guard erases the file and its directory when dropped: after success,
 //!    failure, timeout, or a panic in the caller.
 //!
-//! Each staging directory is held ([`crate::held`]) by the process using it. Opening a deposit
+//! Each staging directory is held (locked with `flock`) by the process using it. Opening a deposit
 //! sweeps everything else at once: what a crash or a kill left, and anything put there by
-//! hand (a hidden directory being made is kept for an hour).
+//! hand.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -21,7 +21,6 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
@@ -39,8 +38,6 @@ use crate::name::sanitize;
 use crate::root::StateRoot;
 use crate::upload::Opened;
 
-/// Staged entries older than this are crash leftovers.
-const STALE_AFTER: Duration = Duration::from_secs(3600);
 /// The placeholder replaced by the staged file's path in the uploader's arguments.
 pub const FILE_PLACEHOLDER: &str = "{file}";
 
@@ -140,7 +137,7 @@ pub struct Staged<'d> {
     deposit: &'d UploadDeposit,
     /// Its directory, held ([`Held`]) while this lives: the lock says "in use" to a sweep in
     /// any process, and goes with this process if it dies.
-    held: Held,
+    held: Held<Anchor>,
     name: String,
     bytes: u64,
     sha256: String,
@@ -209,14 +206,14 @@ impl UploadDeposit {
         let name = sanitize(hint).as_str().to_owned();
         let mut staged = Staged {
             deposit: self,
-            held: Held::create(&self.dir)?,
+            held: Held::create_dir(&self.dir)?,
             name,
             bytes: 0,
             sha256: String::new(),
         };
         let fd = staged
             .held
-            .dir
+            .entry
             .create_new(Name::new(&staged.name)?, 0o600)?;
         let copied = copy_hashed(&mut reader, fd.as_fd(), self.max_bytes, || Ok(()))?;
         staged.bytes = copied.bytes;
@@ -284,28 +281,21 @@ impl UploadDeposit {
     }
 
     /// Remove what no process is using. The deposit holds nothing but staging directories,
-    /// each held ([`Held`]) by the process using it; what is kept is a staging directory
-    /// whose lock is taken, and a hidden one younger than [`STALE_AFTER`] (being made, or
-    /// left by a process that died making it). Everything else goes: a staging directory
-    /// whose process ended without erasing it (a crash), and anything put here by hand.
+    /// each held ([`Held`]) by the process using it, and hidden ones being made; everything
+    /// else goes at once: a staging directory whose process ended without erasing it (a
+    /// crash), a hidden one older than an hour, and anything put there by hand.
     fn sweep_stale(&self) {
         let Ok(entries) = self.dir.entries() else {
             return;
         };
-        let cutoff = SystemTime::now()
-            .checked_sub(STALE_AFTER)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
         for (name, st) in entries {
-            let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(st.st_mtime.max(0) as u64);
-            let in_use = if name.as_encoded_bytes().starts_with(b".") {
-                mtime >= cutoff
-            } else {
-                matches!(held::holder(&self.dir, &name, &st), Holder::Live)
-            };
-            if in_use {
+            let holder = held::holder(&self.dir, &name, &st);
+            if matches!(holder, Holder::Live | Holder::Making) {
                 continue;
             }
+            // An abandoned entry's lock is kept (in `holder`) until it is removed.
             let _ = Name::new(&name).and_then(|name| self.dir.remove_all(name));
+            drop(holder);
             tracing::info!(entry = %Shown::bytes(name.as_encoded_bytes()), "swept a stale staged upload");
         }
     }

@@ -39,6 +39,8 @@ pub const UPLOAD_ROOTS_FILE: &str = ".upload-roots";
 pub const MANIFEST_FILE: &str = "workflow.json";
 /// The audit log under the root.
 pub const AUDIT_FILE: &str = "audit.jsonl";
+/// Name of the download lane's registry of savers (see [`crate::download`], "Crash recovery").
+pub const SAVERS_DIR: &str = ".savers";
 
 /// The mode of the root and of each lane.
 const DIR_MODE: u32 = 0o700;
@@ -194,8 +196,8 @@ impl StateRoot {
             refuse_planted(&anchor, path)?;
         }
         let path = beneath::location_of(anchor.as_fd()).unwrap_or_else(|_| path.to_path_buf());
-        let downloads = open_lane(&anchor, &path, DOWNLOADS_DIR, modes)?;
-        let uploads = open_lane(&anchor, &path, UPLOADS_DIR, modes)?;
+        let (downloads, _) = open_lane(&anchor, &path, DOWNLOADS_DIR, modes)?;
+        let (uploads, _) = open_lane(&anchor, &path, UPLOADS_DIR, modes)?;
         let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
         Ok(Self {
             path,
@@ -251,6 +253,12 @@ impl StateRoot {
     /// The `.uploads` deposit descriptor.
     pub(crate) fn uploads(&self) -> &Anchor {
         &self.uploads
+    }
+
+    /// `<root>/.savers`, opened (and created when missing) as a lane is, and whether it was
+    /// missing.
+    pub(crate) fn savers(&self) -> Result<(Anchor, bool)> {
+        open_lane(&self.anchor, &self.path, SAVERS_DIR, Modes::Check)
     }
 
     /// The audit log (`<root>/audit.jsonl`), shared by everything opened from this root.
@@ -331,17 +339,20 @@ enum Modes {
 }
 
 /// Open the lane `name` beneath `root`, creating it only when it is missing (so a read-only
-/// root whose lanes exist is not written), and check it as [`secure`] does.
-fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Result<Anchor> {
+/// root whose lanes exist is not written), and check it as [`secure`] does. Whether this call
+/// created it.
+fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Result<(Anchor, bool)> {
     let lane_path = root_path.join(name);
     let open = || root.open_dir(RelPath::new(name)?, Symlinks::Deny);
+    let mut created = false;
     let lane = match open() {
         Err(Error::NotFound { .. }) => {
             match root.create_dir(Name::new(name)?, DIR_MODE) {
+                Ok(()) => created = true,
                 Err(e) if e.raw_os_error() != Some(rustix::io::Errno::EXIST.raw_os_error()) => {
                     return Err(e);
                 }
-                _ => {}
+                Err(_) => {}
             }
             open()
         }
@@ -352,7 +363,7 @@ fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Resul
         _ => insecure(&lane_path, format!("not a real directory ({e})")),
     })?;
     secure(&lane, &lane_path, modes)?;
-    Ok(lane)
+    Ok((lane, created))
 }
 
 /// Check the directory `dir` (at `path`) with [`check_private`]; under [`Modes::Repair`], one

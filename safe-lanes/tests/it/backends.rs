@@ -138,6 +138,12 @@ on_the_walk_publishing_by! {
         the_hard_guard_holds_when_the_allowlist_covers_the_state_root,
         refusals_and_resolutions_are_audited,
     ];
+    savers: [
+        a_clean_saver_leaves_nothing_and_the_next_lane_does_not_read_the_lane,
+        a_dead_savers_entry_makes_the_next_lane_recover_and_is_removed,
+        a_live_saver_is_not_taken_for_a_dead_one,
+        savers_coming_and_going_in_parallel_never_lose_their_entry,
+    ];
     beneath: [escape_table];
     grants: [resolution_inside_a_grant_refuses_every_escape];
     patch: [every_refusal_leaves_everything_unchanged];
@@ -157,6 +163,12 @@ on_the_walk_publishing_by! {
         a_new_lane_finds_a_free_number_among_many_existing_copies,
         every_save_is_audited,
         a_stopped_save_leaves_nothing_in_the_lane,
+    ];
+    savers: [
+        a_clean_saver_leaves_nothing_and_the_next_lane_does_not_read_the_lane,
+        a_dead_savers_entry_makes_the_next_lane_recover_and_is_removed,
+        a_live_saver_is_not_taken_for_a_dead_one,
+        savers_coming_and_going_in_parallel_never_lose_their_entry,
     ];
     patch: [every_refusal_leaves_everything_unchanged];
 }

@@ -232,11 +232,11 @@ pub(crate) fn stale_staged_entries_are_swept_when_a_deposit_opens() {
     std::fs::create_dir(uploads.join(".made-long-ago")).unwrap();
     let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
     for p in [
-        &old_dir,
-        &uploads.join("old-file"),
-        &uploads.join(".made-long-ago"),
+        "0123456789abcdef0123456789abcdef",
+        "old-file",
+        ".made-long-ago",
     ] {
-        std::fs::File::open(p)
+        std::fs::File::open(uploads.join(p))
             .unwrap()
             .set_modified(two_hours_ago)
             .unwrap();
@@ -245,7 +245,7 @@ pub(crate) fn stale_staged_entries_are_swept_when_a_deposit_opens() {
     assert_eq!(
         names(&uploads),
         [".being-made"],
-        "only a hidden entry being made stays"
+        "only a hidden directory being made stays"
     );
     let staged = live.stage("in-use.txt", &b"staged"[..]).unwrap();
     let _another = UploadDeposit::open(&fx.root).unwrap();

@@ -14,5 +14,6 @@ mod interop;
 mod name;
 mod patch;
 mod root;
+mod savers;
 mod upload;
 mod util;

@@ -15,8 +15,17 @@
 //! 6. appends one line to the audit log.
 //!
 //! A failing reader or a size-cap breach leaves nothing: the unnamed file vanishes with its
-//! descriptor, a hidden one is removed by a guard (and crash leftovers older than an hour are
-//! swept before a lane first stages through a hidden name).
+//! descriptor, a hidden one is removed by a guard.
+//!
+//! # Crash recovery
+//!
+//! A file is published marked (the sticky bit) and unmarked once its record is written, so a
+//! process that dies in between leaves a marked file (ADR 0009). Every handle that saves holds
+//! an entry in the registry `<root>/.savers` (`savers.rs`, ADR 0015) from before its first
+//! save until it is dropped; an entry whose lock is free was left by a process that died.
+//! Before its first save or listing, a handle that finds one (or no registry at all) reads the
+//! lane once: each marked file is recorded as `download.recovered` and unmarked, and hidden
+//! staging files older than an hour are removed. Otherwise the lane is not read.
 //!
 //! # Finding a free name
 //!
@@ -30,7 +39,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::{FileType, Stat};
@@ -45,6 +54,10 @@ use crate::error::{Code, Error, Result, Shown};
 use crate::input::Name;
 use crate::name::{SafeName, sanitize};
 use crate::root::StateRoot;
+
+mod savers;
+
+use savers::{Registration, Savers};
 
 /// Mode of every saved file.
 const FILE_MODE: u32 = 0o600;
@@ -261,7 +274,11 @@ pub struct DownloadLane {
     staging: Staging,
     actor: Actor,
     next_suffix: Mutex<HashMap<String, Next>>,
-    /// Hidden staging files left by a crash are swept once, before the first hidden staging.
+    /// The registry that says whether a crash may have left files unrecorded.
+    savers: Savers,
+    /// This handle's entry in it, made before its first save (`None` without a registry).
+    registration: OnceLock<Option<Registration>>,
+    /// What a crash left is looked for once, before the first use ([`DownloadLane::sweep`]).
     swept: Once,
 }
 
@@ -279,7 +296,8 @@ impl DownloadLane {
     ///
     /// # Errors
     ///
-    /// `io` when the lane descriptor cannot be duplicated.
+    /// `io` when the lane descriptor cannot be duplicated; `insecure_root` when the registry
+    /// of savers (`<root>/.savers`) is not a private directory of the current user.
     pub fn open(root: &StateRoot) -> Result<Self> {
         let lane = Self {
             dir: root.downloads().try_clone()?,
@@ -290,6 +308,8 @@ impl DownloadLane {
             staging: Staging::now(),
             actor: Actor::Agent,
             next_suffix: Mutex::new(HashMap::new()),
+            savers: Savers::open(root)?,
+            registration: OnceLock::new(),
             swept: Once::new(),
         };
         Ok(lane)
@@ -346,7 +366,8 @@ impl DownloadLane {
     }
 
     fn save_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Saved> {
-        self.swept.call_once(|| self.sweep());
+        self.recover_once();
+        self.register()?;
         let name = sanitize(hint);
         let staged = self.stage()?;
         let copied = copy_hashed(
@@ -424,7 +445,7 @@ impl DownloadLane {
     /// The lane's files (see [`is_listed`]) that `keep` accepts, by name (lossy, then bytes).
     fn files(&self, keep: impl Fn(&std::ffi::OsStr, &Stat) -> bool) -> Result<Vec<Entry>> {
         // A file a crash left unrecorded is recorded before it is listed or pruned.
-        self.swept.call_once(|| self.sweep());
+        self.recover_once();
         let mut out: Vec<Entry> = self
             .dir
             .entries()?
@@ -639,13 +660,43 @@ impl DownloadLane {
         hi
     }
 
-    /// What a process that died mid-save left, found once per lane handle (reading the whole
-    /// lane is O(n)): hidden staging files older than [`STALE_AFTER`] are removed, and a file
-    /// published but never recorded (a lane file, see [`is_listed`], that carries the mark, see
-    /// [`is_marked`]) is recorded now as recovered.
-    fn sweep(&self) {
+    /// Before this handle's first use: when the registry says a saver died (or knows
+    /// nothing), what it left is found ([`DownloadLane::sweep`]); then its entry goes, unless
+    /// something could not be recorded.
+    fn recover_once(&self) {
+        self.swept.call_once(|| {
+            let evidence = self.savers.evidence();
+            if !evidence.crash_possible() {
+                return;
+            }
+            if self.sweep() {
+                evidence.settled();
+            } else {
+                evidence.unsettled();
+            }
+        });
+    }
+
+    /// Register this handle as a saver, once, before its first save.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the registry cannot take the entry (nothing is saved then).
+    fn register(&self) -> Result<()> {
+        if self.registration.get().is_none() {
+            // Two threads may both register: the entry of the one that loses is dropped.
+            let _ = self.registration.set(self.savers.register()?);
+        }
+        Ok(())
+    }
+
+    /// What a process that died mid-save left (reading the whole lane is O(n)): hidden staging
+    /// files older than [`STALE_AFTER`] are removed, and a file published but never recorded (a
+    /// lane file, see [`is_listed`], that carries the mark, see [`is_marked`]) is recorded now
+    /// as recovered. Whether every such file was recorded.
+    fn sweep(&self) -> bool {
         let Ok(entries) = self.dir.entries() else {
-            return;
+            return false;
         };
         // Stale staging names first: a crash between the `link` and the `unlink` of the
         // fallback publish leaves the file under both names, and only a single-link file is
@@ -664,6 +715,7 @@ impl DownloadLane {
                 let _ = Name::new(name).and_then(|name| self.dir.remove_file(name));
             }
         }
+        let mut complete = true;
         for (name, st) in &entries {
             // A hidden staging file carries the mark too, but was never published.
             if is_listed(name, st)
@@ -671,8 +723,10 @@ impl DownloadLane {
                 && let Err(e) = Name::new(name).and_then(|name| self.recover(name))
             {
                 tracing::warn!(error = %e, "could not record a recovered download");
+                complete = false;
             }
         }
+        complete
     }
 }
 

@@ -1,0 +1,171 @@
+//! The registry of savers (`<root>/.savers`): a new lane reads the lane for files a crash left
+//! unrecorded only when a saver died, or when nothing is known; live savers are told apart
+//! from dead ones; entries made and removed as the handles come and go.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use safe_lanes::DownloadLane;
+
+use crate::util::{Fixture, mode, names};
+
+/// `<root>/.savers`.
+fn savers(fx: &Fixture) -> PathBuf {
+    fx.root.path().join(".savers")
+}
+
+/// A file as a save that died between publishing and recording leaves it: marked.
+fn plant_marked(fx: &Fixture, name: &str) -> PathBuf {
+    let path = fx.root.downloads_path().join(name);
+    std::fs::write(&path, "published, never recorded").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o1600)).unwrap();
+    path
+}
+
+/// The names of the files recorded as recovered.
+fn recovered(fx: &Fixture) -> Vec<String> {
+    std::fs::read_to_string(fx.root.path().join("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "download.recovered")
+        .map(|e| e["file"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A reader that notes what `dir` holds when first read (while the save is under way, before
+/// it publishes), then yields one byte.
+struct Peek<'p> {
+    dir: &'p Path,
+    seen: Option<Vec<String>>,
+}
+
+impl std::io::Read for Peek<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.seen.is_some() || buf.is_empty() {
+            return Ok(0);
+        }
+        self.seen = Some(names(self.dir));
+        buf[0] = b'x';
+        Ok(1)
+    }
+}
+
+/// A handle registers before its first save publishes and removes its entry when dropped;
+/// with the registry present and no saver dead, the next lane does not read the lane: a
+/// marked file nobody's crash explains is left as it is.
+#[test]
+pub(crate) fn a_clean_saver_leaves_nothing_and_the_next_lane_does_not_read_the_lane() {
+    let fx = Fixture::new();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    let dir = savers(&fx);
+    let mut peek = Peek {
+        dir: &dir,
+        seen: None,
+    };
+    lane.save("a.txt", &mut peek).unwrap();
+    assert_eq!(peek.seen.unwrap().len(), 1, "registered before publishing");
+    assert_eq!(mode(&dir), 0o700);
+    drop(lane);
+    assert!(names(&dir).is_empty(), "the entry goes with the handle");
+
+    let hand = plant_marked(&fx, "hand.txt");
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    lane.save("b.txt", &b"b"[..]).unwrap();
+    assert_eq!(lane.list().unwrap().len(), 3);
+    assert_eq!(mode(&hand), 0o1600, "the lane was not read");
+    assert!(recovered(&fx).is_empty());
+}
+
+/// An entry whose lock is free is a saver that died: the next lane reads the lane, records
+/// what is marked, and removes the entry.
+#[test]
+pub(crate) fn a_dead_savers_entry_makes_the_next_lane_recover_and_is_removed() {
+    let fx = Fixture::new();
+    drop(DownloadLane::open(&fx.root).unwrap());
+    let left = plant_marked(&fx, "left.txt");
+    // What a saver killed while it held its entry leaves: the entry, unlocked.
+    std::fs::write(savers(&fx).join("0123456789abcdef0123456789abcdef"), "").unwrap();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    assert_eq!(lane.list().unwrap().len(), 1);
+    assert_eq!(mode(&left), 0o600);
+    assert_eq!(recovered(&fx), ["left.txt"]);
+    assert!(
+        names(&savers(&fx)).is_empty(),
+        "the dead saver's entry is removed"
+    );
+}
+
+/// A saver that is alive (another handle, here in the same process: a lock belongs to its
+/// open file) is not taken for a dead one, so its files are not recorded twice.
+#[test]
+pub(crate) fn a_live_saver_is_not_taken_for_a_dead_one() {
+    let fx = Fixture::new();
+    drop(DownloadLane::open(&fx.root).unwrap());
+    let live = DownloadLane::open(&fx.root).unwrap();
+    live.save("a.txt", &b"a"[..]).unwrap();
+    let in_flight = plant_marked(&fx, "in-flight.txt");
+    let other = DownloadLane::open(&fx.root).unwrap();
+    assert_eq!(other.list().unwrap().len(), 2);
+    assert_eq!(mode(&in_flight), 0o1600, "not recovered under a live saver");
+    assert_eq!(names(&savers(&fx)).len(), 1, "the live saver's entry stays");
+    drop(live);
+    assert!(names(&savers(&fx)).is_empty());
+}
+
+/// Without a registry (a root a previous version used, or one whose registry was removed),
+/// nothing is known: the first lane reads the lane, and makes the registry.
+#[test]
+fn without_a_registry_the_first_lane_reads_the_lane() {
+    let fx = Fixture::new();
+    drop(DownloadLane::open(&fx.root).unwrap());
+    std::fs::remove_dir(savers(&fx)).unwrap();
+    let left = plant_marked(&fx, "left.txt");
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    assert!(savers(&fx).is_dir());
+    lane.list().unwrap();
+    assert_eq!(mode(&left), 0o600);
+    assert_eq!(recovered(&fx), ["left.txt"]);
+}
+
+/// A registry others could write to is refused as a lane would be; a file planted where it
+/// belongs is refused as not a real directory.
+#[test]
+fn a_registry_that_is_not_private_is_refused() {
+    let fx = Fixture::new();
+    drop(DownloadLane::open(&fx.root).unwrap());
+    std::fs::set_permissions(savers(&fx), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = DownloadLane::open(&fx.root).unwrap_err();
+    assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
+    std::fs::remove_dir(savers(&fx)).unwrap();
+    std::fs::write(savers(&fx), "not a directory").unwrap();
+    let refused = DownloadLane::open(&fx.root).unwrap_err();
+    assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
+}
+
+/// Savers in many threads, each handle making and removing its entry while new handles
+/// judge the entries (and remove those they find abandoned): no save fails, none is taken
+/// for a dead saver's, and nothing is left.
+#[test]
+pub(crate) fn savers_coming_and_going_in_parallel_never_lose_their_entry() {
+    let fx = Fixture::new();
+    drop(DownloadLane::open(&fx.root).unwrap());
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let fx = &fx;
+            s.spawn(move || {
+                for i in 0..25 {
+                    let lane = DownloadLane::open(&fx.root).unwrap();
+                    lane.save(format!("t{t}-{i}.txt"), &b"x"[..]).unwrap();
+                }
+            });
+        }
+    });
+    assert!(names(&savers(&fx)).is_empty());
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    assert_eq!(lane.list().unwrap().len(), 200);
+    assert!(
+        recovered(&fx).is_empty(),
+        "no live saver was taken for a dead one"
+    );
+}
