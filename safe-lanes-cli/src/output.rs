@@ -59,7 +59,7 @@ pub(crate) fn usage(err: &clap::Error, json: bool) -> ExitCode {
         .find(|line| !line.is_empty())
         .unwrap_or("the command line does not parse");
     let message = first.strip_prefix("error: ").unwrap_or(first);
-    let message = safe_lanes::Shown::text(message).to_string();
+    let message = safe_lanes::Shown::message(message).to_string();
     let error = json!({ "error": { "code": "invalid_argument", "message": message } });
     let _ = writeln!(std::io::stdout().lock(), "{error}");
     ExitCode::from(EXIT_USAGE)
@@ -88,7 +88,7 @@ pub(crate) fn finish(result: anyhow::Result<Report>, json: bool) -> ExitCode {
                 Some(e) => (e.code().as_str(), e.code().is_refusal()),
                 None => ("io", false),
             };
-            let message = safe_lanes::Shown::text(&format!("{err:#}")).to_string();
+            let message = safe_lanes::Shown::message(&format!("{err:#}")).to_string();
             if json {
                 let _ = writeln!(
                     stdout,

@@ -161,6 +161,23 @@ impl Shown {
         Self::bytes(raw.as_bytes())
     }
 
+    /// Render a message made of text already shown (an error's message, with the context a
+    /// program put around it): what would be hidden on a screen (control and format
+    /// characters, line and paragraph separators) is escaped as [`Shown::text`] does, but a
+    /// backslash is kept and nothing is shortened, so text [`Shown::text`] rendered passes
+    /// unchanged: nothing is escaped twice.
+    pub fn message(raw: &str) -> Self {
+        let mut out = String::with_capacity(raw.len());
+        for c in raw.chars() {
+            if c == '\\' {
+                out.push(c);
+            } else {
+                push_escaped(&mut out, c);
+            }
+        }
+        Shown(out)
+    }
+
     /// Render a path.
     pub fn path(path: &Path) -> Self {
         Self::bytes(path.as_os_str().as_encoded_bytes())

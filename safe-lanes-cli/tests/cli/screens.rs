@@ -255,3 +255,21 @@ fn completions_and_man_page() {
     assert_eq!(json["shell"], "fish");
     assert!(json["script"].as_str().unwrap().contains("grant"));
 }
+
+/// An error's message names the hostile path escaped exactly once, on the screen and in the
+/// JSON: an escape character as `\u{1b}`, a backslash as `\\`, never `\\\\`.
+#[test]
+fn an_error_names_a_hostile_path_escaped_once() {
+    let env = Env::new();
+    assert_eq!(env.run(&["init"], b"").status, 0);
+    let hostile = "/nowhere/a\\b\u{1b}[31mred";
+    let once = "/nowhere/a\\\\b\\u{1b}[31mred";
+    let run = env.run(&["upload", "check", hostile], b"");
+    assert_eq!(run.status, 3, "{run:?}");
+    assert!(run.stderr.contains(once), "{run:?}");
+    assert!(!run.stderr.contains("\\\\\\\\"), "escaped twice: {run:?}");
+    assert!(!run.stderr.contains('\u{1b}'), "{run:?}");
+    let json = env.run(&["--json", "upload", "check", hostile], b"").json();
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(message.contains(once), "{message}");
+}

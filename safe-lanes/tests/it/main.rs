@@ -15,5 +15,6 @@ mod name;
 mod patch;
 mod root;
 mod savers;
+mod shown;
 mod upload;
 mod util;
