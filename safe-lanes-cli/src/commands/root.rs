@@ -225,11 +225,15 @@ fn toolchains(location: &RootLocation, manifest: Option<&Path>) -> Vec<serde_jso
     let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) else {
         return Vec::new();
     };
-    let granted: Vec<_> = StateRoot::open(&location.path)
-        .and_then(|root| Grants::open(&root, manifest))
-        .and_then(|grants| grants.list())
-        .map(|listing| listing.grants.into_iter().map(|g| g.grant.path).collect())
-        .unwrap_or_default();
+    // Only a root that exists is opened: `doctor` never creates one.
+    let granted: Vec<_> = match location.path.exists() {
+        true => StateRoot::open(&location.path)
+            .and_then(|root| Grants::open(&root, manifest))
+            .and_then(|grants| grants.list())
+            .map(|listing| listing.grants.into_iter().map(|g| g.grant.path).collect())
+            .unwrap_or_default(),
+        false => Vec::new(),
+    };
     safe_lanes::grants::detect::detect(&home)
         .into_iter()
         .map(|found| {

@@ -46,6 +46,7 @@ fn doctor_reports_a_missing_root_as_a_problem() {
     let run = env.run(&["--json", "doctor"], b"");
     assert_eq!(run.status, 1);
     assert!(run.json()["problems"][0].as_str().unwrap().contains("init"));
+    assert!(!env.root().exists(), "doctor created nothing");
 }
 
 #[test]
