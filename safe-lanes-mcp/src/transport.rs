@@ -4,8 +4,9 @@
 //! rmcp's stdio transport drops a line that is not JSON without a word. This one answers it as
 //! JSON-RPC asks: `-32700` (parse error) for a line that is not JSON, `-32600` (invalid request)
 //! for JSON that is not a message or a line over [`Limits::max_line`], with the request's `id`
-//! when it has one (for an over-long line, when the part read shows it: [`crate::prefix`]).
-//! Blank lines are skipped.
+//! when it has one (for an over-long line, when the part read shows it: [`crate::prefix`]),
+//! and `-32602` (invalid params) for a method this server answers whose params do not parse
+//! (rmcp would take it for an unknown method). Blank lines are skipped.
 //!
 //! # Bounds
 //!
@@ -43,8 +44,10 @@ use std::sync::{Arc, Mutex};
 
 use futures::{Sink, Stream};
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, GetExtensions, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage,
+    CallToolRequestMethod, CallToolRequestParams, ClientJsonRpcMessage, ClientNotification,
+    ClientRequest, ConstString, CustomRequest, GetExtensions, InitializeRequestParams,
+    InitializeResultMethod, JsonRpcMessage, ListToolsRequestMethod, PaginatedRequestParams,
+    PingRequestMethod, RequestId, ServerJsonRpcMessage,
 };
 use rustix::fs::FileType;
 use safe_lanes::Control;
@@ -366,8 +369,12 @@ impl Reader {
     fn admit(&self, message: &ClientJsonRpcMessage, bytes: usize) -> bool {
         match message {
             JsonRpcMessage::Request(request) => {
-                let refused = lock(&self.in_flight).admit(&request.id, bytes, self.limits);
                 let id = || serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                if let Some(why) = malformed_params(&request.request) {
+                    self.answer(id(), -32602, format!("Invalid params: {why}"));
+                    return false;
+                }
+                let refused = lock(&self.in_flight).admit(&request.id, bytes, self.limits);
                 match refused {
                     Ok(()) => true,
                     Err(Refused::Busy) => {
@@ -407,6 +414,30 @@ impl Reader {
             },
             _ => true,
         }
+    }
+}
+
+/// Why the params of a request for a method this server answers do not parse, if they do not.
+/// rmcp takes such a request (`tools/call` whose `arguments` is a string, say) for a custom
+/// method, which would be answered "method not found"; the method is known, its params are
+/// not valid (`-32602`).
+fn malformed_params(request: &ClientRequest) -> Option<String> {
+    fn why<T: serde::de::DeserializeOwned>(custom: &CustomRequest) -> String {
+        match custom.params_as::<T>() {
+            Err(e) => e.to_string(),
+            Ok(None) => "the params are missing".to_owned(),
+            Ok(Some(_)) => "the params do not match the method".to_owned(),
+        }
+    }
+    let ClientRequest::CustomRequest(custom) = request else {
+        return None;
+    };
+    match custom.method.as_str() {
+        CallToolRequestMethod::VALUE => Some(why::<CallToolRequestParams>(custom)),
+        InitializeResultMethod::VALUE => Some(why::<InitializeRequestParams>(custom)),
+        ListToolsRequestMethod::VALUE => Some(why::<PaginatedRequestParams>(custom)),
+        PingRequestMethod::VALUE => Some("ping takes no params but `_meta`".to_owned()),
+        _ => None,
     }
 }
 

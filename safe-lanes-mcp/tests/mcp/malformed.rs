@@ -144,6 +144,28 @@ fn unparseable_lines_get_json_rpc_errors() {
     );
     send(r#"{"jsonrpc":"2.0","id":8,"method":"no/such/method"}"#);
     assert_eq!(recv()["error"]["code"], -32601);
+    // A known method whose params do not parse is not an unknown method.
+    for (id, params) in [
+        (81, r#"{"name":"downloads_list","arguments":"a string"}"#),
+        (82, r#"{"name":"downloads_list","arguments":[1]}"#),
+        (83, r#"{"arguments":{}}"#),
+        (84, r#"{"name":7}"#),
+    ] {
+        send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
+        ));
+        let error = recv();
+        assert_eq!(
+            (error["id"].clone(), error["error"]["code"].clone()),
+            (json!(id), json!(-32602)),
+            "{params}: {error}"
+        );
+    }
+    send(r#"{"jsonrpc":"2.0","id":86,"method":"tools/call"}"#);
+    assert_eq!(recv()["error"]["code"], -32602, "params missing");
+    // Params that are not structured make no JSON-RPC request at all.
+    send(r#"{"jsonrpc":"2.0","id":87,"method":"tools/call","params":"text"}"#);
+    assert_eq!(recv()["error"]["code"], -32600);
     send("");
     send(
         r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"downloads_list","arguments":{}}}"#,
