@@ -130,11 +130,10 @@ pub(crate) fn patch(
     diff: Option<PathBuf>,
 ) -> Result<Report> {
     let session = session(flag, manifest)?;
-    // The diff is the human's own argument: reading it is not a confinement decision.
     let mut text = String::new();
     match diff {
-        Some(path) if path.as_os_str() != "-" => std::fs::File::open(&path)
-            .and_then(|mut f| f.read_to_string(&mut text))
+        Some(path) if path.as_os_str() != "-" => super::open_argument(&path)?
+            .read_to_string(&mut text)
             .with_context(|| format!("cannot read {}", path.display()))?,
         _ => std::io::stdin()
             .read_to_string(&mut text)

@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use safe_lanes::{DownloadLane, Durability, StateRoot};
 use serde_json::json;
 
@@ -48,12 +48,8 @@ fn save(
     if buffered {
         lane = lane.with_durability(Durability::Buffered);
     }
-    // The input file is the human's own argument: reading it is not a confinement decision.
     let input: Box<dyn Read> = match file {
-        Some(path) if path.as_os_str() != "-" => Box::new(
-            std::fs::File::open(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?,
-        ),
+        Some(path) if path.as_os_str() != "-" => Box::new(super::open_argument(&path)?),
         _ => Box::new(std::io::stdin().lock()),
     };
     let saved = lane.save(hint, input)?;

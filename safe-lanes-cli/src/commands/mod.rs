@@ -51,3 +51,19 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
         Command::Man => reference::man(),
     }
 }
+
+/// Open for reading a file the human named on the command line (their own argument: reading
+/// it is not a confinement decision). A missing file is `not_found` (exit 3), like every
+/// other "no such file"; any other failure is `io`.
+fn open_argument(path: &std::path::Path) -> Result<std::fs::File> {
+    std::fs::File::open(path).map_err(|e| {
+        let error = match e.kind() {
+            std::io::ErrorKind::NotFound => safe_lanes::Error::NotFound {
+                path: safe_lanes::Shown::path(path),
+                why: "no such file".into(),
+            },
+            _ => safe_lanes::Error::io("open", safe_lanes::Shown::path(path), e),
+        };
+        error.into()
+    })
+}

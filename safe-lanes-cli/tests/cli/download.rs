@@ -338,3 +338,34 @@ fn prune_goes_on_past_a_file_it_cannot_remove() {
     assert_eq!(pruned_in_log(&env), ["a-old", "c-old"]);
     assert_eq!(tree(&env.root().join(".downloads")), ["b-busy"]);
 }
+
+/// A FILE or DIFF argument that does not exist is `not_found` (exit 3), like every other "no
+/// such file"; nothing is saved.
+#[test]
+fn a_missing_input_file_is_not_found() {
+    let env = Env::new();
+    assert_eq!(env.run(&["init"], b"").status, 0);
+    let missing = env.tmp.path().join("no-such-file");
+    let missing = missing.to_str().unwrap();
+    let save = env.run(&["--json", "download", "save", "--name", "x", missing], b"");
+    assert_eq!(
+        (save.status, save.code()),
+        (3, "not_found".into()),
+        "{save:?}"
+    );
+    assert!(
+        std::fs::read_dir(env.root().join(".downloads"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+    let patch = env.run(
+        &["--json", "patch", "--alias", "a", "--file", "f", missing],
+        b"",
+    );
+    assert_eq!(
+        (patch.status, patch.code()),
+        (3, "not_found".into()),
+        "{patch:?}"
+    );
+}
