@@ -287,11 +287,13 @@ pub enum Error {
         /// The refused path, as the caller gave it (never where a link led).
         path: Shown,
     },
-    /// Inside the state root.
-    #[error("{path}: inside the safe-lanes state root, which only the library itself may touch")]
+    /// Inside the state root, or (for a grant) covering it.
+    #[error("{path}: {why}")]
     StateRoot {
         /// The refused path.
         path: Shown,
+        /// How it meets the state root.
+        why: &'static str,
     },
     /// A symbolic link leads outside, or a link was met where none is allowed.
     #[error("{path}: {why}")]

@@ -65,6 +65,9 @@ use crate::root::{StateRoot, UPLOAD_ROOTS_FILE};
 
 /// Walks through symbolic links restarted when what they checked changed before the open.
 const ATTEMPTS: usize = 3;
+/// Why the hard guard refuses a source.
+const INSIDE_STATE_ROOT: &str =
+    "inside the safe-lanes state root, which only the library itself may touch";
 /// The most symbolic links followed for one source (as the kernel's `MAXSYMLINKS`).
 const MAX_LINKS: usize = 40;
 /// How a source is opened: read-only, and without blocking on a FIFO.
@@ -579,6 +582,7 @@ impl UploadSource {
         if is_within(&self.state_root, real) && !is_within(&self.downloads, real) {
             return Err(Error::StateRoot {
                 path: Shown::path(real),
+                why: INSIDE_STATE_ROOT,
             });
         }
         Ok(())
@@ -591,6 +595,7 @@ impl UploadSource {
         if starts_with(spelled, &self.state_parts) && !starts_with(spelled, &self.downloads_parts) {
             return Err(Error::StateRoot {
                 path: Shown::path(asked),
+                why: INSIDE_STATE_ROOT,
             });
         }
         Ok(())

@@ -132,8 +132,13 @@ impl Unusable {
                 other: Shown::text(other.as_str()),
                 other_path: Shown::path(other_path),
             },
+            Unusable::Placement { why } => Error::StateRoot {
+                path: Shown::path(path),
+                why,
+            },
             _ => Error::StateRoot {
                 path: Shown::path(path),
+                why: "it cannot be granted here",
             },
         }
     }

@@ -138,6 +138,18 @@ fn path_rules() {
         let got = w.grants.add("x", &path, Access::ReadOnly, "", "alice");
         assert_eq!(code(got), want, "{}", path.display());
     }
+    // Each refusal says how the folder meets the state root.
+    for (path, why) in [
+        (PathBuf::from("/"), "it grants `/`"),
+        (
+            w.tmp.path().to_path_buf(),
+            "it covers the safe-lanes state root",
+        ),
+    ] {
+        let refused = w.grants.add("x", &path, Access::ReadOnly, "", "alice");
+        let message = refused.unwrap_err().to_string();
+        assert!(message.ends_with(why), "{message}");
+    }
     let nul = Path::new(std::ffi::OsStr::new("/tmp/a\0b"));
     assert_eq!(
         code(w.grants.add("x", nul, Access::ReadOnly, "", "alice")),
@@ -158,6 +170,10 @@ fn a_grant_that_would_contain_the_manifest_is_refused() {
         .add("proj", &w.p("proj"), Access::ReadWrite, "", "alice")
         .unwrap_err();
     assert_eq!(err.code(), Code::StateRoot);
+    assert!(
+        err.to_string().ends_with("it contains the grants manifest"),
+        "{err}"
+    );
     // A manifest moved inside an existing grant is refused when opened.
     w.add("proj", "proj", Access::ReadOnly).unwrap();
     std::fs::copy(w.manifest(), &manifest).unwrap();
