@@ -52,13 +52,20 @@ pub(crate) fn usage(err: &clap::Error, json: bool) -> ExitCode {
             _ => EXIT_USAGE,
         });
     }
+    // clap's first paragraph, on one line: what is wrong and, on the lines after, which
+    // arguments (`the following required arguments were not provided: --name <HINT>`).
     let rendered = err.render().to_string();
-    let first = rendered
+    let paragraph: Vec<&str> = rendered
         .lines()
         .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or("the command line does not parse");
-    let message = first.strip_prefix("error: ").unwrap_or(first);
+        .skip_while(|line| line.is_empty())
+        .take_while(|line| !line.is_empty() && !line.starts_with("Usage:"))
+        .collect();
+    let joined = paragraph.join(" ");
+    let message = match joined.strip_prefix("error: ").unwrap_or(&joined) {
+        "" => "the command line does not parse",
+        message => message,
+    };
     let message = safe_lanes::Shown::message(message).to_string();
     let error = json!({ "error": { "code": "invalid_argument", "message": message } });
     let _ = writeln!(std::io::stdout().lock(), "{error}");

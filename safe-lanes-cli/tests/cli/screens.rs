@@ -181,6 +181,12 @@ fn usage_errors_under_json_are_one_json_error_with_exit_2() {
         assert!(!message.is_empty() && !message.contains('\n'), "{message}");
         assert!(!message.starts_with("error:"), "{message}");
     }
+    let missing = env.run(&["--json", "download", "save"], b"").json();
+    let message = missing["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("--name"),
+        "names what is missing: {message}"
+    );
     let plain = env.run(&["grant", "list", "--bogus"], b"");
     assert_eq!(plain.status, 2, "{plain:?}");
     assert!(plain.stdout.is_empty(), "{plain:?}");
