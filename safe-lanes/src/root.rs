@@ -196,8 +196,8 @@ impl StateRoot {
             refuse_planted(&anchor, path)?;
         }
         let path = beneath::location_of(anchor.as_fd()).unwrap_or_else(|_| path.to_path_buf());
-        let (downloads, _) = open_lane(&anchor, &path, DOWNLOADS_DIR, modes)?;
-        let (uploads, _) = open_lane(&anchor, &path, UPLOADS_DIR, modes)?;
+        let downloads = open_lane(&anchor, &path, DOWNLOADS_DIR, modes)?;
+        let uploads = open_lane(&anchor, &path, UPLOADS_DIR, modes)?;
         let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
         Ok(Self {
             path,
@@ -255,9 +255,8 @@ impl StateRoot {
         &self.uploads
     }
 
-    /// `<root>/.savers`, opened (and created when missing) as a lane is, and whether it was
-    /// missing.
-    pub(crate) fn savers(&self) -> Result<(Anchor, bool)> {
+    /// `<root>/.savers`, opened (and created when missing) as a lane is.
+    pub(crate) fn savers(&self) -> Result<Anchor> {
         open_lane(&self.anchor, &self.path, SAVERS_DIR, Modes::Check)
     }
 
@@ -339,20 +338,17 @@ enum Modes {
 }
 
 /// Open the lane `name` beneath `root`, creating it only when it is missing (so a read-only
-/// root whose lanes exist is not written), and check it as [`secure`] does. Whether this call
-/// created it.
-fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Result<(Anchor, bool)> {
+/// root whose lanes exist is not written), and check it as [`secure`] does.
+fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Result<Anchor> {
     let lane_path = root_path.join(name);
     let open = || root.open_dir(RelPath::new(name)?, Symlinks::Deny);
-    let mut created = false;
     let lane = match open() {
         Err(Error::NotFound { .. }) => {
             match root.create_dir(Name::new(name)?, DIR_MODE) {
-                Ok(()) => created = true,
                 Err(e) if e.raw_os_error() != Some(rustix::io::Errno::EXIST.raw_os_error()) => {
                     return Err(e);
                 }
-                Err(_) => {}
+                _ => {}
             }
             open()
         }
@@ -363,7 +359,7 @@ fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Resul
         _ => insecure(&lane_path, format!("not a real directory ({e})")),
     })?;
     secure(&lane, &lane_path, modes)?;
-    Ok((lane, created))
+    Ok(lane)
 }
 
 /// Check the directory `dir` (at `path`) with [`check_private`]; under [`Modes::Repair`], one

@@ -23,9 +23,10 @@
 //! process that dies in between leaves a marked file (ADR 0009). Every handle that saves holds
 //! an entry in the registry `<root>/.savers` (`savers.rs`, ADR 0015) from before its first
 //! save until it is dropped; an entry whose lock is free was left by a process that died.
-//! Before its first save or listing, a handle that finds one (or no registry at all) reads the
-//! lane once: each marked file is recorded as `download.recovered` and unmarked, and hidden
-//! staging files older than an hour are removed. Otherwise the lane is not read.
+//! Before its first save or listing, a handle that finds one (or a registry that does not know
+//! what happened before it, see `savers.rs`) reads the lane once: each marked file is recorded
+//! as `download.recovered` and unmarked, and hidden staging files older than an hour are
+//! removed. Otherwise the lane is not read.
 //!
 //! # Finding a free name
 //!
@@ -661,18 +662,16 @@ impl DownloadLane {
     }
 
     /// Before this handle's first use: when the registry says a saver died (or knows
-    /// nothing), what it left is found ([`DownloadLane::sweep`]); then its entry goes, unless
-    /// something could not be recorded.
+    /// nothing), what it left is found ([`DownloadLane::sweep`]) and the registry settled.
     fn recover_once(&self) {
         self.swept.call_once(|| {
             let evidence = self.savers.evidence();
             if !evidence.crash_possible() {
                 return;
             }
+            // When something could not be recorded, the evidence stays for the next handle.
             if self.sweep() {
                 evidence.settled();
-            } else {
-                evidence.unsettled();
             }
         });
     }

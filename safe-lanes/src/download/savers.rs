@@ -2,11 +2,18 @@
 //!
 //! A save is published, then recorded, then unmarked (ADR 0009); a process that dies in
 //! between leaves a marked file for the next lane to record as recovered. Finding such files
-//! means reading the whole lane, so a lane reads it only when a crash may have happened: every
-//! handle that saves holds an entry in the registry ([`Held`]) from before its first save until
-//! it is dropped, and an entry whose lock is free was left by a handle whose process died. A
-//! new handle reads the lane when it finds such an entry, or when the registry was missing
-//! (what happened before is unknown), and removes the entries once every file is recorded.
+//! means reading the whole lane, so a lane reads it only when a crash may have happened:
+//!
+//! - every handle that saves holds an entry in the registry ([`Held`]) from before its first
+//!   save until it is dropped, and an entry whose lock is free was left by a handle whose
+//!   process died;
+//! - the registry's [`KNOWN`] file says that every file left unrecorded before the first entry
+//!   was made has been recorded; without it (a new registry, a root a previous version used,
+//!   a registry removed by hand) nothing is known.
+//!
+//! A new handle reads the lane when it finds a dead entry or no [`KNOWN`] file. Once every
+//! marked file is recorded it removes the dead entries and writes [`KNOWN`]; if one could not
+//! be recorded, both stay as they are, and the next handle tries again.
 
 use std::os::fd::OwnedFd;
 
@@ -16,14 +23,16 @@ use crate::held::{Held, Holder, holder};
 use crate::input::Name;
 use crate::root::StateRoot;
 
+/// The registry's record that what happened before its entries is known (module docs). Hidden,
+/// so it is never taken for an entry.
+const KNOWN: &str = ".known";
+
 /// The registry of a lane's savers.
 #[derive(Debug)]
 pub(super) struct Savers {
     /// `<root>/.savers`; `None` when it cannot be made (a read-only root): then every handle
     /// reads the lane, and none registers.
     dir: Option<Anchor>,
-    /// Whether it was missing when this handle opened it.
-    created: bool,
 }
 
 /// A handle's entry in the registry, removed when dropped.
@@ -43,8 +52,9 @@ impl Drop for Registration {
 /// What the registry said before a handle's first use of the lane.
 #[derive(Debug)]
 pub(super) struct Evidence<'s> {
-    savers: &'s Savers,
-    /// What happened before is unknown: the registry was missing, or cannot be read.
+    /// The registry, when there is one.
+    dir: Option<&'s Anchor>,
+    /// What happened before is unknown: no [`KNOWN`] file, or no registry to read.
     unknown: bool,
     /// The entries of handles whose process died, locked by this handle.
     dead: Vec<(String, OwnedFd)>,
@@ -59,17 +69,11 @@ impl Savers {
     /// a lane). When it is missing and cannot be made, the handle goes without it.
     pub(super) fn open(root: &StateRoot) -> Result<Self> {
         match root.savers() {
-            Ok((dir, created)) => Ok(Self {
-                dir: Some(dir),
-                created,
-            }),
+            Ok(dir) => Ok(Self { dir: Some(dir) }),
             Err(e) if e.code() == Code::InsecureRoot => Err(e),
             Err(e) => {
                 tracing::debug!(error = %e, "no registry of savers: every lane reads the lane");
-                Ok(Self {
-                    dir: None,
-                    created: false,
-                })
+                Ok(Self { dir: None })
             }
         }
     }
@@ -90,11 +94,11 @@ impl Savers {
         }))
     }
 
-    /// What the registry says now: whether a handle died (or nothing is known).
+    /// What the registry says now: whether a handle died, or nothing is known.
     pub(super) fn evidence(&self) -> Evidence<'_> {
         let mut evidence = Evidence {
-            savers: self,
-            unknown: self.created,
+            dir: self.dir.as_ref(),
+            unknown: true,
             dead: Vec::new(),
         };
         let Some((dir, entries)) = self
@@ -102,10 +106,13 @@ impl Savers {
             .as_ref()
             .and_then(|dir| Some((dir, dir.entries().ok()?)))
         else {
-            evidence.unknown = true;
             return evidence;
         };
         for (name, st) in entries {
+            if name == KNOWN {
+                evidence.unknown = false;
+                continue;
+            }
             match holder(dir, &name, &st) {
                 Holder::Abandoned(locked) => {
                     let name = name.to_string_lossy().into_owned();
@@ -127,9 +134,10 @@ impl Evidence<'_> {
         self.unknown || !self.dead.is_empty()
     }
 
-    /// The lane was read and every marked file recorded: the dead handles' entries go.
+    /// The lane was read and every marked file recorded: the dead handles' entries go, and
+    /// from now on what happened before is known.
     pub(super) fn settled(self) {
-        let Some(dir) = &self.savers.dir else {
+        let Some(dir) = self.dir else {
             return;
         };
         for (name, _locked) in &self.dead {
@@ -137,15 +145,11 @@ impl Evidence<'_> {
                 tracing::warn!(error = %e, entry = %Shown::text(name), "could not remove a dead saver's entry");
             }
         }
-    }
-
-    /// Not every marked file could be recorded: the evidence stays for the next handle (the
-    /// dead handles' entries are left; when nothing was known, an entry is left as a dead
-    /// handle's would be).
-    pub(super) fn unsettled(self) {
-        if let (true, Some(dir)) = (self.unknown, &self.savers.dir) {
-            // Made, then left unlocked when `held` is dropped: a dead handle's entry.
-            let _held = Held::create_file(dir);
+        if self.unknown
+            && let Err(e) = Name::new(KNOWN).and_then(|known| dir.create_new(known, 0o600))
+            && e.raw_os_error() != Some(rustix::io::Errno::EXIST.raw_os_error())
+        {
+            tracing::warn!(error = %e, "could not record that the lane was read");
         }
     }
 }

@@ -14,6 +14,13 @@ fn savers(fx: &Fixture) -> PathBuf {
     fx.root.path().join(".savers")
 }
 
+/// The savers' entries in the registry (its hidden `.known` file aside).
+fn entries(fx: &Fixture) -> Vec<String> {
+    let mut names = names(&savers(fx));
+    names.retain(|n| !n.starts_with('.'));
+    names
+}
+
 /// A file as a save that died between publishing and recording leaves it: marked.
 fn plant_marked(fx: &Fixture, name: &str) -> PathBuf {
     let path = fx.root.downloads_path().join(name);
@@ -64,10 +71,12 @@ pub(crate) fn a_clean_saver_leaves_nothing_and_the_next_lane_does_not_read_the_l
         seen: None,
     };
     lane.save("a.txt", &mut peek).unwrap();
-    assert_eq!(peek.seen.unwrap().len(), 1, "registered before publishing");
+    let seen = peek.seen.unwrap();
+    assert_eq!(seen.len(), 2, "registered before publishing: {seen:?}");
+    assert!(seen.contains(&".known".to_owned()), "{seen:?}");
     assert_eq!(mode(&dir), 0o700);
     drop(lane);
-    assert!(names(&dir).is_empty(), "the entry goes with the handle");
+    assert!(entries(&fx).is_empty(), "the entry goes with the handle");
 
     let hand = plant_marked(&fx, "hand.txt");
     let lane = DownloadLane::open(&fx.root).unwrap();
@@ -82,7 +91,7 @@ pub(crate) fn a_clean_saver_leaves_nothing_and_the_next_lane_does_not_read_the_l
 #[test]
 pub(crate) fn a_dead_savers_entry_makes_the_next_lane_recover_and_is_removed() {
     let fx = Fixture::new();
-    drop(DownloadLane::open(&fx.root).unwrap());
+    DownloadLane::open(&fx.root).unwrap().list().unwrap();
     let left = plant_marked(&fx, "left.txt");
     // What a saver killed while it held its entry leaves: the entry, unlocked.
     std::fs::write(savers(&fx).join("0123456789abcdef0123456789abcdef"), "").unwrap();
@@ -90,10 +99,7 @@ pub(crate) fn a_dead_savers_entry_makes_the_next_lane_recover_and_is_removed() {
     assert_eq!(lane.list().unwrap().len(), 1);
     assert_eq!(mode(&left), 0o600);
     assert_eq!(recovered(&fx), ["left.txt"]);
-    assert!(
-        names(&savers(&fx)).is_empty(),
-        "the dead saver's entry is removed"
-    );
+    assert!(entries(&fx).is_empty(), "the dead saver's entry is removed");
 }
 
 /// A saver that is alive (another handle, here in the same process: a lock belongs to its
@@ -101,31 +107,43 @@ pub(crate) fn a_dead_savers_entry_makes_the_next_lane_recover_and_is_removed() {
 #[test]
 pub(crate) fn a_live_saver_is_not_taken_for_a_dead_one() {
     let fx = Fixture::new();
-    drop(DownloadLane::open(&fx.root).unwrap());
+    DownloadLane::open(&fx.root).unwrap().list().unwrap();
     let live = DownloadLane::open(&fx.root).unwrap();
     live.save("a.txt", &b"a"[..]).unwrap();
     let in_flight = plant_marked(&fx, "in-flight.txt");
     let other = DownloadLane::open(&fx.root).unwrap();
     assert_eq!(other.list().unwrap().len(), 2);
     assert_eq!(mode(&in_flight), 0o1600, "not recovered under a live saver");
-    assert_eq!(names(&savers(&fx)).len(), 1, "the live saver's entry stays");
+    assert_eq!(entries(&fx).len(), 1, "the live saver's entry stays");
     drop(live);
-    assert!(names(&savers(&fx)).is_empty());
+    assert!(entries(&fx).is_empty());
 }
 
-/// Without a registry (a root a previous version used, or one whose registry was removed),
-/// nothing is known: the first lane reads the lane, and makes the registry.
+/// Without a registry (a root a previous version used, or one whose registry was removed), or
+/// with one that no lane has read the lane for yet (its first handle was never used), nothing
+/// is known: the next lane reads the lane, and says so in the registry.
 #[test]
-fn without_a_registry_the_first_lane_reads_the_lane() {
+fn until_a_lane_has_read_the_lane_it_is_read() {
     let fx = Fixture::new();
-    drop(DownloadLane::open(&fx.root).unwrap());
-    std::fs::remove_dir(savers(&fx)).unwrap();
-    let left = plant_marked(&fx, "left.txt");
-    let lane = DownloadLane::open(&fx.root).unwrap();
-    assert!(savers(&fx).is_dir());
-    lane.list().unwrap();
-    assert_eq!(mode(&left), 0o600);
-    assert_eq!(recovered(&fx), ["left.txt"]);
+    DownloadLane::open(&fx.root).unwrap().list().unwrap();
+    for (case, forget) in [
+        (
+            "no registry",
+            (|dir: &Path| std::fs::remove_dir_all(dir)) as fn(&Path) -> _,
+        ),
+        ("no `.known`", |dir: &Path| {
+            std::fs::remove_file(dir.join(".known"))
+        }),
+    ] {
+        forget(&savers(&fx)).unwrap();
+        drop(DownloadLane::open(&fx.root).unwrap()); // makes the registry, never reads
+        let left = plant_marked(&fx, &format!("{case}.txt"));
+        let lane = DownloadLane::open(&fx.root).unwrap();
+        lane.list().unwrap();
+        assert_eq!(mode(&left), 0o600, "{case}");
+        assert!(recovered(&fx).contains(&format!("{case}.txt")), "{case}");
+        assert!(savers(&fx).join(".known").is_file(), "{case}");
+    }
 }
 
 /// A registry others could write to is refused as a lane would be; a file planted where it
@@ -149,7 +167,7 @@ fn a_registry_that_is_not_private_is_refused() {
 #[test]
 pub(crate) fn savers_coming_and_going_in_parallel_never_lose_their_entry() {
     let fx = Fixture::new();
-    drop(DownloadLane::open(&fx.root).unwrap());
+    DownloadLane::open(&fx.root).unwrap().list().unwrap();
     std::thread::scope(|s| {
         for t in 0..8 {
             let fx = &fx;
@@ -161,7 +179,7 @@ pub(crate) fn savers_coming_and_going_in_parallel_never_lose_their_entry() {
             });
         }
     });
-    assert!(names(&savers(&fx)).is_empty());
+    assert!(entries(&fx).is_empty());
     let lane = DownloadLane::open(&fx.root).unwrap();
     assert_eq!(lane.list().unwrap().len(), 200);
     assert!(
