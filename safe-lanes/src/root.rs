@@ -198,6 +198,13 @@ impl StateRoot {
         let path = beneath::location_of(anchor.as_fd()).unwrap_or_else(|_| path.to_path_buf());
         let downloads = open_lane(&anchor, &path, DOWNLOADS_DIR, modes)?;
         let uploads = open_lane(&anchor, &path, UPLOADS_DIR, modes)?;
+        // The registry of savers belongs to the download lane, which makes it; `init` repairs
+        // its mode when it exists.
+        if modes == Modes::Repair
+            && let Ok(savers) = anchor.open_dir(RelPath::new(SAVERS_DIR)?, Symlinks::Deny)
+        {
+            secure(&savers, &path.join(SAVERS_DIR), modes)?;
+        }
         let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
         Ok(Self {
             path,

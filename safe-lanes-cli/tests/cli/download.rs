@@ -134,19 +134,20 @@ fn a_size_cap_breach_is_refused_with_exit_3() {
 #[test]
 fn an_unreadable_input_file_is_an_operational_failure() {
     let env = Env::new();
+    // It exists (a missing one is `not_found`), but cannot be read: a directory.
+    let unreadable = env.tmp.path().to_str().unwrap().to_owned();
     let run = env.run(
-        &[
-            "--json",
-            "download",
-            "save",
-            "--name",
-            "x",
-            "/nonexistent/input",
-        ],
+        &["--json", "download", "save", "--name", "x", &unreadable],
         b"",
     );
     assert_eq!(run.status, 1, "{run:?}");
     assert_eq!(run.code(), "io");
+    assert!(
+        std::fs::read_dir(env.root().join(".downloads"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
 }
 
 #[test]

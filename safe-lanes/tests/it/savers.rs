@@ -155,7 +155,11 @@ fn a_registry_that_is_not_private_is_refused() {
     std::fs::set_permissions(savers(&fx), std::fs::Permissions::from_mode(0o777)).unwrap();
     let refused = DownloadLane::open(&fx.root).unwrap_err();
     assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
-    std::fs::remove_dir(savers(&fx)).unwrap();
+    assert!(refused.to_string().contains("safe-lanes init"), "{refused}");
+    let repaired = safe_lanes::StateRoot::init(fx.root.path()).unwrap();
+    assert_eq!(mode(&savers(&fx)), 0o700, "`init` repairs it");
+    drop(DownloadLane::open(&repaired).unwrap());
+    std::fs::remove_dir_all(savers(&fx)).unwrap();
     std::fs::write(savers(&fx), "not a directory").unwrap();
     let refused = DownloadLane::open(&fx.root).unwrap_err();
     assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
