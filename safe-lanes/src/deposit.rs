@@ -159,7 +159,7 @@ pub struct Sent {
 }
 
 impl UploadDeposit {
-    /// The deposit of `root`; sweeps staged entries older than an hour.
+    /// The deposit of `root`; sweeps what no live process holds (module documentation).
     ///
     /// # Errors
     ///
