@@ -160,6 +160,8 @@ fn home_beside_a_tool(who: &str, wrapper: &[&str]) {
         std::fs::create_dir_all(home.join(dir)).unwrap();
     }
     std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    std::fs::write(home.join(".toolchain/credentials.toml"), "REGISTRY TOKEN").unwrap();
+    std::fs::write(home.join(".toolchain/.netrc"), "NETRC PASSWORD").unwrap();
     let hello = home.join(".toolchain/bin/hello");
     std::fs::write(&hello, "#!/bin/sh\necho hello from the tool\n").unwrap();
     std::fs::set_permissions(&hello, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -192,7 +194,9 @@ fn home_beside_a_tool(who: &str, wrapper: &[&str]) {
          touch \"$TOOL_HOME/x\" 2>/dev/null && echo tool-written; \
          cat {key} 2>/dev/null && echo key-read; \
          ls -a {home} 2>/dev/null | grep -q ssh && echo ssh-visible; \
-         ls {home}/.ssh 2>/dev/null && echo ssh-listed; true",
+         ls {home}/.ssh 2>/dev/null && echo ssh-listed; \
+         cat \"$TOOL_HOME/credentials.toml\" \"$TOOL_HOME/.netrc\" && echo credentials-empty; \
+         : > \"$TOOL_HOME/credentials.toml\" 2>/dev/null && echo credentials-written; true",
         key = home.join(".ssh/id_ed25519").display(),
         home = home.display(),
     );
@@ -207,17 +211,26 @@ fn home_beside_a_tool(who: &str, wrapper: &[&str]) {
         "{who}: {json}"
     );
     assert!(out.contains("cache-written"), "{who}: {json}");
+    assert!(
+        out.contains("credentials-empty"),
+        "{who}: a tool's credentials are there, empty: {json}"
+    );
     for never in [
         "tool-written",
         "PRIVATE KEY",
         "key-read",
         "ssh-visible",
         "ssh-listed",
+        "REGISTRY TOKEN",
+        "NETRC PASSWORD",
+        "credentials-written",
     ] {
         assert!(!out.contains(never), "{who}: {never}: {json}");
     }
     assert!(cache.join("written").exists(), "{who}");
     assert!(!tool.join("x").exists(), "{who}");
+    let kept = std::fs::read_to_string(tool.join("credentials.toml")).unwrap();
+    assert_eq!(kept, "REGISTRY TOKEN", "{who}");
     // The kind fixes the access: a tool cannot be made writable.
     let widened = run(&["--json", "grant", "set-access", "tool", "read_write"]);
     assert_eq!(widened.code(), "invalid_argument", "{who}: {widened:?}");

@@ -361,7 +361,28 @@ fn prepare(
         ruleset::build(abi, &rules, network)?,
         abi,
         syscalls::filters(network)?,
-    )
+    )?
+    .emptying(&hidden_files(grants)?)
+}
+
+/// The files of `grants` a command must not see ([`Kind::hidden`]) that are there now: each
+/// looked up beneath its grant's folder, without following a link (a link is not covered: it
+/// leads nowhere the command may not already read).
+#[cfg(target_os = "linux")]
+fn hidden_files(grants: &[&Effective]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for g in grants {
+        for name in g.toolchain.kind.hidden() {
+            let st = g.folder()?.stat_entry(crate::input::Name::new(name)?);
+            let regular = |st: rustix::fs::Stat| {
+                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+            };
+            if st.is_ok_and(regular) {
+                files.push(g.path.join(name));
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// The layout of the root of a command that sees `grants`: the system set, then the grants

@@ -35,7 +35,7 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
@@ -81,6 +81,9 @@ enum Source {
     /// owner could read: what the sandbox hides when the gateway runs as root, which would
     /// own it.
     Mask { directory: bool },
+    /// An empty, read-only file over a file a tool must not show (its credentials, see
+    /// [`crate::grants::HIDDEN_IN_TOOLS`]): the name stays, the content is not there.
+    Emptied,
     /// A `proc` of the command's own PID namespace showing its processes only
     /// (`subset=pid,hidepid=invisible`), for the tools that find themselves through
     /// `/proc/self/exe` (the dynamic loader's `$ORIGIN`, rustc's sysroot).
@@ -129,8 +132,11 @@ pub(crate) struct Plan {
     ruleset: Option<RulesetCreated>,
     scratch_access: BitFlags<AccessFs>,
     filters: &'static Filters,
-    /// The empty directory and file masks are bound from (made in the child).
-    masks: Option<(OwnedFd, OwnedFd)>,
+    /// Per command: the files of its tools it must not see, each covered by an empty file
+    /// ([`Source::Emptied`]), placed after the layout.
+    emptied: Vec<Entry>,
+    /// What masks are bound from (made in the child).
+    masks: Option<Masks>,
     /// Stop right before `exec`, reporting [`Step::Probe`].
     probe: bool,
 }
@@ -254,9 +260,26 @@ impl Plan {
             ruleset: Some(ruleset),
             scratch_access: AccessFs::from_all(abi),
             filters,
+            emptied: Vec::new(),
             masks: None,
             probe: false,
         })
+    }
+
+    /// This plan with each of `files` (absolute paths of files in the tools it shows) covered
+    /// by an empty, read-only file.
+    ///
+    /// # Errors
+    ///
+    /// `sandbox_unavailable` when a path cannot be expressed (a NUL byte, not absolute).
+    pub(crate) fn emptying(mut self, files: &[PathBuf]) -> Result<Self> {
+        for file in files {
+            self.emptied.push(Entry {
+                components: components(file)?,
+                source: Source::Emptied,
+            });
+        }
+        Ok(self)
     }
 
     /// This plan as a probe: the child takes every step, then stops before `exec`.
@@ -384,8 +407,15 @@ impl Plan {
         let mut own = [device_of(&root).map_err(fail)?, 0];
         self.masks = Some(make_masks(&root).map_err(fail)?);
         let layout = Arc::clone(&self.layout);
-        for (index, entry) in layout.entries.iter().enumerate() {
-            self.place(&root, entry, index, &mut own)
+        let reopened = std::mem::take(&mut self.reopened);
+        for (entry, source) in layout.entries.iter().zip(reopened) {
+            self.place(&root, entry, source, &mut own)
+                .map_err(Step::Mounts.failed())?;
+        }
+        // Below the tools they are in (deeper, so placed after them).
+        let emptied = std::mem::take(&mut self.emptied);
+        for entry in &emptied {
+            self.place(&root, entry, None, &mut own)
                 .map_err(Step::Mounts.failed())?;
         }
         set_flags(
@@ -402,14 +432,14 @@ impl Plan {
         rustix::process::chdir(self.cwd.as_c_str()).map_err(Step::WorkingDirectory.failed())
     }
 
-    /// Put `entry` (the layout's entry `index`) in place below `root`. `own` holds the devices
-    /// of the sandbox's own `tmpfs` mounts, the only places a missing mount point may be
-    /// created.
+    /// Put `entry` in place below `root`, bound from `source` (re-opened) when it is a bind.
+    /// `own` holds the devices of the sandbox's own `tmpfs` mounts, the only places a missing
+    /// mount point may be created.
     fn place(
         &mut self,
         root: &OwnedFd,
         entry: &Entry,
-        index: usize,
+        source: Option<OwnedFd>,
         own: &mut [u64; 2],
     ) -> rustix::io::Result<()> {
         let Some((name, parents)) = entry.components.split_last() else {
@@ -434,7 +464,7 @@ impl Plan {
                 ..
             } => {
                 let at = mount_point(&parent, name, *directory, own)?;
-                let source = self.reopened[index].take().ok_or(Errno::INVAL)?;
+                let source = source.ok_or(Errno::INVAL)?;
                 let mut flags = MountAttrFlags::MOUNT_ATTR_NOSUID;
                 if !*device {
                     flags |= MountAttrFlags::MOUNT_ATTR_NODEV;
@@ -454,13 +484,23 @@ impl Plan {
                 }
             }
             Source::Mask { directory } => {
-                let at = mount_point(&parent, name, *directory, own)?;
-                let (dir, file) = self.masks.as_ref().ok_or(Errno::INVAL)?;
-                let flags = MountAttrFlags::MOUNT_ATTR_RDONLY
-                    | MountAttrFlags::MOUNT_ATTR_NOSUID
-                    | MountAttrFlags::MOUNT_ATTR_NODEV
-                    | MountAttrFlags::MOUNT_ATTR_NOEXEC;
-                bind(if *directory { dir } else { file }, &at, flags, false)
+                let masks = self.masks.as_ref().ok_or(Errno::INVAL)?;
+                let from = if *directory { &masks.dir } else { &masks.file };
+                bind(
+                    from,
+                    &mount_point(&parent, name, *directory, own)?,
+                    MASK,
+                    false,
+                )
+            }
+            Source::Emptied => {
+                let masks = self.masks.as_ref().ok_or(Errno::INVAL)?;
+                bind(
+                    &masks.empty,
+                    &mount_point(&parent, name, false, own)?,
+                    MASK,
+                    false,
+                )
             }
         }
     }
@@ -712,29 +752,47 @@ fn set_flags(mount: &OwnedFd, flags: MountAttrFlags, recursive: bool) -> rustix:
         .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::INVAL))
 }
 
-/// The empty directory and empty file masks are bound from: mode 000 in the sandbox's root,
-/// and never covered by a Landlock rule.
-fn make_masks(root: &OwnedFd) -> rustix::io::Result<(OwnedFd, OwnedFd)> {
+/// How every mask is mounted: read-only, nothing to run, no device, no set-id.
+const MASK: MountAttrFlags = MountAttrFlags::MOUNT_ATTR_RDONLY
+    .union(MountAttrFlags::MOUNT_ATTR_NOSUID)
+    .union(MountAttrFlags::MOUNT_ATTR_NODEV)
+    .union(MountAttrFlags::MOUNT_ATTR_NOEXEC);
+
+/// What masks are bound from, made in the sandbox's root (never covered by a Landlock rule).
+struct Masks {
+    /// An empty directory nobody may read (mode 000).
+    dir: OwnedFd,
+    /// An empty file nobody may read (mode 000).
+    file: OwnedFd,
+    /// An empty file anyone may read (mode 0444), for [`Source::Emptied`].
+    empty: OwnedFd,
+}
+
+/// Make the [`Masks`] in `root`.
+fn make_masks(root: &OwnedFd) -> rustix::io::Result<Masks> {
+    let opened = |name: &CStr, directory: bool| {
+        let mut flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if directory {
+            flags |= OFlags::DIRECTORY;
+        }
+        rustix::fs::openat(root, name, flags, Mode::empty())
+    };
+    let file = |name: &CStr, mode: u32| {
+        let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
+        drop(rustix::fs::openat(
+            root,
+            name,
+            flags,
+            Mode::from_raw_mode(mode),
+        )?);
+        opened(name, false)
+    };
     rustix::fs::mkdirat(root, c".masked", Mode::empty())?;
-    let dir = rustix::fs::openat(
-        root,
-        c".masked",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    drop(rustix::fs::openat(
-        root,
-        c".masked-file",
-        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?);
-    let file = rustix::fs::openat(
-        root,
-        c".masked-file",
-        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    Ok((dir, file))
+    Ok(Masks {
+        dir: opened(c".masked", true)?,
+        file: file(c".masked-file", 0)?,
+        empty: file(c".emptied-file", 0o444)?,
+    })
 }
 
 fn device_of(fd: &OwnedFd) -> rustix::io::Result<u64> {

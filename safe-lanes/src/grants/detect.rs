@@ -141,7 +141,7 @@ const KNOWN: &[Known] = &[
                 "rust-cargo",
                 &["CARGO_HOME"],
                 Some("bin"),
-                "cargo's home read-only (its programs on PATH, its config and credentials file too)",
+                "cargo's home read-only (its programs on PATH and its config; its credentials shown empty)",
             ),
             tool(
                 ".rustup",

@@ -52,7 +52,7 @@ pub use outcome::{DEFAULT_REQUEST_TTL, Outcome, REQUEST_TTL_KEY, Status};
 pub use proposal::{Proposal, Proposed, Seen};
 pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
-pub use toolchain::{Kind, ToolBin, Toolchain, VarName};
+pub use toolchain::{HIDDEN_IN_TOOLS, Kind, ToolBin, Toolchain, VarName};
 
 use crate::actor::Actor;
 use crate::audit::AuditLog;

@@ -33,6 +33,20 @@ pub enum Kind {
     Cache,
 }
 
+/// Files a tool never shows a confined command, directly in its folder: the registry and
+/// account tokens toolchains keep beside their programs (cargo's `credentials.toml`, and
+/// `credentials` before it, in `CARGO_HOME`; a `.netrc`, `.npmrc`, `.pypirc` or
+/// `.git-credentials` wherever a tool's folder holds one). Each one present when a command
+/// starts is covered by an empty, read-only file: its name stays, its content is not there.
+pub const HIDDEN_IN_TOOLS: &[&str] = &[
+    "credentials.toml",
+    "credentials",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+];
+
 impl Kind {
     /// The snake_case name, as in JSON.
     pub fn as_str(self) -> &'static str {
@@ -46,6 +60,15 @@ impl Kind {
     /// Whether it is a plain folder grant.
     pub fn is_folder(&self) -> bool {
         *self == Kind::Folder
+    }
+
+    /// The files a grant of this kind never shows a confined command: for a tool,
+    /// [`HIDDEN_IN_TOOLS`]; none for a folder or a cache.
+    pub fn hidden(self) -> &'static [&'static str] {
+        match self {
+            Kind::Tool => HIDDEN_IN_TOOLS,
+            Kind::Folder | Kind::Cache => &[],
+        }
     }
 
     /// The access every grant of this kind has, when the kind fixes it.

@@ -865,3 +865,43 @@ fn the_humans_change_to_a_parent_grant_stops_a_childs_running_command() {
         );
     }
 }
+
+/// A tool's credentials are covered per command, not per layout: a file that appears after
+/// commands ran (a `cargo login` while the gateway is up) is covered in the next one, in the
+/// same session (whose root layout is kept), and one removed is simply not there. A cache or
+/// a folder shows its files as they are.
+#[test]
+fn a_tools_credentials_are_empty_in_every_command_even_when_they_appear_later() {
+    use safe_lanes::grants::{HIDDEN_IN_TOOLS, Kind, Toolchain};
+    let w = World::new();
+    let tool = w.p("tool");
+    std::fs::create_dir(&tool).unwrap();
+    std::fs::write(w.p("rw/credentials.toml"), "FOLDER FILE").unwrap();
+    let as_tool = Toolchain::parse(Kind::Tool, &[], None).unwrap();
+    w.grants
+        .add_with("tool", &tool, None, as_tool, "", "tester")
+        .unwrap();
+    let session = w.grants.session();
+    let read = |name: &str| {
+        let out = sh_in(
+            &session,
+            r#"cat "$1" 2>&1; echo "[$?]""#,
+            &[&tool.join(name)],
+        );
+        out.outcome.stdout
+    };
+    assert!(
+        read("credentials.toml").contains("No such file"),
+        "none yet"
+    );
+    for (i, name) in HIDDEN_IN_TOOLS.iter().enumerate() {
+        std::fs::write(tool.join(name), format!("SECRET {i}")).unwrap();
+        assert_eq!(read(name), "[0]\n", "{name} is there, empty");
+    }
+    std::fs::write(tool.join("config.toml"), "not a secret").unwrap();
+    assert_eq!(read("config.toml"), "not a secret[0]\n");
+    std::fs::remove_file(tool.join("credentials")).unwrap();
+    assert!(read("credentials").contains("No such file"));
+    let folder = sh_in(&session, r#"cat "$1""#, &[&w.p("rw/credentials.toml")]);
+    assert_eq!(folder.outcome.stdout, "FOLDER FILE");
+}
