@@ -290,7 +290,7 @@ impl UploadDeposit {
         };
         for (name, st) in entries {
             let holder = held::holder(&self.dir, &name, &st);
-            if matches!(holder, Holder::Live | Holder::Making) {
+            if matches!(holder, Holder::Live | Holder::Making | Holder::Unknown) {
                 continue;
             }
             // An abandoned entry's lock is kept (in `holder`) until it is removed.

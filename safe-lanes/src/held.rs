@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags, Stat};
 
 use crate::beneath::{Anchor, Symlinks, identity, stat_identity};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::input::Name;
 use crate::random::random_hex;
 
@@ -116,6 +116,9 @@ pub(crate) enum Holder {
     Stale,
     /// Not a held entry: not a file or a directory, or gone.
     None,
+    /// It could not be opened to see (out of descriptors, an I/O error): treat it as in use,
+    /// and as a possible crash.
+    Unknown,
 }
 
 /// Who holds the entry `name` of `parent`, whose `lstat` is `st`.
@@ -136,8 +139,11 @@ pub(crate) fn holder(parent: &Anchor, name: &OsStr, st: &Stat) -> Holder {
         return Holder::None;
     };
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let Ok(fd) = parent.open(entry.as_rel(), flags, Mode::empty(), Symlinks::Deny) else {
-        return Holder::None;
+    let fd = match parent.open(entry.as_rel(), flags, Mode::empty(), Symlinks::Deny) {
+        Ok(fd) => fd,
+        // Gone, or no longer a file or directory (replaced by a link): not a held entry.
+        Err(e) if e.code() != Code::Io => return Holder::None,
+        Err(_) => return Holder::Unknown,
     };
     if rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive).is_err() {
         return Holder::Live;

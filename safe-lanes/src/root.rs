@@ -200,10 +200,8 @@ impl StateRoot {
         let uploads = open_lane(&anchor, &path, UPLOADS_DIR, modes)?;
         // The registry of savers belongs to the download lane, which makes it; `init` repairs
         // its mode when it exists.
-        if modes == Modes::Repair
-            && let Ok(savers) = anchor.open_dir(RelPath::new(SAVERS_DIR)?, Symlinks::Deny)
-        {
-            secure(&savers, &path.join(SAVERS_DIR), modes)?;
+        if modes == Modes::Repair && anchor.stat_entry(Name::new(SAVERS_DIR)?).is_ok() {
+            open_lane(&anchor, &path, SAVERS_DIR, modes)?;
         }
         let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
         Ok(Self {
@@ -287,18 +285,25 @@ impl StateRoot {
         self.path.join(MANIFEST_FILE)
     }
 
-    /// The mode bits and owner of the root and each lane, for `doctor`.
+    /// The mode bits and owner of the root, each lane and the registry of savers, for `doctor`.
     ///
     /// # Errors
     ///
     /// `io` when `fstat` fails.
     pub fn report(&self) -> Result<Vec<DirReport>> {
+        // The registry of savers, when a download lane has made it.
+        let savers = self
+            .anchor
+            .open_dir(RelPath::new(SAVERS_DIR)?, Symlinks::Deny)
+            .ok();
         [
-            (".", &self.anchor),
-            (DOWNLOADS_DIR, &self.downloads),
-            (UPLOADS_DIR, &self.uploads),
+            (".", Some(&self.anchor)),
+            (DOWNLOADS_DIR, Some(&self.downloads)),
+            (UPLOADS_DIR, Some(&self.uploads)),
+            (SAVERS_DIR, savers.as_ref()),
         ]
         .into_iter()
+        .filter_map(|(name, anchor)| Some((name, anchor?)))
         .map(|(name, anchor)| {
             let st = anchor.stat()?;
             Ok(DirReport {

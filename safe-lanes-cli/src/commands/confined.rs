@@ -134,7 +134,7 @@ pub(crate) fn patch(
     match diff {
         Some(path) if path.as_os_str() != "-" => super::open_argument(&path)?
             .read_to_string(&mut text)
-            .with_context(|| format!("cannot read {}", path.display()))?,
+            .with_context(|| format!("cannot read {}", safe_lanes::Shown::path(&path)))?,
         _ => std::io::stdin()
             .read_to_string(&mut text)
             .context("cannot read the diff from standard input")?,

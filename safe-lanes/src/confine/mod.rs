@@ -373,11 +373,14 @@ fn hidden_files(grants: &[&Effective]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for g in grants {
         for name in g.toolchain.kind.hidden() {
-            let st = g.folder()?.stat_entry(crate::input::Name::new(name)?);
-            let regular = |st: rustix::fs::Stat| {
-                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+            // Absent is fine; a failure to look is not (the command would see it).
+            let st = match g.folder()?.stat_entry(crate::input::Name::new(name)?) {
+                Ok(st) => st,
+                Err(Error::NotFound { .. }) => continue,
+                Err(e) => return Err(e),
             };
-            if st.is_ok_and(regular) {
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+            {
                 files.push(g.path.join(name));
             }
         }

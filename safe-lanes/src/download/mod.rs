@@ -277,8 +277,8 @@ pub struct DownloadLane {
     next_suffix: Mutex<HashMap<String, Next>>,
     /// The registry that says whether a crash may have left files unrecorded.
     savers: Savers,
-    /// This handle's entry in it, made before its first save (`None` without a registry).
-    registration: OnceLock<Option<Registration>>,
+    /// This handle's entry in it, made before its first save.
+    registration: OnceLock<Registration>,
     /// What a crash left is looked for once, before the first use ([`DownloadLane::sweep`]).
     swept: Once,
 }
@@ -319,6 +319,7 @@ impl DownloadLane {
     /// Choose durable (default) or buffered saves.
     pub fn with_durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self.savers.set_durable(durability == Durability::Durable);
         self
     }
 
@@ -384,7 +385,8 @@ impl DownloadLane {
         )?;
         crate::crash::point("download.staged");
         // Staged with the mark, kept until it is recorded: a crash in between leaves it (see
-        // `sweep`).
+        // `sweep`), and so does an error or a panic before the record (`unsettled`).
+        let unsettled = self.savers.unsettled();
         let published = self.publish(&name, &staged)?;
         if self.durability == Durability::Durable {
             self.dir.sync()?;
@@ -402,11 +404,13 @@ impl DownloadLane {
             let name = Name::new(&saved.name)?;
             if let Ok(st) = self.dir.stat_entry(name)
                 && crate::beneath::stat_identity(&st) == ours
+                && self.dir.remove_file(name).is_ok()
             {
-                let _ = self.dir.remove_file(name);
+                unsettled.settled();
             }
             return Err(e);
         }
+        unsettled.settled();
         crate::crash::point("download.recorded");
         set_mode(&staged.fd, FILE_MODE, &saved.name)?;
         Ok(saved)

@@ -18,21 +18,27 @@
 use std::os::fd::OwnedFd;
 
 use crate::beneath::Anchor;
-use crate::error::{Code, Result, Shown};
+use crate::error::{Code, Error, Result, Shown};
 use crate::held::{Held, Holder, holder};
 use crate::input::Name;
-use crate::root::StateRoot;
+use crate::root::{SAVERS_DIR, StateRoot};
 
 /// The registry's record that what happened before its entries is known (module docs). Hidden,
 /// so it is never taken for an entry.
 const KNOWN: &str = ".known";
 
+/// How many dead entries one handle holds (locked) at once; more still make it read the lane,
+/// and are removed by the handles after it.
+const MAX_DEAD_HELD: usize = 64;
+
 /// The registry of a lane's savers.
 #[derive(Debug)]
 pub(super) struct Savers {
-    /// `<root>/.savers`; `None` when it cannot be made (a read-only root): then every handle
-    /// reads the lane, and none registers.
-    dir: Option<Anchor>,
+    /// `<root>/.savers`, or why it could not be opened or made (a read-only root): then the
+    /// handle reads the lane, and cannot save.
+    dir: std::result::Result<Anchor, String>,
+    /// Whether an entry is made durable (`fsync` of the registry) before a save publishes.
+    durable: bool,
 }
 
 /// A handle's entry in the registry, removed when dropped.
@@ -68,42 +74,78 @@ impl Savers {
     /// `insecure_root` when `.savers` is not a private directory of the current user (as for
     /// a lane). When it is missing and cannot be made, the handle goes without it.
     pub(super) fn open(root: &StateRoot) -> Result<Self> {
-        match root.savers() {
-            Ok(dir) => Ok(Self { dir: Some(dir) }),
-            Err(e) if e.code() == Code::InsecureRoot => Err(e),
-            Err(e) => {
-                tracing::debug!(error = %e, "no registry of savers: every lane reads the lane");
-                Ok(Self { dir: None })
-            }
-        }
+        let dir = match root.savers() {
+            Ok(dir) => Ok(dir),
+            Err(e) if e.code() == Code::InsecureRoot => return Err(e),
+            Err(e) => Err(e.to_string()),
+        };
+        Ok(Self { dir, durable: true })
     }
 
-    /// Register a handle about to save; `None` without a registry.
+    /// Whether entries are made durable before a save publishes (for durable lanes).
+    pub(super) fn set_durable(&mut self, durable: bool) {
+        self.durable = durable;
+    }
+
+    /// Register a handle about to save.
     ///
     /// # Errors
     ///
-    /// `io`: the handle must not save unregistered, since a crash of it would go unseen.
-    pub(super) fn register(&self) -> Result<Option<Registration>> {
-        let Some(dir) = &self.dir else {
-            return Ok(None);
-        };
+    /// `io` without a registry, or when the entry cannot be made: the handle must not save
+    /// unregistered, since a crash of it would go unseen.
+    pub(super) fn register(&self) -> Result<Registration> {
+        let dir = self.dir.as_ref().map_err(|why| {
+            Error::io(
+                "open",
+                Shown::text(SAVERS_DIR),
+                std::io::Error::other(why.clone()),
+            )
+        })?;
         let held = Held::create_file(dir)?;
-        Ok(Some(Registration {
+        if self.durable {
+            dir.sync()?;
+        }
+        Ok(Registration {
             dir: dir.try_clone()?,
             held,
-        }))
+        })
+    }
+
+    /// A save is about to publish: until [`Unsettled::settled`], anything that ends it (an
+    /// error, a panic) leaves evidence for the next handle (see [`Unsettled`]).
+    pub(super) fn unsettled(&self) -> Unsettled<'_> {
+        Unsettled {
+            savers: self,
+            armed: true,
+        }
+    }
+
+    /// Leave an entry nobody holds, as a dead handle's: the next handle reads the lane.
+    fn leave_evidence(&self) {
+        let left = match &self.dir {
+            Ok(dir) => Held::create_file(dir).map(drop),
+            Err(why) => Err(Error::io(
+                "open",
+                Shown::text(SAVERS_DIR),
+                std::io::Error::other(why.clone()),
+            )),
+        };
+        if let Err(e) = left {
+            tracing::warn!(error = %e, "a save may have left a file unrecorded, and the registry of savers cannot say so");
+        }
     }
 
     /// What the registry says now: whether a handle died, or nothing is known.
     pub(super) fn evidence(&self) -> Evidence<'_> {
         let mut evidence = Evidence {
-            dir: self.dir.as_ref(),
+            dir: self.dir.as_ref().ok(),
             unknown: true,
             dead: Vec::new(),
         };
         let Some((dir, entries)) = self
             .dir
             .as_ref()
+            .ok()
             .and_then(|dir| Some((dir, dir.entries().ok()?)))
         else {
             return evidence;
@@ -114,10 +156,13 @@ impl Savers {
                 continue;
             }
             match holder(dir, &name, &st) {
+                // Left for the handles after this one (its lock went with the descriptor).
+                Holder::Abandoned(_) if evidence.dead.len() >= MAX_DEAD_HELD => {}
                 Holder::Abandoned(locked) => {
                     let name = name.to_string_lossy().into_owned();
                     evidence.dead.push((name, locked));
                 }
+                Holder::Unknown => evidence.unknown = true,
                 Holder::Stale => {
                     let _ = Name::new(&name).and_then(|name| dir.remove_file(name));
                 }
@@ -151,5 +196,77 @@ impl Evidence<'_> {
         {
             tracing::warn!(error = %e, "could not record that the lane was read");
         }
+    }
+}
+
+/// A save between publishing and knowing its file recorded (or gone). Dropped armed (an error
+/// or a panic came first), it leaves an entry nobody holds ([`Savers::leave_evidence`]), so the
+/// next handle, in any process, reads the lane and records what this save left: a live process
+/// whose save failed half-way is treated as one that died there.
+#[derive(Debug)]
+pub(super) struct Unsettled<'s> {
+    savers: &'s Savers,
+    armed: bool,
+}
+
+impl Unsettled<'_> {
+    /// The file is recorded, or removed: nothing is left to find.
+    pub(super) fn settled(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Unsettled<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.savers.leave_evidence();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn savers() -> (tempfile::TempDir, Savers) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = StateRoot::open(&tmp.path().join("state")).unwrap();
+        let savers = Savers::open(&root).unwrap();
+        (tmp, savers)
+    }
+
+    /// A save that ends between publishing and settling (an error, a panic) leaves an entry
+    /// nobody holds, exactly as a dead handle would; one that settles leaves nothing.
+    #[test]
+    fn an_unsettled_save_leaves_a_dead_entry_and_a_settled_one_nothing() {
+        let (_tmp, savers) = savers();
+        savers.evidence().settled();
+        assert!(!savers.evidence().crash_possible(), "known, no saver died");
+        savers.unsettled().settled();
+        assert!(!savers.evidence().crash_possible());
+        drop(savers.unsettled());
+        let evidence = savers.evidence();
+        assert_eq!(evidence.dead.len(), 1);
+        evidence.settled();
+        assert!(!savers.evidence().crash_possible(), "removed once settled");
+        let panicked = std::panic::catch_unwind(|| {
+            let _unsettled = savers.unsettled();
+            panic!("between publishing and recording");
+        });
+        assert!(panicked.is_err());
+        assert!(savers.evidence().crash_possible(), "a panic leaves it too");
+    }
+
+    /// Without a registry a handle may read the lane, but not save.
+    #[test]
+    fn without_a_registry_nothing_registers() {
+        let savers = Savers {
+            dir: Err("read-only file system".to_owned()),
+            durable: true,
+        };
+        assert!(savers.evidence().crash_possible());
+        let refused = savers.register().unwrap_err();
+        assert_eq!(refused.code(), Code::Io);
+        assert!(refused.to_string().contains("read-only"), "{refused}");
     }
 }

@@ -159,10 +159,37 @@ fn a_registry_that_is_not_private_is_refused() {
     let repaired = safe_lanes::StateRoot::init(fx.root.path()).unwrap();
     assert_eq!(mode(&savers(&fx)), 0o700, "`init` repairs it");
     drop(DownloadLane::open(&repaired).unwrap());
+    let report = repaired.report().unwrap();
+    assert!(
+        report.iter().any(|d| d.path == savers(&fx) && d.private),
+        "doctor shows it: {report:?}"
+    );
     std::fs::remove_dir_all(savers(&fx)).unwrap();
     std::fs::write(savers(&fx), "not a directory").unwrap();
     let refused = DownloadLane::open(&fx.root).unwrap_err();
     assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
+    let refused = safe_lanes::StateRoot::init(fx.root.path()).unwrap_err();
+    assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
+}
+
+/// Many dead savers (a crash storm): each handle holds a bounded number of their entries at
+/// once, and the handles after it remove the rest; every file is recorded once.
+#[test]
+fn many_dead_savers_are_cleared_a_bounded_number_at_a_time() {
+    let fx = Fixture::new();
+    DownloadLane::open(&fx.root).unwrap().list().unwrap();
+    for i in 0..100 {
+        std::fs::write(savers(&fx).join(format!("{i:032x}")), "").unwrap();
+    }
+    plant_marked(&fx, "left.txt");
+    let mut rounds = 0;
+    while !entries(&fx).is_empty() {
+        DownloadLane::open(&fx.root).unwrap().list().unwrap();
+        rounds += 1;
+        assert!(rounds <= 2, "{} left", entries(&fx).len());
+    }
+    assert_eq!(rounds, 2);
+    assert_eq!(recovered(&fx), ["left.txt"]);
 }
 
 /// Savers in many threads, each handle making and removing its entry while new handles
