@@ -72,7 +72,8 @@ impl Savers {
     /// # Errors
     ///
     /// `insecure_root` when `.savers` is not a private directory of the current user (as for
-    /// a lane). When it is missing and cannot be made, the handle goes without it.
+    /// a lane). When it cannot be opened or made, the handle goes without it: it reads the
+    /// lane, and cannot save.
     pub(super) fn open(root: &StateRoot) -> Result<Self> {
         let dir = match root.savers() {
             Ok(dir) => Ok(dir),
@@ -94,13 +95,7 @@ impl Savers {
     /// `io` without a registry, or when the entry cannot be made: the handle must not save
     /// unregistered, since a crash of it would go unseen.
     pub(super) fn register(&self) -> Result<Registration> {
-        let dir = self.dir.as_ref().map_err(|why| {
-            Error::io(
-                "open",
-                Shown::text(SAVERS_DIR),
-                std::io::Error::other(why.clone()),
-            )
-        })?;
+        let dir = self.dir()?;
         let held = Held::create_file(dir)?;
         if self.durable {
             dir.sync()?;
@@ -122,17 +117,17 @@ impl Savers {
 
     /// Leave an entry nobody holds, as a dead handle's: the next handle reads the lane.
     fn leave_evidence(&self) {
-        let left = match &self.dir {
-            Ok(dir) => Held::create_file(dir).map(drop),
-            Err(why) => Err(Error::io(
-                "open",
-                Shown::text(SAVERS_DIR),
-                std::io::Error::other(why.clone()),
-            )),
-        };
-        if let Err(e) = left {
+        if let Err(e) = self.dir().and_then(Held::create_file) {
             tracing::warn!(error = %e, "a save may have left a file unrecorded, and the registry of savers cannot say so");
         }
+    }
+
+    /// The registry's directory, or why there is none (`io`).
+    fn dir(&self) -> Result<&Anchor> {
+        self.dir.as_ref().map_err(|why| {
+            let why = std::io::Error::other(why.clone());
+            Error::io("open", Shown::text(SAVERS_DIR), why)
+        })
     }
 
     /// What the registry says now: whether a handle died, or nothing is known.
