@@ -600,17 +600,19 @@ fn request_info(r: safe_lanes::grants::Request) -> RequestInfo {
     }
 }
 
-/// The opaque cursor for a page that starts after the file `name`.
-fn to_cursor(name: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(name)
+/// The opaque cursor for a page that starts after the file `name` (its bytes, so a name that
+/// is not UTF-8 is exact too).
+fn to_cursor(name: &std::ffi::OsStr) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(name.as_encoded_bytes())
 }
 
 /// The file name a cursor from [`to_cursor`] stands for.
-fn from_cursor(cursor: &str) -> Result<String, Failure> {
+fn from_cursor(cursor: &str) -> Result<std::ffi::OsString, Failure> {
+    use std::os::unix::ffi::OsStringExt;
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(cursor)
         .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .map(std::ffi::OsString::from_vec)
         .ok_or_else(|| invalid("`cursor`: not a `next_cursor` that `downloads_list` returned"))
 }
 

@@ -167,8 +167,10 @@ impl Entry {
 pub struct Page {
     /// The files of this page, by name.
     pub entries: Vec<Entry>,
-    /// Where the next page starts (give it as `after`), when more files follow.
-    pub next: Option<String>,
+    /// Where the next page starts (give it as `after`), when more files follow: the name of
+    /// this page's last file, byte for byte.
+    #[serde(skip)]
+    pub next: Option<std::ffi::OsString>,
 }
 
 /// What [`DownloadLane::prune`] did.
@@ -428,23 +430,31 @@ impl DownloadLane {
 
     /// At most `limit` files of the lane, by name, after the name `after` (the `next` of the
     /// previous page; `None` for the first page). A file saved or removed between pages is
-    /// seen or missed, but no file is listed twice.
+    /// seen or missed, but no file is listed twice, and every file there all along is listed
+    /// once, even two whose names differ only in bytes that are not UTF-8.
     ///
     /// # Errors
     ///
     /// `io` when the lane cannot be read.
-    pub fn page(&self, after: Option<&str>, limit: usize) -> Result<Page> {
+    pub fn page(&self, after: Option<&std::ffi::OsStr>, limit: usize) -> Result<Page> {
         let mut entries = self.entries_after(after)?;
         let next = (entries.len() > limit)
-            .then(|| entries.get(limit.saturating_sub(1)).map(|e| e.name.clone()))
+            .then(|| entries.get(limit.saturating_sub(1)).map(|e| e.raw.clone()))
             .flatten();
         entries.truncate(limit);
         Ok(Page { entries, next })
     }
 
-    /// The lane's files named after `after` (all of them for `None`), by name.
-    fn entries_after(&self, after: Option<&str>) -> Result<Vec<Entry>> {
-        self.files(|name, _| after.is_none_or(|after| *name.to_string_lossy() > *after))
+    /// The lane's files after the name `after` (all of them for `None`), in the order
+    /// [`DownloadLane::files`] lists them.
+    fn entries_after(&self, after: Option<&std::ffi::OsStr>) -> Result<Vec<Entry>> {
+        let after = after.map(|raw| (raw.to_string_lossy(), raw));
+        self.files(|name, _| {
+            after.as_ref().is_none_or(|(lossy, raw)| {
+                let order = name.to_string_lossy().as_ref().cmp(lossy.as_ref());
+                order.then_with(|| name.cmp(raw)).is_gt()
+            })
+        })
     }
 
     /// The lane's files (see [`is_listed`]) that `keep` accepts, by name (lossy, then bytes).

@@ -384,7 +384,7 @@ fn pages_list_every_file_once_in_order() {
         lane.save(name, &b"x"[..]).unwrap();
     }
     let mut seen = Vec::new();
-    let mut after: Option<String> = None;
+    let mut after: Option<std::ffi::OsString> = None;
     let mut pages = 0;
     loop {
         let page = lane.page(after.as_deref(), 2).unwrap();
@@ -403,6 +403,34 @@ fn pages_list_every_file_once_in_order() {
         (whole.entries.len(), whole.next),
         (5, None),
         "an exact fit ends"
+    );
+}
+
+/// Two files whose names differ only in bytes that are not UTF-8 have the same lossy name;
+/// paged one at a time, each is still listed exactly once.
+#[test]
+fn pages_tell_apart_names_that_differ_only_in_invalid_bytes() {
+    let fx = Fixture::new();
+    let dir = fx.root.downloads_path();
+    for raw in [&b"a\xfe.txt"[..], b"a\xff.txt", b"a.txt", b"b.txt"] {
+        std::fs::write(dir.join(OsStr::from_bytes(raw)), "x").unwrap();
+    }
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    let mut seen = Vec::new();
+    let mut after: Option<std::ffi::OsString> = None;
+    loop {
+        let page = lane.page(after.as_deref(), 1).unwrap();
+        seen.extend(page.entries.iter().map(|e| e.raw_name().to_owned()));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let listed: Vec<&[u8]> = seen.iter().map(|n| n.as_bytes()).collect();
+    assert_eq!(
+        listed,
+        [&b"a.txt"[..], b"a\xfe.txt", b"a\xff.txt", b"b.txt"],
+        "each once, in the order of list()"
     );
 }
 
