@@ -256,23 +256,37 @@ async fn downloads_are_listed_a_page_at_a_time() {
         w.ok("download_save", json!({"filename": name, "text": "x"}))
             .await;
     }
+    // Two names put there by hand that differ only in bytes that are not UTF-8: the same
+    // lossy name, each listed once all the same, though a page ends between them.
+    use std::os::unix::ffi::OsStrExt;
+    for raw in [&b"b\xfe.txt"[..], b"b\xff.txt"] {
+        let path = w
+            .root()
+            .join(".downloads")
+            .join(std::ffi::OsStr::from_bytes(raw));
+        std::fs::write(path, "x").unwrap();
+    }
     let mut names = Vec::new();
     let mut cursor = Value::Null;
     loop {
         let args = match &cursor {
-            Value::Null => json!({"limit": 2}),
-            c => json!({"limit": 2, "cursor": c}),
+            Value::Null => json!({"limit": 3}),
+            c => json!({"limit": 3, "cursor": c}),
         };
         let page = w.ok("downloads_list", args).await;
         let files = page["files"].as_array().unwrap();
-        assert!(files.len() <= 2);
+        assert!(files.len() <= 3);
         names.extend(files.iter().map(|f| f["name"].as_str().unwrap().to_owned()));
         match page.get("next_cursor") {
             Some(next) => cursor = next.clone(),
             None => break,
         }
     }
-    assert_eq!(names, ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"]);
+    let odd = "b\u{FFFD}.txt";
+    assert_eq!(
+        names,
+        ["a.txt", "b.txt", odd, odd, "c.txt", "d.txt", "e.txt"]
+    );
 }
 
 /// Every tool answers a refusal as a tool result the model reads, with its code.
