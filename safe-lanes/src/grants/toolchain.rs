@@ -162,13 +162,7 @@ impl VarName {
         } else {
             None
         };
-        match why {
-            Some(why) => Err(Error::InvalidArgument {
-                what: Shown::text(text),
-                why: why.into(),
-            }),
-            None => Ok(Self(text.to_owned())),
-        }
+        checked(text, why).map(Self)
     }
 }
 
@@ -204,17 +198,22 @@ impl ToolBin {
         } else {
             None
         };
-        match why {
-            Some(why) => Err(Error::InvalidArgument {
-                what: Shown::text(text),
-                why: why.into(),
-            }),
-            None => Ok(Self(text.to_owned())),
-        }
+        checked(text, why).map(Self)
     }
 }
 
 checked_text!(ToolBin);
+
+/// `text`, owned, when no rule was broken (`why` is `None`); else `invalid_argument` saying why.
+fn checked(text: &str, why: Option<&'static str>) -> Result<String> {
+    match why {
+        Some(why) => Err(Error::InvalidArgument {
+            what: Shown::text(text),
+            why: why.into(),
+        }),
+        None => Ok(text.to_owned()),
+    }
+}
 
 /// What a grant adds to confined commands besides its folder: its kind, the variables set to
 /// its path, and for a tool the folder put on `PATH`. A plain folder grant has none.
