@@ -255,37 +255,14 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// room again the chain goes on where it was. Needs a small tmpfs, so root (which CI is).
 #[test]
 fn a_full_disk_leaves_no_partial_record() {
-    if !rustix::process::geteuid().is_root() {
-        #[allow(clippy::print_stderr)] // the reason for skipping, where the runner shows it
-        {
-            eprintln!("skipped: mounting a small tmpfs to fill needs root (CI runs as root)");
-        }
+    let Some(disk) = crate::util::SmallDisk::mount("256k") else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let mount = tmp.path().join("small");
-    std::fs::create_dir(&mount).unwrap();
-    let status = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs"])
-        .arg(&mount)
-        .status()
-        .unwrap();
-    assert!(status.success(), "mount a 256 KiB tmpfs");
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(mount.clone());
-    let root = safe_lanes::StateRoot::open(&mount.join("state")).unwrap();
+    };
+    let root = safe_lanes::StateRoot::open(&disk.path.join("state")).unwrap();
     let audit = root.audit();
     audit.append("before", "t", json!({})).unwrap();
     // Fill the disk, leaving less room than the next record needs.
-    let filler = mount.join("filler");
-    let mut file = std::fs::File::create(&filler).unwrap();
-    while std::io::Write::write_all(&mut file, &[0u8; 4096]).is_ok() {}
-    drop(file);
+    let filler = disk.fill();
     let err = audit
         .append("too.big", "t", json!({ "blob": "x".repeat(64 * 1024) }))
         .unwrap_err();

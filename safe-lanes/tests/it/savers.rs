@@ -218,3 +218,34 @@ pub(crate) fn savers_coming_and_going_in_parallel_never_lose_their_entry() {
         "no live saver was taken for a dead one"
     );
 }
+
+/// A full disk: a save that cannot be written fails and leaves nothing, no entry of a dead
+/// saver and nothing to recover; once there is room, the next process-like handle saves
+/// without reading the lane. Needs a small tmpfs, so root (which CI is).
+#[test]
+fn a_full_disk_fails_a_save_and_leaves_nothing_to_recover() {
+    let Some(disk) = crate::util::SmallDisk::mount("512k") else {
+        return;
+    };
+    let root = safe_lanes::StateRoot::open(&disk.path.join("state")).unwrap();
+    let lane = DownloadLane::open(&root).unwrap();
+    lane.save("first.txt", &b"fits"[..]).unwrap();
+    let filler = disk.fill();
+    let refused = lane
+        .save("big.bin", &vec![7u8; 256 * 1024][..])
+        .unwrap_err();
+    assert_eq!(refused.code(), safe_lanes::Code::Io, "{refused}");
+    drop(lane);
+    let savers = root.path().join(".savers");
+    let mut left = names(&savers);
+    left.retain(|n| !n.starts_with('.'));
+    assert!(left.is_empty(), "no saver's entry left: {left:?}");
+    assert_eq!(names(&root.downloads_path()), ["first.txt"]);
+    std::fs::remove_file(filler).unwrap();
+    let lane = DownloadLane::open(&root).unwrap();
+    lane.save("second.txt", &b"room again"[..]).unwrap();
+    assert_eq!(lane.list().unwrap().len(), 2);
+    let log = std::fs::read_to_string(root.path().join("audit.jsonl")).unwrap();
+    assert!(!log.contains("download.recovered"), "{log}");
+    assert!(root.audit().verify().unwrap().is_intact());
+}

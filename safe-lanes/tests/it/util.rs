@@ -87,3 +87,55 @@ pub(crate) fn stops_writing(beat: &Path) -> bool {
 pub(crate) fn rel(path: &str) -> safe_lanes::input::RelPath<'_> {
     safe_lanes::input::RelPath::new(path).expect("a valid relative path")
 }
+
+/// A tmpfs of `size` (as `mount -o size=`) mounted in a fresh temporary folder, unmounted when
+/// dropped: a disk that fills up. `None` (with the reason on stderr) unless running as root,
+/// which mounting needs (CI runs as root).
+pub(crate) struct SmallDisk {
+    pub(crate) path: std::path::PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    pub(crate) fn mount(size: &str) -> Option<Self> {
+        if !rustix::process::geteuid().is_root() {
+            #[allow(clippy::print_stderr)] // the reason for skipping, where the runner shows it
+            {
+                eprintln!("skipped: mounting a small tmpfs to fill needs root (CI runs as root)");
+            }
+            return None;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("small");
+        std::fs::create_dir(&path).unwrap();
+        let status = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount a {size} tmpfs");
+        Some(Self { path, _tmp: tmp })
+    }
+
+    /// Fill it, leaving less than a page; the filler's path (remove it to make room).
+    pub(crate) fn fill(&self) -> std::path::PathBuf {
+        let filler = self.path.join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        while std::io::Write::write_all(&mut file, &[0u8; 4096]).is_ok() {}
+        filler
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.path)
+            .status();
+    }
+}
