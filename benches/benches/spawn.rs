@@ -18,8 +18,32 @@ fn spawn(c: &mut Criterion) {
     grants
         .add("project", &folder, Access::ReadWrite, "bench", "bench")
         .expect("grant");
+    // A read-write grant holding a git repository: what a command must not leave behind is
+    // looked at, pinned and kept read-only for every command (ADR 0016).
+    let repository = tmp.path().join("repository");
+    for dir in [".git/hooks", ".git/info", ".git/objects", ".git/refs"] {
+        std::fs::create_dir_all(repository.join(dir)).expect("mkdir");
+    }
+    std::fs::write(repository.join(".git/config"), "[core]\n").expect("config");
+    std::fs::write(repository.join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    let with_repository =
+        Arc::new(Grants::open(&root, Some(&tmp.path().join("repo.json"))).expect("grants"));
+    with_repository
+        .add(
+            "repository",
+            &repository,
+            Access::ReadWrite,
+            "bench",
+            "bench",
+        )
+        .expect("grant");
+    let repository_session = with_repository.session();
     let session = grants.session();
     let confined = Confined::new("/bin/true", Vec::<String>::new());
+    let in_repository_op = || {
+        let out = confined.run(&repository_session).expect("confined run");
+        assert_eq!(out.outcome.exit_code, Some(0));
+    };
     let confined_op = || {
         let out = confined.run(&session).expect("confined run");
         assert_eq!(out.outcome.exit_code, Some(0));
@@ -35,6 +59,9 @@ fn spawn(c: &mut Criterion) {
     });
     g.bench_function("confined", |b| {
         b.iter_custom(|n| interleaved(n, confined_op, plain_op))
+    });
+    g.bench_function("confined_in_a_repository", |b| {
+        b.iter_custom(|n| interleaved(n, in_repository_op, plain_op))
     });
     g.finish();
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use safe_lanes::grants::LiftedPath;
 
 /// Safe local-disk lanes for AI-agent gateways: the human's (trusted) side.
 #[derive(Debug, Parser)]
@@ -158,6 +159,33 @@ impl ToolchainArgs {
     }
 }
 
+/// Which protected paths of a read-write grant a confined command may change
+/// (`docs/threat-model.md`, "What a command leaves behind").
+#[derive(Debug, clap::Args)]
+pub(crate) struct ProtectionArgs {
+    /// Lift the protection of PATH (relative to the folder) and everything inside it, e.g.
+    /// `.vscode` or `.git/hooks`: confined commands may then change it (repeatable).
+    #[arg(long = "allow-protected", value_name = "PATH")]
+    pub(crate) lift: Vec<String>,
+    /// Protect PATH again (repeatable).
+    #[arg(long = "protect", value_name = "PATH")]
+    pub(crate) restore: Vec<String>,
+}
+
+impl ProtectionArgs {
+    /// The paths to lift and to protect again, each checked by the library; `None` when no
+    /// flag was given.
+    pub(crate) fn paths(&self) -> safe_lanes::Result<Option<(Vec<LiftedPath>, Vec<LiftedPath>)>> {
+        if self.lift.is_empty() && self.restore.is_empty() {
+            return Ok(None);
+        }
+        let check = |paths: &[String]| -> safe_lanes::Result<Vec<LiftedPath>> {
+            paths.iter().map(|p| LiftedPath::new(p)).collect()
+        };
+        Ok(Some((check(&self.lift)?, check(&self.restore)?)))
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum GrantCommand {
     /// The grants, with their environment key and availability, and the pending requests.
@@ -186,6 +214,8 @@ pub(crate) enum GrantCommand {
         access: Option<AccessArg>,
         #[command(flatten)]
         toolchain: ToolchainArgs,
+        #[command(flatten)]
+        protection: ProtectionArgs,
         /// Why, for the changelog.
         #[arg(long, default_value = "")]
         reason: String,
@@ -193,17 +223,31 @@ pub(crate) enum GrantCommand {
         #[arg(long)]
         actor: Option<String>,
     },
-    /// Change a grant's access.
+    /// Change a grant's access, and which of its protected paths confined commands may change.
     SetAccess {
         /// The grant's alias.
         alias: String,
         /// read_only or read_write.
         #[arg(value_enum)]
         access: AccessArg,
+        #[command(flatten)]
+        protection: ProtectionArgs,
         /// Why, for the changelog.
         #[arg(long, default_value = "")]
         reason: String,
         /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Empty a cache grant's private layer: what confined commands wrote to it, kept in the
+    /// state root (the folder itself is never written by a command).
+    CacheClear {
+        /// The cache's alias.
+        alias: String,
+        /// Why, for the audit log.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the audit log (default: the OS user).
         #[arg(long)]
         actor: Option<String>,
     },

@@ -64,6 +64,10 @@ struct Args {
     /// 'site,docs:read_only' (`docs` at most read-only). Without it, every grant.
     #[arg(long, value_name = "ALIAS[:ACCESS],…")]
     only: Option<String>,
+    /// The memory all confined commands' private `/tmp`s share, in bytes (default: a quarter
+    /// of the machine's memory); each gets at most 1 GiB of it.
+    #[arg(long, value_name = "BYTES")]
+    tmp_budget: Option<u64>,
 }
 
 #[cfg(unix)]
@@ -98,6 +102,12 @@ async fn main() -> Result<()> {
         .transpose()
         .context("--only")?
         .unwrap_or_default();
+    #[cfg(target_os = "linux")]
+    if let Some(budget) = args.tmp_budget {
+        safe_lanes::confine::limits::set_scratch_budget(budget);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = args.tmp_budget;
     let cancels = transport::Cancels::default();
     let server = server::Server::new(server::Config {
         root: root.path.clone(),

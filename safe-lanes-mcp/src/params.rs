@@ -261,6 +261,11 @@ pub(crate) struct Downloads {
 pub(crate) struct Uploaded {
     /// What was uploaded.
     pub(crate) source: UploadedContent,
+    /// The staged file the uploader was given, relative to the deposit: only
+    /// `[A-Za-z0-9._/-]`, whatever the content's name.
+    pub(crate) staged: String,
+    /// The name the content goes by (the sanitized file name), what `{name}` became.
+    pub(crate) name: String,
     /// The uploader's exit code.
     pub(crate) exit_code: Option<i32>,
     /// What it printed.
@@ -333,6 +338,11 @@ pub(crate) struct GrantInfo {
     /// (`CARGO_HOME`, `NVM_DIR`, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) vars: Vec<String>,
+    /// In a read-write grant, the protected paths (`.git/config`, `.git/hooks/`, `.vscode/`,
+    /// `.envrc`, start-up files …: what the human's own tools run later) are read-only to
+    /// `shell_exec` and refused by `folder_patch`; these are the ones the human lifted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) allow_protected: Vec<String>,
 }
 
 /// A pending request.

@@ -285,6 +285,12 @@ impl Server {
                     unavailable: g.unavailable,
                     kind: (!g.grant.kind.is_folder()).then(|| g.grant.kind.to_string()),
                     vars: g.grant.vars.iter().map(ToString::to_string).collect(),
+                    allow_protected: g
+                        .grant
+                        .allow_protected
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
                 })
                 .collect(),
             requests: listing.requests.into_iter().map(request_info).collect(),
@@ -580,8 +586,10 @@ fn uploaded(path: Option<String>, sent: safe_lanes::deposit::Sent) -> Reply<Uplo
         source: UploadedContent {
             path,
             bytes: sent.bytes,
-            sha256: sent.sha256,
+            sha256: sent.sha256.clone(),
         },
+        staged: lossy(&sent.staged),
+        name: sent.name.clone(),
         exit_code: out.exit_code,
         stdout: out.stdout.clone(),
         stderr: out.stderr.clone(),

@@ -109,6 +109,8 @@ pub(crate) struct GrantRow {
     pub(crate) kind: Option<&'static str>,
     /// Why it is not usable here, or `None` when it is.
     pub(crate) unavailable: Option<String>,
+    /// The protected paths the human lifted for it (escaped), empty when none.
+    pub(crate) lifted: Vec<String>,
 }
 
 impl GrantRow {
@@ -121,6 +123,12 @@ impl GrantRow {
             env: view.env.clone(),
             kind: (!view.grant.kind.is_folder()).then(|| view.grant.kind.as_str()),
             unavailable: view.unavailable.clone(),
+            lifted: view
+                .grant
+                .allow_protected
+                .iter()
+                .map(|l| safe_lanes::Shown::text(l.as_str()).to_string())
+                .collect(),
         }
     }
 }

@@ -5,9 +5,13 @@
 //!
 //! 1. [`UploadDeposit::stage`] (bytes) or [`UploadDeposit::stage_source`] (a file that passed
 //!    [`UploadSource`](crate::upload::UploadSource)) writes the content into a fresh private
-//!    directory `.uploads/<random>/` (0700) as one 0600 file named after the sanitized hint;
+//!    directory `.uploads/<random>/` (0700) as one 0600 file with an *inert* name
+//!    ([`inert_name`]: only `[A-Za-z0-9._-]`, from the sanitized hint's safe ASCII letters and
+//!    its extension), so the path is never code wherever the uploader puts it;
 //! 2. [`UploadDeposit::run`] runs the uploader with the deposit as its working directory and
-//!    the staged path *relative to the deposit* in place of `{file}` in its arguments;
+//!    the staged path *relative to the deposit* (`<random>/<inert name>`) as the argument
+//!    `{file}`; the name the human knows the content by (the sanitized hint) replaces
+//!    `{name}`, shell-quoted where it stands inside a larger argument;
 //! 3. the [`Staged`] guard erases the file and its directory when dropped: after success,
 //!    failure, timeout, or a panic in the caller.
 //!
@@ -38,8 +42,15 @@ use crate::name::sanitize;
 use crate::root::StateRoot;
 use crate::upload::Opened;
 
-/// The placeholder replaced by the staged file's path in the uploader's arguments.
+/// The placeholder replaced by the staged file's path in the uploader's arguments: always a
+/// whole argument.
 pub const FILE_PLACEHOLDER: &str = "{file}";
+/// The placeholder replaced by the content's human-facing name (the sanitized hint): the name
+/// as it is when it is a whole argument, shell-quoted inside a larger one (`sh -c 'upload
+/// --title {name} "$1"' sh {file}`).
+pub const NAME_PLACEHOLDER: &str = "{name}";
+/// The longest inert name's stem, in characters.
+const MAX_INERT_STEM: usize = 100;
 
 /// An uploader command: a program and its arguments, `{file}` standing for the staged file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,16 +61,41 @@ pub struct Uploader {
 }
 
 impl Uploader {
-    /// `program args…`; where no argument contains `{file}`, the staged path is appended.
+    /// `program args…`; where no argument is `{file}`, the staged path is appended.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` when `{file}` stands inside a larger argument (or in the program):
+    /// the staged path is passed only as an argument of its own, so no template can make it
+    /// part of a shell command line; `{name}` is the placeholder that may stand inside one.
     pub fn new(
         program: impl Into<OsString>,
         args: impl IntoIterator<Item = impl Into<OsString>>,
-    ) -> Self {
-        Self {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-            limits: Limits::default(),
+    ) -> Result<Self> {
+        let program = program.into();
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let inside = |word: &OsString, whole_ok: bool| {
+            let text = word.to_string_lossy();
+            text.contains(FILE_PLACEHOLDER) && !(whole_ok && text == FILE_PLACEHOLDER)
+        };
+        if let Some(word) = std::iter::once(&program)
+            .filter(|p| inside(p, false))
+            .chain(args.iter().filter(|a| inside(a, true)))
+            .next()
+        {
+            return Err(Error::InvalidArgument {
+                what: Shown::text(&word.to_string_lossy()),
+                why: "`{file}` must be a whole argument of the uploader (it is passed as one, \
+                      never inside a shell command line); inside an argument, use `{name}`, \
+                      which is shell-quoted there, or pass `{file}` to the shell as `\"$1\"`"
+                    .into(),
+            });
         }
+        Ok(Self {
+            program,
+            args,
+            limits: Limits::default(),
+        })
     }
 
     /// Parse a command line template such as `gws drive files create --upload {file}` (shell
@@ -67,7 +103,8 @@ impl Uploader {
     ///
     /// # Errors
     ///
-    /// `invalid_argument` when the template is empty or its quoting is unbalanced.
+    /// `invalid_argument` when the template is empty or its quoting is unbalanced, and as
+    /// [`Uploader::new`].
     pub fn parse(template: &str) -> Result<Self> {
         let words = shlex::split(template).filter(|w| !w.is_empty());
         let Some(mut words) = words else {
@@ -77,7 +114,7 @@ impl Uploader {
             });
         };
         let program = words.remove(0);
-        Ok(Self::new(program, words))
+        Self::new(program, words)
     }
 
     /// Bound the uploader's run time and kept output.
@@ -86,39 +123,89 @@ impl Uploader {
         self
     }
 
-    /// The arguments with `{file}` replaced by `file`.
-    fn args_for(&self, file: &Path) -> Vec<OsString> {
-        let file = file.as_os_str();
-        let mut replaced = false;
+    /// The arguments with `{file}` replaced by `file` and `{name}` by `name` (quoted inside a
+    /// larger argument).
+    fn args_for(&self, file: &Path, name: &str) -> Vec<OsString> {
+        let mut has_file = false;
+        let quoted = shlex::try_quote(name).map_or_else(|_| "''".into(), |q| q.into_owned());
         let mut args: Vec<OsString> = self
             .args
             .iter()
             .map(|arg| {
-                let text = arg.as_encoded_bytes();
-                if !arg.to_string_lossy().contains(FILE_PLACEHOLDER) {
-                    return arg.clone();
+                if arg.as_encoded_bytes() == FILE_PLACEHOLDER.as_bytes() {
+                    has_file = true;
+                    return file.as_os_str().to_owned();
                 }
-                replaced = true;
-                let mut out = Vec::with_capacity(text.len());
-                let mut rest = text;
-                while let Some(at) = find(rest, FILE_PLACEHOLDER.as_bytes()) {
-                    out.extend_from_slice(&rest[..at]);
-                    out.extend_from_slice(file.as_encoded_bytes());
-                    rest = &rest[at + FILE_PLACEHOLDER.len()..];
+                if arg.as_encoded_bytes() == NAME_PLACEHOLDER.as_bytes() {
+                    return name.into();
                 }
-                out.extend_from_slice(rest);
-                std::os::unix::ffi::OsStringExt::from_vec(out)
+                replace(arg, NAME_PLACEHOLDER.as_bytes(), quoted.as_bytes())
             })
             .collect();
-        if !replaced {
-            args.push(file.to_owned());
+        if !has_file {
+            args.push(file.as_os_str().to_owned());
         }
         args
     }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+/// `arg` with every `placeholder` replaced by `with`.
+fn replace(arg: &OsString, placeholder: &[u8], with: &[u8]) -> OsString {
+    let mut rest = arg.as_encoded_bytes();
+    let mut out = Vec::with_capacity(rest.len());
+    while let Some(at) = rest
+        .windows(placeholder.len())
+        .position(|w| w == placeholder)
+    {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(with);
+        rest = &rest[at + placeholder.len()..];
+    }
+    out.extend_from_slice(rest);
+    std::os::unix::ffi::OsStringExt::from_vec(out)
+}
+
+/// The name a staged file gets: only `[A-Za-z0-9._-]`, never starting with `.` or `-` —
+/// characters no shell, no option parser and no URL treats as anything but a name. It keeps
+/// the sanitized name's ASCII letters, digits, `.`, `_` and `-` (each other run becomes one
+/// `_`) and its extension when that is ASCII letters and digits; a name with no ASCII letter
+/// or digit becomes `upload` (with the extension). The human-facing name stays what `{name}`
+/// gives.
+pub fn inert_name(name: &crate::name::SafeName) -> String {
+    let name = name.as_str();
+    let (stem, ext) = match name.rsplit_once('.') {
+        Some((stem, ext))
+            if !stem.is_empty()
+                && !ext.is_empty()
+                && ext.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            (stem, Some(ext))
+        }
+        _ => (name, None),
+    };
+    let mut out = String::new();
+    for c in stem.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let trimmed = out
+        .trim_start_matches(['.', '-', '_'])
+        .trim_end_matches(['.', '_']);
+    let mut out: String = if trimmed.chars().any(|c| c.is_ascii_alphanumeric()) {
+        trimmed.chars().take(MAX_INERT_STEM).collect()
+    } else {
+        "upload".to_owned()
+    };
+    let trimmed_len = out.trim_end_matches(['.', '_']).len();
+    out.truncate(trimmed_len);
+    if let Some(ext) = ext {
+        out.push('.');
+        out.push_str(ext);
+    }
+    out
 }
 
 /// The deposit of a state root.
@@ -138,6 +225,9 @@ pub struct Staged<'d> {
     /// Its directory, held ([`Held`]) while this lives: the lock says "in use" to a sweep in
     /// any process, and goes with this process if it dies.
     held: Held<Anchor>,
+    /// The staged file's inert name ([`inert_name`]).
+    inert: String,
+    /// The human-facing name: the sanitized hint.
     name: String,
     bytes: u64,
     sha256: String,
@@ -146,9 +236,12 @@ pub struct Staged<'d> {
 /// The result of one upload.
 #[derive(Clone, Debug, Serialize)]
 pub struct Sent {
-    /// The staged name the uploader was given, relative to the deposit.
+    /// The staged name the uploader was given, relative to the deposit (`<random>/<inert
+    /// name>`, only `[A-Za-z0-9._/-]`).
     #[serde(serialize_with = "crate::lossy::path")]
     pub staged: PathBuf,
+    /// The name the content goes by (the sanitized hint), which `{name}` became.
+    pub name: String,
     /// Bytes staged.
     pub bytes: u64,
     /// SHA-256 of the staged content.
@@ -203,18 +296,19 @@ impl UploadDeposit {
     ///
     /// The hint is untrusted; it only becomes one sanitized name in a fresh private directory.
     pub fn stage(&self, hint: impl AsRef<[u8]>, mut reader: impl Read) -> Result<Staged<'_>> {
-        let name = sanitize(hint).as_str().to_owned();
+        let name = sanitize(hint);
         let mut staged = Staged {
             deposit: self,
             held: Held::create_dir(&self.dir)?,
-            name,
+            inert: inert_name(&name),
+            name: name.as_str().to_owned(),
             bytes: 0,
             sha256: String::new(),
         };
         let fd = staged
             .held
             .entry
-            .create_new(Name::new(&staged.name)?, 0o600)?;
+            .create_new(Name::new(&staged.inert)?, 0o600)?;
         let copied = copy_hashed(&mut reader, fd.as_fd(), self.max_bytes, || Ok(()))?;
         staged.bytes = copied.bytes;
         staged.sha256 = copied.sha256;
@@ -246,7 +340,7 @@ impl UploadDeposit {
         let relative = staged.relative();
         let mut command = Command::new(&uploader.program);
         command
-            .args(uploader.args_for(&relative))
+            .args(uploader.args_for(&relative, &staged.name))
             .current_dir(&self.path);
         let outcome = run(&mut command, uploader.limits, &Control::new(), None)?;
         self.audit.append(
@@ -255,6 +349,7 @@ impl UploadDeposit {
             serde_json::json!({
                 "uploader": uploader.program.to_string_lossy(),
                 "staged": relative,
+                "name": staged.name,
                 "bytes": staged.bytes,
                 "sha256": staged.sha256,
                 "exit_code": outcome.exit_code,
@@ -274,6 +369,7 @@ impl UploadDeposit {
         crate::crash::point("deposit.sent");
         Ok(Sent {
             staged: staged.relative(),
+            name: staged.name.clone(),
             bytes: staged.bytes,
             sha256: staged.sha256.clone(),
             outcome,
@@ -304,7 +400,12 @@ impl UploadDeposit {
 impl Staged<'_> {
     /// The staged file's path relative to the deposit: what `{file}` becomes.
     pub fn relative(&self) -> PathBuf {
-        Path::new(&self.held.name).join(&self.name)
+        Path::new(&self.held.name).join(&self.inert)
+    }
+
+    /// The name the content goes by (the sanitized hint): what `{name}` becomes.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The staged file's absolute path.

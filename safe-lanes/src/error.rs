@@ -109,6 +109,9 @@ codes! {
     TooManyJobs = "too_many_jobs",
     /// The lanes have no backend on this operating system (Windows): nothing was opened.
     UnsupportedPlatform = "unsupported_platform",
+    /// A write to a protected path inside a read-write grant (`.git/config`, `.git/hooks/`,
+    /// start-up files …): something the human's own tools would run later.
+    ProtectedPath = "protected_path",
     /// An operating-system call failed for a reason that is not a refusal.
     Io = "io",
 }
@@ -430,6 +433,14 @@ pub enum Error {
     TooManyJobs {
         /// The most background commands at once.
         limit: usize,
+    },
+    /// A path the human's own tools run later, kept read-only inside a read-write grant.
+    #[error("{path} is protected: {why}")]
+    ProtectedPath {
+        /// The protected path (escaped).
+        path: Shown,
+        /// Why, and how the human may lift it.
+        why: String,
     },
     /// An argument is malformed, out of range, or missing something it needs.
     #[error("{what}: {why}")]

@@ -78,6 +78,8 @@ pub mod audit;
 #[cfg(unix)]
 pub mod beneath;
 #[cfg(unix)]
+pub mod caches;
+#[cfg(unix)]
 pub mod child;
 #[cfg(unix)]
 pub mod confine;
@@ -107,6 +109,8 @@ pub mod name;
 pub mod patch;
 #[cfg(unix)]
 pub mod process;
+#[cfg(unix)]
+pub mod protected;
 #[cfg(unix)]
 mod random;
 #[cfg(unix)]

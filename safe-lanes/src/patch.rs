@@ -133,6 +133,7 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     let snapshot = session.snapshot()?;
     let grant = snapshot.folder(alias, Want::Write)?;
     let (parent, name) = split_target(file)?;
+    refuse_protected(grant, file)?;
     let dir = grant.folder()?.open_dir(parent, Symlinks::Deny)?;
     let edit = parse(diff)?;
     let current = read_target(&dir, name, file)?;
@@ -156,6 +157,22 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
         serde_json::json!({ "alias": alias, "result": &patched }),
     )?;
     Ok(patched)
+}
+
+/// Refuse a target that is protected in `grant` ([`crate::protected`]): what the human's own
+/// tools run later, or git's internals.
+fn refuse_protected(grant: &crate::grants::Effective, file: &Path) -> Result<()> {
+    let lifted: Vec<std::path::PathBuf> = grant
+        .allow_protected
+        .iter()
+        .map(|l| l.as_path().to_owned())
+        .collect();
+    let home = crate::protected::is_home(&grant.path);
+    let protection = crate::protected::Protection::scan(grant.folder()?, home, &lifted)?;
+    match protection.refusal(file, &lifted, grant.alias.as_str()) {
+        Some(refusal) => Err(refusal),
+        None => Ok(()),
+    }
 }
 
 /// The text the hunks apply to: the file's, or nothing for a file the patch creates.

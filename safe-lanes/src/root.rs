@@ -41,6 +41,10 @@ pub const MANIFEST_FILE: &str = "workflow.json";
 pub const AUDIT_FILE: &str = "audit.jsonl";
 /// Name of the download lane's registry of savers (see [`crate::download`], "Crash recovery").
 pub const SAVERS_DIR: &str = ".savers";
+/// Name of the registry of placeholders for missing protected paths ([`crate::protected`]).
+pub const PLACEHOLDERS_DIR: &str = ".placeholders";
+/// Name of the directory holding each cache grant's private layer (`caches/<alias>/`).
+pub const CACHES_DIR: &str = "caches";
 
 /// The mode of the root and of each lane.
 const DIR_MODE: u32 = 0o700;
@@ -372,6 +376,16 @@ fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Resul
     })?;
     secure(&lane, &lane_path, modes)?;
     Ok(lane)
+}
+
+/// The private directory `name` of the state root `root` (at `root_path`), made (0700) when
+/// missing and checked as a lane is: the sandbox's own places in the root.
+///
+/// # Errors
+///
+/// `insecure_root` when it is not a private directory of the current user; `io`.
+pub(crate) fn private_dir(root: &Anchor, root_path: &Path, name: &str) -> Result<Anchor> {
+    open_lane(root, root_path, name, Modes::Check)
 }
 
 /// Check the directory `dir` (at `path`) with [`check_private`]; under [`Modes::Repair`], one

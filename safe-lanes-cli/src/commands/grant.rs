@@ -37,6 +37,22 @@ pub(crate) fn run(
             Ok(Report::ok(json!({ "changelog": log }), log_text(&log)))
         }
         cmd @ GrantCommand::Request { .. } => request(&grants, cmd),
+        GrantCommand::CacheClear {
+            alias,
+            reason,
+            actor,
+        } => {
+            let cleared = grants.clear_cache(&alias, &reason, &who(actor))?;
+            let text = if cleared.cleared {
+                format!(
+                    "cleared the cache {alias}'s private layer ({} bytes)",
+                    cleared.bytes
+                )
+            } else {
+                format!("the cache {alias} has no private layer")
+            };
+            Ok(Report::ok(json!(cleared), text))
+        }
         GrantCommand::Deny {
             request_id,
             alias,
@@ -68,7 +84,8 @@ pub(crate) fn who(actor: Option<String>) -> String {
 
 /// `grant list`: every grant with its variable and availability, then pending requests.
 fn list(grants: &Grants) -> Result<Report> {
-    let listing = grants.list()?;
+    let mut listing = grants.list()?;
+    grants.measure_caches(&mut listing)?;
     let mut text = String::new();
     for g in &listing.grants {
         let unavailable = g.unavailable.as_deref();
@@ -87,6 +104,21 @@ fn list(grants: &Grants) -> Result<Report> {
                 .map(|why| format!("; unavailable: {why}"))
                 .unwrap_or_default()
         );
+        if !g.grant.allow_protected.is_empty() {
+            let lifted: Vec<&str> = g.grant.allow_protected.iter().map(|l| l.as_str()).collect();
+            let _ = writeln!(text, "{:<20} protection lifted: {}", "", lifted.join(", "));
+        }
+        if let Some(layer) = g.private_layer {
+            let _ = writeln!(
+                text,
+                "{:<20} private layer: {}{} bytes in {} entries (`grant cache-clear {}` empties it)",
+                "",
+                if layer.at_least { "at least " } else { "" },
+                layer.bytes,
+                layer.entries,
+                g.grant.alias
+            );
+        }
     }
     if listing.grants.is_empty() {
         text.push_str("no folder grants\n");
@@ -129,24 +161,35 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             path,
             access,
             toolchain,
+            protection,
             reason,
             actor,
         } => {
             let toolchain = toolchain.toolchain()?;
+            let protection = protection.paths()?;
             let access = access.map(Into::into);
             let actor = who(actor);
-            let added = grants.add_with(&alias, &path, access, toolchain, &reason, &actor)?;
+            let mut added = grants.add_with(&alias, &path, access, toolchain, &reason, &actor)?;
+            if let Some((lift, restore)) = protection {
+                added = grants.set_protection(&alias, &lift, &restore, &reason, &actor)?;
+            }
             ("granted", added)
         }
         GrantCommand::SetAccess {
             alias,
             access,
+            protection,
             reason,
             actor,
-        } => (
-            "changed",
-            grants.set_access(&alias, access.into(), &reason, &who(actor))?,
-        ),
+        } => {
+            let protection = protection.paths()?;
+            let actor = who(actor);
+            let mut changed = grants.set_access(&alias, access.into(), &reason, &actor)?;
+            if let Some((lift, restore)) = protection {
+                changed = grants.set_protection(&alias, &lift, &restore, &reason, &actor)?;
+            }
+            ("changed", changed)
+        }
         GrantCommand::Revoke {
             alias,
             reason,
@@ -164,6 +207,7 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
         | GrantCommand::Approve(_)
         | GrantCommand::Log
         | GrantCommand::Request { .. }
+        | GrantCommand::CacheClear { .. }
         | GrantCommand::Deny { .. } => unreachable!("not a change to a grant: {cmd:?}"),
     };
     Ok(grant_report(verb, grant))

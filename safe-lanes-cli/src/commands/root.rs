@@ -61,6 +61,11 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
     }
     let toolchains = toolchains(&location, manifest);
     text.push_str(&toolchains_text(&toolchains));
+    let caches = caches(&location, manifest);
+    for c in &caches {
+        let _ = writeln!(text, "{}", c.1);
+    }
+    let caches: Vec<&serde_json::Value> = caches.iter().map(|c| &c.0).collect();
     if problems.is_empty() {
         text.push_str("ok");
     }
@@ -75,6 +80,7 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
         "warnings": warnings,
         "problems": problems,
         "toolchains": toolchains,
+        "caches": caches,
         "ok": problems.is_empty(),
     });
     Ok(Report {
@@ -248,6 +254,43 @@ fn toolchains(location: &RootLocation, manifest: Option<&Path>) -> Vec<serde_jso
                 })
                 .collect();
             json!({ "name": found.name, "what": found.what, "grants": grants })
+        })
+        .collect()
+}
+
+/// Each cache grant with the size of its private layer (what confined commands wrote to it),
+/// as JSON and as a line.
+fn caches(location: &RootLocation, manifest: Option<&Path>) -> Vec<(serde_json::Value, String)> {
+    if !location.path.exists() {
+        return Vec::new();
+    }
+    let listing = StateRoot::open(&location.path)
+        .and_then(|root| Grants::open(&root, manifest))
+        .and_then(|grants| {
+            let mut listing = grants.list()?;
+            grants.measure_caches(&mut listing)?;
+            Ok(listing)
+        });
+    let Ok(listing) = listing else {
+        return Vec::new();
+    };
+    listing
+        .grants
+        .into_iter()
+        .filter(|g| g.grant.kind == safe_lanes::grants::Kind::Cache)
+        .map(|g| {
+            let size = g.private_layer.map_or(0, |l| l.bytes);
+            let line = format!(
+                "cache {}: {} bytes written by confined commands, kept in the state root \
+                 (`safe-lanes grant cache-clear {}` empties it)",
+                g.grant.alias, size, g.grant.alias
+            );
+            let json = json!({
+                "alias": g.grant.alias,
+                "path": path(&g.grant.path),
+                "private_layer": g.private_layer,
+            });
+            (json, line)
         })
         .collect()
 }

@@ -33,7 +33,7 @@ pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
             uploader,
         } => {
             let (program, args) = uploader.split_first().expect("clap requires the uploader");
-            let uploader = Uploader::new(program, args).with_limits(Limits {
+            let uploader = Uploader::new(program, args)?.with_limits(Limits {
                 timeout: Duration::from_secs(timeout),
                 ..Limits::default()
             });

@@ -431,7 +431,19 @@ fn without_user_namespaces_nothing_runs_and_the_reason_is_given() {
         // Here, doctor lists every layer.
         let doctor = lab.cli(&["--json", "doctor"]).json();
         assert_eq!(doctor["sandbox"]["available"], true, "{doctor}");
-        assert_eq!(doctor["sandbox"]["layers"].as_array().unwrap().len(), 5);
+        let layers = doctor["sandbox"]["layers"].as_array().unwrap();
+        assert_eq!(layers.len(), 8, "{doctor}");
+        for layer in [
+            "protected paths",
+            "oom_score_adj",
+            "private /tmp",
+            "set-uid",
+        ] {
+            assert!(
+                layers.iter().any(|l| l.as_str().unwrap().contains(layer)),
+                "{layer}: {doctor}"
+            );
+        }
         // In a user namespace where no further user namespace may be made: nothing runs.
         let proj = lab.p("proj");
         let exec = lab.without_user_namespaces(&[
@@ -463,5 +475,36 @@ fn without_user_namespaces_nothing_runs_and_the_reason_is_given() {
                 .contains("user namespaces"),
             "{doctor}"
         );
+    }
+}
+
+#[test]
+fn placeholders_a_killed_gateway_left_are_removed_by_the_next_command() {
+    for lab in Lab::both() {
+        let who = lab.who();
+        let mut gateway = lab.spawn_exec(r#"touch "$1/started"; sleep 60"#);
+        assert!(appears(&lab.p("proj/started")), "{who}: it runs");
+        for placeholder in [".vscode", ".envrc", ".idea"] {
+            assert!(
+                lab.p("proj").join(placeholder).is_dir(),
+                "{who}: {placeholder}"
+            );
+        }
+        gateway.kill().unwrap();
+        gateway.wait().unwrap();
+        assert!(
+            lab.p("proj/.vscode").is_dir(),
+            "{who}: a killed gateway removes nothing"
+        );
+        let out = lab.exec("true", &[]);
+        assert_eq!(out["exit_code"], 0, "{who}: {out}");
+        for placeholder in [".vscode", ".envrc", ".idea"] {
+            assert!(
+                !lab.p("proj").join(placeholder).exists(),
+                "{who}: {placeholder} stayed"
+            );
+        }
+        let journal = std::fs::read(lab.p("state/.placeholders/journal")).unwrap();
+        assert!(journal.is_empty(), "{who}");
     }
 }

@@ -227,7 +227,10 @@ fn home_beside_a_tool(who: &str, wrapper: &[&str]) {
     ] {
         assert!(!out.contains(never), "{who}: {never}: {json}");
     }
-    assert!(cache.join("written").exists(), "{who}");
+    // What a command writes to a cache stays in the cache's private layer (ADR 0016).
+    assert!(!cache.join("written").exists(), "{who}");
+    let layer = env.root().join("caches/tool-cache/upper/written");
+    assert!(layer.exists(), "{who}: {}", layer.display());
     assert!(!tool.join("x").exists(), "{who}");
     let kept = std::fs::read_to_string(tool.join("credentials.toml")).unwrap();
     assert_eq!(kept, "REGISTRY TOKEN", "{who}");

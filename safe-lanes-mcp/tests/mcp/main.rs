@@ -3,6 +3,7 @@
 
 mod downloads;
 mod folders;
+mod leftovers;
 mod limits;
 mod malformed;
 mod narrowed;

@@ -251,3 +251,28 @@ fn the_picker_lists_folders_only_and_refuses_what_a_grant_may_not_be() {
         assert!(!body.contains("id=\"choose-here\""), "{dir}: {body}");
     }
 }
+
+#[test]
+fn the_overview_shows_the_protected_paths_a_grant_lifted() {
+    let page = Page::new();
+    let cookie = page.sign_in();
+    let site = page.folder("site");
+    let grants = page.grants();
+    grants
+        .add("site", &site, Access::ReadWrite, "the website", "uid:0")
+        .unwrap();
+    let body = page.get("/", &format!("\r\nCookie: {cookie}")).body;
+    assert!(!body.contains("protection lifted"), "{body}");
+    let lifted = [
+        safe_lanes::grants::LiftedPath::new(".vscode").unwrap(),
+        safe_lanes::grants::LiftedPath::new(".git/hooks").unwrap(),
+    ];
+    grants
+        .set_protection("site", &lifted, &[], "the agent edits hooks", "uid:0")
+        .unwrap();
+    let body = page.get("/", &format!("\r\nCookie: {cookie}")).body;
+    assert!(
+        body.contains("protection lifted: <code>.git/hooks</code>, <code>.vscode</code>"),
+        "{body}"
+    );
+}

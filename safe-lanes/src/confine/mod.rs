@@ -43,7 +43,13 @@ mod jobs;
 #[cfg(target_os = "linux")]
 mod layouts;
 #[cfg(target_os = "linux")]
+pub mod limits;
+#[cfg(target_os = "linux")]
+mod placeholders;
+#[cfg(target_os = "linux")]
 mod probe;
+#[cfg(target_os = "linux")]
+mod protect;
 #[cfg(target_os = "linux")]
 mod ruleset;
 #[cfg(target_os = "linux")]
@@ -275,13 +281,27 @@ impl Confined {
         let grants: Vec<_> = snapshot.available().collect();
         let aliases: Vec<Alias> = grants.iter().map(|g| g.alias.clone()).collect();
         let layout = layouts::layout_for(&snapshot, &aliases, || layout(&grants))?;
+        // Held until the command ends: its placeholders, and its caches' work directories.
+        let protecting = protect::protect(session, &grants)?;
+        let caches = cache_layers(session, &grants)?;
+        let scratch = limits::Scratch::reserve();
+        let processes = limits::ProcessLimit::for_command()?;
+        let cgroup_procs = match &processes {
+            limits::ProcessLimit::Cgroup(cgroup) => Some(
+                rustix::io::dup(&cgroup.procs).map_err(|e| Error::io("dup", "cgroup.procs", e))?,
+            ),
+            limits::ProcessLimit::Rlimit => None,
+        };
         let plan = prepare(
             abi,
             &grants,
             layout,
             cwd_grant.map(|g| g.path.as_path()),
             self.network,
-        )?;
+        )?
+        .protecting(&protecting.mounts())?
+        .overlaying(&overlays(&caches)?)?
+        .bounded(scratch.size_option(), cgroup_procs);
 
         let mut command = Command::new(&self.program);
         command
@@ -307,6 +327,7 @@ impl Confined {
         let watch = || still_granted(session, &used);
         let outcome = run(&mut command, self.limits, control, Some(&watch))
             .map_err(|e| spawn_failure(e, &self.program))?;
+        drop((protecting, caches, scratch, processes));
         let result = ConfinedOutcome {
             outcome,
             grants: used.into_iter().map(|(a, access, _)| (a, access)).collect(),
@@ -341,7 +362,8 @@ fn prepare(
 ) -> Result<sandbox::Plan> {
     let system = SystemSet::get();
     let mut rules = Vec::new();
-    for g in grants {
+    // A cache is an overlay the child makes; its rule is added there.
+    for g in grants.iter().filter(|g| g.toolchain.kind != Kind::Cache) {
         let access = match g.access {
             Access::ReadOnly => ruleset::read_only(abi),
             Access::ReadWrite => ruleset::read_write(abi),
@@ -363,6 +385,46 @@ fn prepare(
         syscalls::filters(network)?,
     )?
     .emptying(&hidden_files(grants)?)
+}
+
+/// The private layer of each cache among `grants`, with a work directory for one command.
+#[cfg(target_os = "linux")]
+fn cache_layers<'g>(
+    session: &Session,
+    grants: &[&'g Effective],
+) -> Result<Vec<(&'g Effective, crate::caches::Layer)>> {
+    let cache_grants: Vec<&Effective> = grants
+        .iter()
+        .copied()
+        .filter(|g| g.toolchain.kind == Kind::Cache)
+        .collect();
+    if cache_grants.is_empty() {
+        return Ok(Vec::new());
+    }
+    let caches =
+        crate::caches::Caches::open(session.grants().root(), session.grants().root_path())?;
+    let mut out = Vec::new();
+    for g in cache_grants {
+        out.push((g, caches.layer(g.alias.as_str(), &g.id)?));
+    }
+    Ok(out)
+}
+
+/// The overlays of the cache layers `caches`.
+#[cfg(target_os = "linux")]
+fn overlays<'a>(
+    caches: &'a [(&Effective, crate::caches::Layer)],
+) -> Result<Vec<sandbox::Overlay<'a>>> {
+    let mut out = Vec::new();
+    for (g, layer) in caches {
+        out.push(sandbox::Overlay {
+            path: &g.path,
+            lower: g.folder()?.as_fd(),
+            upper: (&layer.upper, layer.upper_dir.as_fd()),
+            work: (&layer.work, layer.work_dir().as_fd()),
+        });
+    }
+    Ok(out)
 }
 
 /// The files of `grants` a command must not see ([`Kind::hidden`]) that are there now: each
@@ -389,12 +451,12 @@ fn hidden_files(grants: &[&Effective]) -> Result<Vec<PathBuf>> {
 }
 
 /// The layout of the root of a command that sees `grants`: the system set, then the grants
-/// (read-only grants read-only).
+/// (read-only grants read-only; caches are each command's own overlay, [`cache_layers`]).
 #[cfg(target_os = "linux")]
 fn layout(grants: &[&Effective]) -> Result<sandbox::Layout> {
     let system = SystemSet::get();
     let mut grant_mounts = Vec::new();
-    for g in grants {
+    for g in grants.iter().filter(|g| g.toolchain.kind != Kind::Cache) {
         grant_mounts.push(sandbox::Mount {
             path: &g.path,
             fd: g.folder()?.as_fd(),
@@ -448,7 +510,16 @@ pub struct SandboxSupport {
 pub fn sandbox_support() -> SandboxSupport {
     let landlock = landlock_support();
     let outcome = supported_abi().and_then(|abi| {
-        let plan = prepare(abi, &[], Arc::new(layout(&[])?), None, false)?.probing();
+        let processes = limits::ProcessLimit::for_command()?;
+        let cgroup_procs = match &processes {
+            limits::ProcessLimit::Cgroup(cgroup) => Some(
+                rustix::io::dup(&cgroup.procs).map_err(|e| Error::io("dup", "cgroup.procs", e))?,
+            ),
+            limits::ProcessLimit::Rlimit => None,
+        };
+        let plan = prepare(abi, &[], Arc::new(layout(&[])?), None, false)?
+            .bounded(c"1m".to_owned(), cgroup_procs)
+            .probing();
         let mut command = Command::new("/");
         plan.install(&mut command);
         let spawned = command
@@ -476,9 +547,29 @@ pub fn sandbox_support() -> SandboxSupport {
                 "user, mount, PID, IPC, UTS and cgroup namespaces (and network unless asked for)"
                     .into(),
                 "a root of the system set and the grants only (read-only grants read-only)".into(),
+                "protected paths read-only in read-write grants (.git/config, .git/hooks, \
+                 start-up files …); caches as overlays whose writes stay in the state root"
+                    .into(),
                 "no capabilities (bounding and ambient sets empty, securebits locked)".into(),
                 format!("Landlock ABI {}", abi as i32),
-                "seccomp filter".into(),
+                "seccomp filter (no set-uid or set-gid bits, device nodes, FIFOs or sockets \
+                 created)"
+                    .into(),
+                format!(
+                    "at most {} processes per command ({}); oom_score_adj 1000",
+                    limits::MAX_PROCESSES,
+                    if limits::is_kernel_root() {
+                        "a pids cgroup"
+                    } else {
+                        "RLIMIT_NPROC in its user namespace"
+                    }
+                ),
+                format!(
+                    "private /tmp of at most {} MiB per command, {} MiB shared by all commands \
+                     of one gateway",
+                    limits::SCRATCH_SIZE >> 20,
+                    limits::scratch_budget() >> 20
+                ),
             ],
             problem: None,
         },

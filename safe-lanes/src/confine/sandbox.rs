@@ -57,8 +57,6 @@ use crate::error::{Error, Result};
 /// Where the new root is assembled before `pivot_root` (inside the private mount namespace,
 /// so nothing of it is visible outside).
 const STAGE: &CStr = c"/tmp";
-/// The size of the command's private `/tmp` (its `HOME` and `TMPDIR`).
-pub(crate) const SCRATCH_SIZE: &CStr = c"1g";
 /// The command's private scratch directory, inside the sandbox.
 pub(crate) const SCRATCH: &str = "/tmp";
 
@@ -84,6 +82,10 @@ enum Source {
     /// An empty, read-only file over a file a tool must not show (its credentials, see
     /// [`crate::grants::HIDDEN_IN_TOOLS`]): the name stays, the content is not there.
     Emptied,
+    /// An overlay of the gateway's directory `lower` (read-only) and the state root's
+    /// directories `upper` and `work`, each `(path, identity)`: a cache grant, whose writes
+    /// stay in the state root ([`crate::caches`]).
+    Overlay { layers: [(CString, (u64, u64)); 3] },
     /// A `proc` of the command's own PID namespace showing its processes only
     /// (`subset=pid,hidepid=invisible`), for the tools that find themselves through
     /// `/proc/self/exe` (the dynamic loader's `$ORIGIN`, rustc's sysroot).
@@ -127,18 +129,26 @@ pub(crate) struct Plan {
     gid_map: Vec<u8>,
     layout: Arc<Layout>,
     /// Each bind entry's source, re-opened by the child (one slot per entry, allocated here).
-    reopened: Vec<Option<OwnedFd>>,
+    reopened: Vec<Reopened>,
     cwd: CString,
     ruleset: Option<RulesetCreated>,
     scratch_access: BitFlags<AccessFs>,
     filters: &'static Filters,
-    /// Per command: the files of its tools it must not see, each covered by an empty file
-    /// ([`Source::Emptied`]), placed after the layout.
-    emptied: Vec<Entry>,
+    /// Per command, placed after the layout, parents first: the files of its tools it must not
+    /// see, each covered by an empty file ([`Source::Emptied`]), and the protected paths of its
+    /// read-write grants, each bound over itself ([`crate::protected`]).
+    extra: Vec<Entry>,
+    /// Each extra bind entry's source, re-opened by the child (slots allocated in `install`).
+    extra_reopened: Vec<Reopened>,
     /// What masks are bound from (made in the child).
     masks: Option<Masks>,
     /// Stop right before `exec`, reporting [`Step::Probe`].
     probe: bool,
+    /// The `size` of the command's private `/tmp`, its share of the scratch budget.
+    scratch_size: CString,
+    /// `cgroup.procs` of the command's own `pids` cgroup, which the child moves itself into;
+    /// without one, `RLIMIT_NPROC` bounds its processes (see `limits`).
+    cgroup_procs: Option<OwnedFd>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -211,6 +221,19 @@ impl View<'_> {
     }
 }
 
+/// A cache grant to show as an overlay ([`Plan::overlaying`]).
+#[derive(Debug)]
+pub(crate) struct Overlay<'a> {
+    /// The grant's canonical path: where it is, and where it appears.
+    pub(crate) path: &'a Path,
+    /// The grant's folder, as the gateway checked it: the read-only lower layer.
+    pub(crate) lower: BorrowedFd<'a>,
+    /// The upper layer's path and descriptor.
+    pub(crate) upper: (&'a Path, BorrowedFd<'a>),
+    /// This command's work directory's path and descriptor.
+    pub(crate) work: (&'a Path, BorrowedFd<'a>),
+}
+
 /// A folder or file of the gateway's to show in the sandbox.
 #[derive(Debug)]
 pub(crate) struct Mount<'a> {
@@ -254,16 +277,28 @@ impl Plan {
             gateway: rustix::process::getpid(),
             uid_map: format!("{uid} {uid} 1").into_bytes(),
             gid_map: format!("{gid} {gid} 1").into_bytes(),
-            reopened: layout.entries.iter().map(|_| None).collect(),
+            reopened: layout.entries.iter().map(|_| Reopened::default()).collect(),
             layout,
             cwd: c_string(cwd.unwrap_or(Path::new(SCRATCH)).as_os_str().as_bytes())?,
             ruleset: Some(ruleset),
             scratch_access: AccessFs::from_all(abi),
             filters,
-            emptied: Vec::new(),
+            extra: Vec::new(),
+            extra_reopened: Vec::new(),
             masks: None,
             probe: false,
+            scratch_size: c"1m".to_owned(),
+            cgroup_procs: None,
         })
+    }
+
+    /// This plan with the bounds of `limits`: the private `/tmp` of size `scratch` (a `tmpfs`
+    /// size option), and the processes bounded by the `pids` cgroup whose `cgroup.procs` is
+    /// `cgroup_procs`, or else by `RLIMIT_NPROC` in the user namespace.
+    pub(crate) fn bounded(mut self, scratch: CString, cgroup_procs: Option<OwnedFd>) -> Self {
+        self.scratch_size = scratch;
+        self.cgroup_procs = cgroup_procs;
+        self
     }
 
     /// This plan with each of `files` (absolute paths of files in the tools it shows) covered
@@ -274,9 +309,54 @@ impl Plan {
     /// `sandbox_unavailable` when a path cannot be expressed (a NUL byte, not absolute).
     pub(crate) fn emptying(mut self, files: &[PathBuf]) -> Result<Self> {
         for file in files {
-            self.emptied.push(Entry {
+            self.extra.push(Entry {
                 components: components(file)?,
                 source: Source::Emptied,
+            });
+        }
+        Ok(self)
+    }
+
+    /// This plan with each of `mounts` (paths inside its read-write grants: protected paths,
+    /// read-only, and the directories on the way to them, pinned) bound over itself.
+    ///
+    /// # Errors
+    ///
+    /// `sandbox_unavailable` when a path cannot be expressed; `io` when a descriptor cannot be
+    /// identified.
+    pub(crate) fn protecting(mut self, mounts: &[Mount<'_>]) -> Result<Self> {
+        for m in mounts {
+            bind_entry(&mut self.extra, m, false)?;
+        }
+        Ok(self)
+    }
+
+    /// This plan with each of `overlays` — a cache grant's folder at its path, and the state
+    /// root's upper and work directories of its layer ([`crate::caches`]) — mounted as an
+    /// overlay at the folder's path, writable, its writes kept in the upper layer.
+    ///
+    /// # Errors
+    ///
+    /// `sandbox_unavailable` when a path cannot be expressed; `io` when a descriptor cannot be
+    /// identified.
+    pub(crate) fn overlaying(mut self, overlays: &[Overlay<'_>]) -> Result<Self> {
+        for o in overlays {
+            let layer = |path: &Path, fd: BorrowedFd<'_>| -> Result<(CString, (u64, u64))> {
+                let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", path, e))?;
+                Ok((
+                    c_string(path.as_os_str().as_bytes())?,
+                    (st.st_dev, st.st_ino),
+                ))
+            };
+            self.extra.push(Entry {
+                components: components(o.path)?,
+                source: Source::Overlay {
+                    layers: [
+                        layer(o.path, o.lower)?,
+                        layer(o.upper.0, o.upper.1)?,
+                        layer(o.work.0, o.work.1)?,
+                    ],
+                },
             });
         }
         Ok(self)
@@ -290,6 +370,10 @@ impl Plan {
 
     /// Arrange for `command`'s child to enter this sandbox right before `exec`.
     pub(crate) fn install(mut self, command: &mut Command) {
+        // Parents before children; sorted (and the child's slots made) here, where allocating
+        // is allowed.
+        self.extra.sort_by_key(|e| e.components.len());
+        self.extra_reopened = self.extra.iter().map(|_| Reopened::default()).collect();
         sys::before_exec(command, move || self.enter());
     }
 
@@ -301,8 +385,10 @@ impl Plan {
         if rustix::process::getppid() != Some(self.gateway) {
             return Err(Step::ParentDeath.failed()(Errno::SRCH));
         }
+        self.limit_before().map_err(Step::Limits.failed())?;
         sys::unshare(self.unshare).map_err(Step::Namespaces.failed())?;
         self.map_identity().map_err(Step::Identity.failed())?;
+        self.limit_processes().map_err(Step::Limits.failed())?;
         self.become_pid_one()?;
         rustix::process::setsid().map_err(Step::Session.failed())?;
         self.build_root()?;
@@ -312,6 +398,42 @@ impl Plan {
             return Err(Step::Probe.failed()(Errno::CANCELED));
         }
         Ok(())
+    }
+
+    /// Before the namespaces: the OOM killer's first choice (`oom_score_adj` 1000, inherited
+    /// by everything the command starts), and into the command's `pids` cgroup when it has one
+    /// (before its cgroup namespace, whose root it then is).
+    fn limit_before(&self) -> rustix::io::Result<()> {
+        use rustix::process::{DumpableBehavior, set_dumpable_behavior};
+        // As in `map_identity`: `/proc/self` of a process that is not dumpable is root's.
+        let was = rustix::process::dumpable_behavior()?;
+        set_dumpable_behavior(DumpableBehavior::Dumpable)?;
+        let written = write_file(c"/proc/self/oom_score_adj", b"1000");
+        set_dumpable_behavior(was)?;
+        written?;
+        if let Some(procs) = &self.cgroup_procs
+            && rustix::io::write(procs, b"0")? != 1
+        {
+            return Err(Errno::IO);
+        }
+        Ok(())
+    }
+
+    /// In the new user namespace: without a `pids` cgroup, at most
+    /// [`MAX_PROCESSES`](super::limits::MAX_PROCESSES) processes and threads for this user in
+    /// it (`RLIMIT_NPROC`, which counts per user namespace).
+    fn limit_processes(&self) -> rustix::io::Result<()> {
+        if self.cgroup_procs.is_some() {
+            return Ok(());
+        }
+        let max = Some(super::limits::MAX_PROCESSES);
+        rustix::process::setrlimit(
+            rustix::process::Resource::Nproc,
+            rustix::process::Rlimit {
+                current: max,
+                maximum: max,
+            },
+        )
     }
 
     /// Map the user and group to themselves in the new user namespace.
@@ -380,19 +502,20 @@ impl Plan {
         )
         .map_err(fail)?;
         // Re-open every source before anything is mounted over the staging point.
-        for (entry, reopened) in self.layout.entries.iter().zip(&mut self.reopened) {
-            if let Source::Bind { path, identity, .. } = &entry.source {
-                let fd = rustix::fs::open(
-                    path.as_c_str(),
-                    OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(Step::Identity.failed())?;
-                let stat = rustix::fs::fstat(&fd).map_err(Step::Identity.failed())?;
-                if (stat.st_dev, stat.st_ino) != *identity {
-                    return Err(Step::Identity.failed()(Errno::XDEV));
+        let layout_slots = self.layout.entries.iter().zip(&mut self.reopened);
+        let extra_slots = self.extra.iter().zip(&mut self.extra_reopened);
+        for (entry, reopened) in layout_slots.chain(extra_slots) {
+            let failed = Step::Identity.failed();
+            match &entry.source {
+                Source::Bind { path, identity, .. } => {
+                    reopened[0] = Some(reopen(path, *identity).map_err(failed)?);
                 }
-                *reopened = Some(fd);
+                Source::Overlay { layers } => {
+                    for (slot, (path, identity)) in reopened.iter_mut().zip(layers) {
+                        *slot = Some(reopen(path, *identity).map_err(failed)?);
+                    }
+                }
+                _ => {}
             }
         }
         let root = new_tmpfs(c"0755", c"4m").map_err(fail)?;
@@ -412,10 +535,11 @@ impl Plan {
             self.place(&root, entry, source, &mut own)
                 .map_err(Step::Mounts.failed())?;
         }
-        // Below the tools they are in (deeper, so placed after them).
-        let emptied = std::mem::take(&mut self.emptied);
-        for entry in &emptied {
-            self.place(&root, entry, None, &mut own)
+        // Below the grants and tools they are in (deeper, so placed after them).
+        let extra = std::mem::take(&mut self.extra);
+        let reopened = std::mem::take(&mut self.extra_reopened);
+        for (entry, source) in extra.iter().zip(reopened) {
+            self.place(&root, entry, source, &mut own)
                 .map_err(Step::Mounts.failed())?;
         }
         set_flags(
@@ -439,7 +563,7 @@ impl Plan {
         &mut self,
         root: &OwnedFd,
         entry: &Entry,
-        source: Option<OwnedFd>,
+        source: Reopened,
         own: &mut [u64; 2],
     ) -> rustix::io::Result<()> {
         let Some((name, parents)) = entry.components.split_last() else {
@@ -452,10 +576,10 @@ impl Plan {
             }
             Source::Scratch => {
                 let at = mount_point(&parent, name, true, own)?;
-                let scratch = new_tmpfs(c"0700", SCRATCH_SIZE)?;
+                let scratch = new_tmpfs(c"0700", &self.scratch_size)?;
                 attach(&scratch, &at)?;
                 own[1] = device_of(&scratch)?;
-                self.allow_scratch(&scratch)
+                self.allow(&scratch, self.scratch_access)
             }
             Source::Bind {
                 directory,
@@ -464,7 +588,9 @@ impl Plan {
                 ..
             } => {
                 let at = mount_point(&parent, name, *directory, own)?;
-                let source = source.ok_or(Errno::INVAL)?;
+                let [Some(source), ..] = source else {
+                    return Err(Errno::INVAL);
+                };
                 let mut flags = MountAttrFlags::MOUNT_ATTR_NOSUID;
                 if !*device {
                     flags |= MountAttrFlags::MOUNT_ATTR_NODEV;
@@ -473,6 +599,16 @@ impl Plan {
                     flags |= MountAttrFlags::MOUNT_ATTR_RDONLY;
                 }
                 bind(&source, &at, flags, true)
+            }
+            Source::Overlay { .. } => {
+                let at = mount_point(&parent, name, true, own)?;
+                let [Some(lower), Some(upper), Some(work)] = source else {
+                    return Err(Errno::INVAL);
+                };
+                let overlay = new_overlay(&lower, &upper, &work)?;
+                attach(&overlay, &at)?;
+                // The overlay is a file system of its own: its own rule, as for the scratch.
+                self.allow(&overlay, self.scratch_access)
             }
             Source::Proc => {
                 let at = mount_point(&parent, name, true, own)?;
@@ -505,12 +641,13 @@ impl Plan {
         }
     }
 
-    /// Let the command do anything in its scratch `tmpfs` (a Landlock rule the gateway could
-    /// not add: the file system did not exist yet).
-    fn allow_scratch(&mut self, scratch: &OwnedFd) -> rustix::io::Result<()> {
+    /// Let the command do `access` in the file system `mount` (its scratch `tmpfs`, a cache's
+    /// overlay): a Landlock rule the gateway could not add, as the file system did not exist
+    /// yet.
+    fn allow(&mut self, mount: &OwnedFd, access: BitFlags<AccessFs>) -> rustix::io::Result<()> {
         let ruleset = self.ruleset.take().ok_or(Errno::INVAL)?;
         let ruleset = ruleset
-            .add_rule(PathBeneath::new(scratch, self.scratch_access))
+            .add_rule(PathBeneath::new(mount, access))
             .map_err(|_| Errno::NOTRECOVERABLE)?;
         self.ruleset = Some(ruleset);
         Ok(())
@@ -536,6 +673,24 @@ impl Plan {
     }
 }
 
+/// What the child re-opened for one entry: a bind's source, or an overlay's three layers.
+type Reopened = [Option<OwnedFd>; 3];
+
+/// Re-open `path` (not following a link at its end) in the child, as the very inode
+/// `identity` the gateway checked.
+fn reopen(path: &CStr, identity: (u64, u64)) -> rustix::io::Result<OwnedFd> {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let stat = rustix::fs::fstat(&fd)?;
+    if (stat.st_dev, stat.st_ino) != identity {
+        return Err(Errno::XDEV);
+    }
+    Ok(fd)
+}
+
 /// Add a bind mount of `m` (a device node when `device`) to `entries`.
 fn bind_entry(entries: &mut Vec<Entry>, m: &Mount<'_>, device: bool) -> Result<()> {
     let stat = rustix::fs::fstat(m.fd).map_err(|e| Error::io("fstat", m.path, e))?;
@@ -559,6 +714,7 @@ fn bind_entry(entries: &mut Vec<Entry>, m: &Mount<'_>, device: bool) -> Result<(
 enum Step {
     Descriptors = 1,
     ParentDeath,
+    Limits,
     Namespaces,
     Identity,
     Fork,
@@ -578,9 +734,10 @@ enum Step {
 const STEP_SHIFT: i32 = 16;
 
 impl Step {
-    const ALL: [Step; 13] = [
+    const ALL: [Step; 14] = [
         Step::Descriptors,
         Step::ParentDeath,
+        Step::Limits,
         Step::Namespaces,
         Step::Identity,
         Step::Fork,
@@ -608,6 +765,7 @@ impl Step {
         let what = match self {
             Step::Descriptors => "closing inherited descriptors",
             Step::ParentDeath => "tying the command's life to the gateway's",
+            Step::Limits => "bounding its processes and its claim on memory",
             Step::Namespaces => match errno {
                 Errno::PERM | Errno::NOSPC | Errno::ACCESS => {
                     "creating namespaces (user namespaces are disabled here: \
@@ -696,6 +854,52 @@ fn new_tmpfs(mode: &CStr, size: &CStr) -> rustix::io::Result<OwnedFd> {
         FsMountFlags::FSMOUNT_CLOEXEC,
         MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
     )
+}
+
+/// A new overlay, not yet attached, of `lower` (read-only) with `upper` and `work` (the state
+/// root's): `nosuid`, `nodev`, extended attributes in the `user.` namespace (which a user
+/// namespace may write). Each layer is named by its descriptor (`/proc/self/fd/N`, resolved
+/// to the very directory re-opened), so no path is looked up again.
+fn new_overlay(lower: &OwnedFd, upper: &OwnedFd, work: &OwnedFd) -> rustix::io::Result<OwnedFd> {
+    let fs = rustix::mount::fsopen(c"overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    rustix::mount::fsconfig_set_flag(&fs, c"userxattr")?;
+    for (key, fd) in [
+        (c"lowerdir", lower),
+        (c"upperdir", upper),
+        (c"workdir", work),
+    ] {
+        let mut buf = [0u8; 40];
+        rustix::mount::fsconfig_set_string(&fs, key, fd_path(fd, &mut buf)?)?;
+    }
+    rustix::mount::fsconfig_create(&fs)?;
+    rustix::mount::fsmount(
+        &fs,
+        FsMountFlags::FSMOUNT_CLOEXEC,
+        MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
+    )
+}
+
+/// `/proc/self/fd/N` for `fd`, written into `buf` (no allocation: this runs in the child).
+fn fd_path<'b>(fd: &OwnedFd, buf: &'b mut [u8; 40]) -> rustix::io::Result<&'b CStr> {
+    use std::os::fd::AsRawFd;
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut n = u32::try_from(fd.as_raw_fd()).map_err(|_| Errno::BADF)?;
+    let mut digits = [0u8; 10];
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..len].iter().rev().enumerate() {
+        buf[PREFIX.len() + i] = *d;
+    }
+    buf[PREFIX.len() + len] = 0;
+    CStr::from_bytes_until_nul(&buf[..]).map_err(|_| Errno::INVAL)
 }
 
 /// A new `proc` of the current PID namespace, not yet attached: its processes only, no

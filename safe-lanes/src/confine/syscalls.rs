@@ -17,6 +17,14 @@
 //! | `keyctl`, `add_key`, `request_key` | always |
 //! | `bpf`, `perf_event_open`, `userfaultfd` | always |
 //! | `syslog` | always (the kernel log) |
+//! | `chmod`, `fchmod`, `fchmodat`, `fchmodat2` | when the mode carries `S_ISUID` or `S_ISGID` |
+//! | `open`, `openat`, `creat`, `mkdir`, `mkdirat` | when the mode carries `S_ISUID` or `S_ISGID` |
+//! | `mknod`, `mknodat` | likewise, and for anything but a regular file: no device, FIFO or socket node |
+//! | `openat2` | always, with `ENOSYS` (its mode is behind a pointer the filter cannot read; C libraries do not use it for `open`) |
+//!
+//! The mode rules are what keeps a command from leaving a set-uid or set-gid program, a device
+//! node or a FIFO in a read-write grant for someone to run or open outside the sandbox; `bind`
+//! of a socket file needs a `socket` the filter already refuses.
 //!
 //! Stream and sequenced-packet `socketpair`s stay allowed: they only connect a process to
 //! itself. On x86_64 the x32 numbers of the same calls are refused too.
@@ -99,6 +107,46 @@ const ALWAYS_REFUSED: [i64; 12] = [
     libc::SYS_syslog,
 ];
 
+/// The set-user-ID and set-group-ID mode bits.
+const SET_ID: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+/// `fchmodat2(2)` (Linux 6.6), numbered alike on every architecture.
+const SYS_FCHMODAT2: i64 = 452;
+
+/// The system calls that take a mode, with the index of the mode argument.
+#[cfg(target_arch = "x86_64")]
+const MODE_CALLS: &[(i64, u8)] = &[
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (SYS_FCHMODAT2, 2),
+    (libc::SYS_open, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_creat, 1),
+    (libc::SYS_mkdir, 1),
+    (libc::SYS_mkdirat, 2),
+];
+#[cfg(not(target_arch = "x86_64"))]
+const MODE_CALLS: &[(i64, u8)] = &[
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (SYS_FCHMODAT2, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_mkdirat, 2),
+];
+/// `mknod` calls, with the index of the mode argument.
+#[cfg(target_arch = "x86_64")]
+const MKNOD_CALLS: &[(i64, u8)] = &[(libc::SYS_mknod, 1), (libc::SYS_mknodat, 2)];
+#[cfg(not(target_arch = "x86_64"))]
+const MKNOD_CALLS: &[(i64, u8)] = &[(libc::SYS_mknodat, 2)];
+/// The node types `mknod` may not make: every one but a regular file.
+const NODE_TYPES_REFUSED: [u64; 5] = [
+    libc::S_IFCHR as u64,
+    libc::S_IFBLK as u64,
+    libc::S_IFIFO as u64,
+    libc::S_IFSOCK as u64,
+    libc::S_IFDIR as u64,
+];
+
 /// Rules keyed by system call number: a call matching any rule gets the filter's errno.
 type Rules = BTreeMap<i64, Vec<SeccompRule>>;
 
@@ -147,8 +195,34 @@ fn compile_filters(network: bool) -> Result<Filters> {
     for nr in ALWAYS_REFUSED {
         eperm.insert(nr, Vec::new());
     }
+    // A mode with a set-id bit (the kernel compares modes as 32 bits).
+    let set_id = |arg: u8| {
+        SET_ID
+            .map(|bit| {
+                rule(
+                    arg,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(bit),
+                    bit,
+                )
+            })
+            .into_iter()
+            .collect::<Result<Vec<_>>>()
+    };
+    for &(nr, arg) in MODE_CALLS {
+        eperm.insert(nr, set_id(arg)?);
+    }
+    for &(nr, arg) in MKNOD_CALLS {
+        let mut rules = set_id(arg)?;
+        for kind in NODE_TYPES_REFUSED {
+            let is_kind = SeccompCmpOp::MaskedEq(libc::S_IFMT as u64);
+            rules.push(rule(arg, SeccompCmpArgLen::Dword, is_kind, kind)?);
+        }
+        eperm.insert(nr, rules);
+    }
     let mut enosys = Rules::new();
     enosys.insert(libc::SYS_clone3, Vec::new());
+    enosys.insert(libc::SYS_openat2, Vec::new());
     Ok(Filters {
         eperm: compile(with_x32(eperm), libc::EPERM)?,
         enosys: compile(with_x32(enosys), libc::ENOSYS)?,

@@ -45,7 +45,7 @@ pub use agent::AgentGrants;
 pub use folders::{FolderChoice, Folders, MAX_FOLDER_CHOICES};
 pub use manifest::{CHANGELOG_KEY, Document, GRANTS_KEY, Manifest, REQUESTS_KEY, Stamp};
 pub use model::{
-    ALIAS_PATTERN, Access, Action, Alias, Change, ENV_PREFIX, Grant, MAX_ALIAS_LEN,
+    ALIAS_PATTERN, Access, Action, Alias, Change, ENV_PREFIX, Grant, LiftedPath, MAX_ALIAS_LEN,
     MAX_REASON_CHARS, OtherKeys, Request, Want,
 };
 pub use outcome::{DEFAULT_REQUEST_TTL, Outcome, REQUEST_TTL_KEY, Status};
@@ -96,6 +96,9 @@ impl<'a> Asked<'a> {
 pub struct Grants {
     manifest: Manifest,
     state_root: PathBuf,
+    /// The state root's directory: where the sandbox keeps what commands need beside the
+    /// grants (placeholders' registry, caches' private layers).
+    root: Anchor,
     audit: Arc<AuditLog>,
     host: String,
     /// This machine's identity ([`this_machine`]).
@@ -115,6 +118,21 @@ pub struct GrantView {
     /// Why not, when it is not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// For a cache: the size of its private layer in the state root, what confined commands
+    /// wrote to it ([`crate::caches`]); filled by [`Grants::measure_caches`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_layer: Option<crate::caches::LayerSize>,
+}
+
+/// What [`Grants::clear_cache`] did.
+#[derive(Clone, Debug, Serialize)]
+pub struct CacheCleared {
+    /// The cache.
+    pub alias: Alias,
+    /// Whether it had a private layer.
+    pub cleared: bool,
+    /// The bytes its layer held.
+    pub bytes: u64,
 }
 
 /// Everything `grant list` shows.
@@ -144,6 +162,7 @@ impl Grants {
         let this = Self {
             manifest,
             state_root: root.path().to_path_buf(),
+            root: root.anchor().try_clone()?,
             audit: root.audit(),
             host: this_host(),
             machine: this_machine(),
@@ -163,6 +182,18 @@ impl Grants {
             });
         }
         Ok(this)
+    }
+
+    /// The state root's directory.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn root(&self) -> &Anchor {
+        &self.root
+    }
+
+    /// The state root's path.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn root_path(&self) -> &Path {
+        &self.state_root
     }
 
     /// The manifest file.
@@ -202,6 +233,7 @@ impl Grants {
                     available: unavailable.is_none(),
                     unavailable,
                     grant,
+                    private_layer: None,
                 }
             })
             .collect();
@@ -218,6 +250,66 @@ impl Grants {
             requests,
             outcomes,
         })
+    }
+
+    /// Fill in the size of each cache's private layer in `listing` (a walk of each layer, so
+    /// only the human's listings do it).
+    ///
+    /// # Errors
+    ///
+    /// `insecure_root`, `io`.
+    pub fn measure_caches(&self, listing: &mut Listing) -> Result<()> {
+        let caches = listing
+            .grants
+            .iter_mut()
+            .filter(|v| v.grant.kind == Kind::Cache);
+        let mut opened = None;
+        for view in caches {
+            let dir = match &opened {
+                Some(dir) => dir,
+                None => opened.insert(crate::caches::Caches::open(&self.root, &self.state_root)?),
+            };
+            view.private_layer = dir.size(view.grant.alias.as_str())?;
+        }
+        Ok(())
+    }
+
+    /// Empty the private layer of the cache `alias` (what confined commands wrote to it): the
+    /// human's action, recorded. Commands running keep the layer they started with.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_alias`; `invalid_argument` when the grant is not a cache; `insecure_root`,
+    /// `io`.
+    pub fn clear_cache(&self, alias: &str, reason: &str, actor: &str) -> Result<CacheCleared> {
+        let alias = Alias::new(alias)?;
+        let (_, doc) = self.manifest.load()?;
+        let grant = find(&doc, &alias)?;
+        if grant.kind != Kind::Cache {
+            return Err(Error::InvalidArgument {
+                what: Shown::text(alias.as_str()),
+                why: format!("`{alias}` is a {}, not a cache", grant.kind.as_str()),
+            });
+        }
+        let caches = crate::caches::Caches::open(&self.root, &self.state_root)?;
+        let before = caches.size(alias.as_str())?;
+        let cleared = CacheCleared {
+            alias: alias.clone(),
+            cleared: before.is_some(),
+            bytes: before.map_or(0, |s| s.bytes),
+        };
+        // Recorded before it happens, so no crash leaves it unrecorded.
+        let fields = json!({ "reason": clean_reason(reason), "result": &cleared });
+        self.audit
+            .append("grant.cache_clear", clean_reason(actor), &fields)?;
+        if let Err(e) = caches.clear(alias.as_str()) {
+            let failed = json!({ "alias": &alias, "error": e.to_string() });
+            let _ = self
+                .audit
+                .append("grant.cache_clear_failed", clean_reason(actor), failed);
+            return Err(e);
+        }
+        Ok(cleared)
     }
 
     /// The identity of the manifest's current version, without reading it: it changes with
@@ -342,6 +434,69 @@ impl Grants {
             |grant| {
                 record(
                     Action::SetAccess,
+                    actor,
+                    json!({ "reason": clean_reason(reason), "grant": grant }),
+                )
+            },
+        )?;
+        Ok(grant)
+    }
+
+    /// Lift the protection of `lift` and restore that of `restore` for the grant `alias`
+    /// ([`crate::protected`]): the human's choice of what a confined command may change among
+    /// the paths the human's own tools run later. Lifting gives the agent more, so it needs a
+    /// reason.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_alias`; `invalid_argument` for a lift without a reason, or for a path lifted
+    /// and restored at once; `invalid_manifest`, `io`.
+    pub fn set_protection(
+        &self,
+        alias: &str,
+        lift: &[LiftedPath],
+        restore: &[LiftedPath],
+        reason: &str,
+        actor: &str,
+    ) -> Result<Grant> {
+        let alias = Alias::new(alias)?;
+        if let Some(both) = lift.iter().find(|l| restore.contains(l)) {
+            return Err(Error::InvalidArgument {
+                what: Shown::text(both.as_str()),
+                why: "a path is either lifted or protected again, not both".into(),
+            });
+        }
+        if !lift.is_empty() && reason.trim().is_empty() {
+            return Err(Error::InvalidArgument {
+                what: Shown::text(alias.as_str()),
+                why: "lifting a protected path lets the agent change what your own tools run \
+                      later: give the reason (--reason), for the changelog"
+                    .into(),
+            });
+        }
+        let grant = self.manifest.update_recorded(
+            &self.audit,
+            |doc| {
+                let grant = find_mut(doc, &alias)?;
+                let allowed = &mut grant.allow_protected;
+                allowed.retain(|p| !restore.contains(p));
+                for l in lift {
+                    if !allowed.contains(l) {
+                        allowed.push(l.clone());
+                    }
+                }
+                allowed.sort();
+                let grant = grant.clone();
+                doc.changelog
+                    .push(self.change(Action::Protect, actor, reason, &alias, |c| {
+                        c.grant_id = Some(grant.id.clone());
+                        c.allow_protected = Some(grant.allow_protected.clone());
+                    }));
+                Ok(grant)
+            },
+            |grant| {
+                record(
+                    Action::Protect,
                     actor,
                     json!({ "reason": clean_reason(reason), "grant": grant }),
                 )
@@ -822,6 +977,7 @@ impl Grants {
             kind: Kind::Folder,
             vars: Vec::new(),
             bin: None,
+            allow_protected: Vec::new(),
             other_keys: OtherKeys::new(),
         };
         rules::collision_new(&grant.path, access, &doc.grants)
@@ -849,6 +1005,7 @@ impl Grants {
             from: None,
             access: None,
             kind: Kind::Folder,
+            allow_protected: None,
             other_keys: OtherKeys::new(),
         };
         fill(&mut change);

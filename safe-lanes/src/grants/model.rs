@@ -220,10 +220,61 @@ pub struct Grant {
     /// For a tool: the folder inside it put first on confined commands' `PATH`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bin: Option<ToolBin>,
+    /// The protected paths the human lifted for this grant ([`crate::protected`]): each,
+    /// relative to the folder, lifts every protected path equal to it or inside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_protected: Vec<LiftedPath>,
     /// The keys of the grant's entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,
 }
+
+/// A path inside a grant whose protection the human lifted ([`Grant::allow_protected`]):
+/// relative, normalized (no `.`, `..` or empty components, no trailing `/`), UTF-8 without
+/// control characters, at most [`PATH_MAX`](crate::input::PATH_MAX) bytes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct LiftedPath(String);
+
+impl LiftedPath {
+    /// Check `text` as a path to lift.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument`, saying which rule was broken.
+    pub fn new(text: &str) -> Result<Self> {
+        let why = if text.is_empty() {
+            Some("an empty path")
+        } else if text.len() > crate::input::PATH_MAX {
+            Some("longer than PATH_MAX")
+        } else if text.starts_with('/') {
+            Some("a path relative to the grant's folder, not an absolute one")
+        } else if text.chars().any(char::is_control) {
+            Some("a path without control characters")
+        } else if text
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            Some("a normalized path: no `.`, `..` or empty components, no trailing `/`")
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(Error::InvalidArgument {
+                what: Shown::text(text),
+                why: format!("--allow-protected takes {why}"),
+            }),
+            None => Ok(Self(text.to_owned())),
+        }
+    }
+
+    /// The path, relative to the grant's folder.
+    pub fn as_path(&self) -> &std::path::Path {
+        std::path::Path::new(&self.0)
+    }
+}
+
+checked_text!(LiftedPath);
 
 /// A pending request for a new or wider grant, as stored in `folder_access_requests`. It grants
 /// nothing until the human approves it.
@@ -277,6 +328,8 @@ pub enum Action {
     Deny,
     /// A grant approved without a host was adopted on this one.
     Adopt,
+    /// Protected paths of a grant were lifted or protected again.
+    Protect,
 }
 
 impl Action {
@@ -290,6 +343,7 @@ impl Action {
             Action::Approve => "approve",
             Action::Deny => "deny",
             Action::Adopt => "adopt",
+            Action::Protect => "protect",
         }
     }
 
@@ -303,6 +357,7 @@ impl Action {
             Action::Approve => "grant.approve",
             Action::Deny => "grant.deny",
             Action::Adopt => "grant.adopt",
+            Action::Protect => "grant.protect",
         }
     }
 }
@@ -345,6 +400,10 @@ pub struct Change {
     /// The kind of grant concerned, when it is not a folder.
     #[serde(default, skip_serializing_if = "Kind::is_folder")]
     pub kind: Kind,
+    /// The protected paths lifted by the change, when it lifted or restored any: the grant's
+    /// whole list afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_protected: Option<Vec<LiftedPath>>,
     /// The keys of the entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,

@@ -172,6 +172,9 @@ pub struct Effective {
     /// Its kind, the variables set to its path, and a tool's bin folder.
     #[serde(skip)]
     pub toolchain: Toolchain,
+    /// The protected paths the human lifted for it ([`crate::protected`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_protected: Vec<super::LiftedPath>,
     #[serde(skip)]
     folder: std::result::Result<Anchor, Unusable>,
 }
@@ -378,6 +381,12 @@ impl Session {
         Alias::new(raw).map_err(|e| self.refused(op, raw, e))
     }
 
+    /// The human's grants this session views.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
     /// Who this session's operations are recorded as.
     pub fn actor(&self) -> Actor {
         self.actor
@@ -417,6 +426,7 @@ impl Session {
                         vars: g.vars.clone(),
                         bin: g.bin.clone(),
                     },
+                    allow_protected: g.allow_protected.clone(),
                     folder,
                 })
             })

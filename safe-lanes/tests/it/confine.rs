@@ -905,3 +905,211 @@ fn a_tools_credentials_are_empty_in_every_command_even_when_they_appear_later() 
     let folder = sh_in(&session, r#"cat "$1""#, &[&w.p("rw/credentials.toml")]);
     assert_eq!(folder.outcome.stdout, "FOLDER FILE");
 }
+
+/// Whether `path` names anything, a link included.
+fn present(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// A repository's protected paths are read-only in the sandbox, missing ones stand there as
+/// placeholders while the command runs, every directory on the way is pinned, and the
+/// placeholders are gone once it ends; the rest of the repository (a commit's writes) works.
+#[test]
+fn protected_paths_are_read_only_pinned_and_their_placeholders_go_when_the_command_ends() {
+    let w = World::new();
+    let rw = w.p("rw");
+    for dir in [".git/hooks", ".git/objects", ".git/refs"] {
+        std::fs::create_dir_all(rw.join(dir)).unwrap();
+    }
+    std::fs::write(rw.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(rw.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let script = r#"cd "$1"
+        for attempt in 'echo x >> .git/config' 'echo x > .git/hooks/pre-commit' \
+            'mkdir .git/info/x' 'echo x > .vscode/tasks.json' 'echo x > .envrc/y' \
+            'rmdir .idea' 'mv .git .git-old' 'rm -rf .git/hooks' 'echo ../x > .git/commondir'; do
+            sh -c "$attempt" 2>/dev/null && echo "GOT THROUGH: $attempt"
+        done
+        echo obj > .git/objects/o && echo ref > .git/refs/r && echo idx > .git/index && echo wrote
+        ls -a | tr '\n' ' '"#;
+    let out = w.ok(script, &[&rw]);
+    assert!(!out.contains("GOT THROUGH"), "{out}");
+    assert!(out.contains("wrote"), "{out}");
+    for placeholder in [".vscode", ".envrc", ".idea", ".gitmodules"] {
+        assert!(
+            out.contains(placeholder),
+            "{placeholder} stood there: {out}"
+        );
+        assert!(!present(&rw.join(placeholder)), "{placeholder} is gone");
+    }
+    for gone in [".git/info", ".git/commondir", ".git/config.worktree"] {
+        assert!(!present(&rw.join(gone)), "{gone} is gone");
+    }
+    assert_eq!(
+        std::fs::read_to_string(rw.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!present(&rw.join(".git/hooks/pre-commit")));
+    assert_eq!(
+        std::fs::read_to_string(rw.join(".git/index")).unwrap(),
+        "idx\n"
+    );
+    // A read-only grant needs no protection: it is read-only as a whole.
+    let ro = w.p("ro");
+    std::fs::create_dir(ro.join(".git")).unwrap_or(());
+    let out = w.sh(r#"ls -a "$1""#, &[&ro]);
+    assert!(!out.outcome.stdout.contains(".vscode"), "{out:?}");
+}
+
+#[test]
+fn a_path_the_human_lifted_is_writable_and_lifting_needs_a_reason() {
+    use safe_lanes::grants::LiftedPath;
+    let w = World::new();
+    let rw = w.p("rw");
+    let vscode = [LiftedPath::new(".vscode").unwrap()];
+    let refused = w
+        .grants
+        .set_protection("rw", &vscode, &[], "  ", "tester")
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        safe_lanes::Code::InvalidArgument,
+        "{refused}"
+    );
+    let grant = w
+        .grants
+        .set_protection(
+            "rw",
+            &vscode,
+            &[],
+            "the agent keeps the editor settings",
+            "tester",
+        )
+        .unwrap();
+    assert_eq!(grant.allow_protected, vscode);
+    w.ok(
+        r#"mkdir "$1/.vscode" && echo '{}' > "$1/.vscode/settings.json""#,
+        &[&rw],
+    );
+    assert!(rw.join(".vscode/settings.json").exists());
+    w.denied(r#"echo x > "$1/.envrc/x""#, &[&rw]);
+    // Protected again: read-only again, and both changes are on the record.
+    w.grants
+        .set_protection("rw", &[], &vscode, "", "tester")
+        .unwrap();
+    w.denied(r#"echo x > "$1/.vscode/settings.json""#, &[&rw]);
+    let log = w.grants.changelog().unwrap();
+    let protects: Vec<_> = log
+        .iter()
+        .filter(|c| c.action == safe_lanes::grants::Action::Protect)
+        .collect();
+    assert_eq!(protects.len(), 2, "{log:?}");
+    assert_eq!(protects[0].allow_protected.as_deref(), Some(&vscode[..]));
+    assert_eq!(protects[1].allow_protected.as_deref(), Some(&[][..]));
+    let audit = std::fs::read_to_string(w.p("state/audit.jsonl")).unwrap();
+    assert_eq!(audit.matches("\"grant.protect\"").count(), 2, "{audit}");
+    for bad in ["", "/abs", "a/../b", "./a", "a/", "a\nb"] {
+        assert!(LiftedPath::new(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn a_protected_path_that_is_a_link_refuses_the_command_until_it_is_lifted() {
+    let w = World::new();
+    let rw = w.p("rw");
+    std::os::unix::fs::symlink(w.p("outside/secret"), rw.join(".envrc")).unwrap();
+    let refused = Confined::shell("true")
+        .run(&w.grants.session())
+        .unwrap_err();
+    assert_eq!(refused.code(), safe_lanes::Code::ProtectedPath, "{refused}");
+    assert!(
+        refused.to_string().contains("--allow-protected .envrc"),
+        "{refused}"
+    );
+    let envrc = [safe_lanes::grants::LiftedPath::new(".envrc").unwrap()];
+    w.grants
+        .set_protection("rw", &envrc, &[], "a link the human made", "tester")
+        .unwrap();
+    w.ok("true", &[]);
+}
+
+#[test]
+fn a_fork_bomb_is_bounded() {
+    let w = World::new();
+    let script = r#"i=0; while [ $i -lt 2000 ]; do sleep 5 & [ $? -eq 0 ] || break; i=$((i+1)); done
+        echo "started $i""#;
+    let out = Confined::shell(script)
+        .limits(Limits {
+            timeout: Duration::from_secs(30),
+            ..Limits::default()
+        })
+        .run(&w.grants.session())
+        .unwrap();
+    // The shell stops at the first fork the limit refuses (`dash` gives up: "Cannot fork").
+    assert!(!out.outcome.stdout.contains("started 2000"), "{out:?}");
+    assert!(out.outcome.stderr.contains("Cannot fork"), "{out:?}");
+    assert!(!out.outcome.timed_out, "{out:?}");
+    // The next command runs as usual.
+    assert_eq!(w.ok("echo next", &[]), "next\n");
+}
+
+#[test]
+fn a_cache_is_an_overlay_whose_writes_stay_in_the_state_root() {
+    use safe_lanes::grants::{Kind, Toolchain};
+    let w = World::new();
+    let cache = w.p("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::write(cache.join("crate.rs"), "fn original() {}").unwrap();
+    let as_cache = Toolchain::parse(Kind::Cache, &["CACHE_HOME".into()], None).unwrap();
+    w.grants
+        .add_with("cache", &cache, None, as_cache, "", "tester")
+        .unwrap();
+    let script = r#"cat "$CACHE_HOME/crate.rs"; echo 'fn planted() {}' > "$CACHE_HOME/crate.rs" &&
+        echo new > "$CACHE_HOME/new" && rm "$CACHE_HOME/crate.rs" && echo again > "$CACHE_HOME/crate.rs" && echo wrote"#;
+    let out = w.ok(script, &[]);
+    assert!(out.starts_with("fn original() {}"), "{out}");
+    assert!(out.contains("wrote"), "{out}");
+    // The human's folder is as it was; the next command sees what the last one wrote.
+    assert_eq!(
+        std::fs::read_to_string(cache.join("crate.rs")).unwrap(),
+        "fn original() {}"
+    );
+    assert!(!cache.join("new").exists());
+    assert_eq!(
+        w.ok(r#"cat "$CACHE_HOME/crate.rs" "$CACHE_HOME/new""#, &[]),
+        "again\nnew\n"
+    );
+    let mut listing = w.grants.list().unwrap();
+    w.grants.measure_caches(&mut listing).unwrap();
+    let layer = listing
+        .grants
+        .iter()
+        .find(|g| g.grant.alias.as_str() == "cache")
+        .unwrap();
+    assert!(
+        layer.private_layer.is_some_and(|l| l.bytes > 0),
+        "{layer:?}"
+    );
+    // Emptied: the folder's own content shows again.
+    let cleared = w
+        .grants
+        .clear_cache("cache", "start afresh", "tester")
+        .unwrap();
+    assert!(cleared.cleared);
+    assert_eq!(
+        w.ok(r#"cat "$CACHE_HOME/crate.rs""#, &[]),
+        "fn original() {}"
+    );
+    let not_a_cache = w.grants.clear_cache("rw", "", "tester").unwrap_err();
+    assert_eq!(not_a_cache.code(), safe_lanes::Code::InvalidArgument);
+    // A cache granted again under the alias starts from an empty layer.
+    w.ok(r#"echo mine > "$CACHE_HOME/crate.rs""#, &[]);
+    w.grants.revoke("cache", "", "tester").unwrap();
+    let as_cache = Toolchain::parse(Kind::Cache, &["CACHE_HOME".into()], None).unwrap();
+    w.grants
+        .add_with("cache", &cache, None, as_cache, "", "tester")
+        .unwrap();
+    assert_eq!(
+        w.ok(r#"cat "$CACHE_HOME/crate.rs""#, &[]),
+        "fn original() {}"
+    );
+}

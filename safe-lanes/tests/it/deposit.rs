@@ -15,7 +15,7 @@ fn recording_uploader(report: &std::path::Path) -> Uploader {
         "pwd > '{r}'; stat -c %a \"$1\" >> '{r}'; cat \"$1\" >> '{r}'; printf 'uploaded %s' \"$1\"",
         r = report.display()
     );
-    Uploader::new("/bin/sh", ["-c", script.as_str(), "sh", "{file}"])
+    Uploader::new("/bin/sh", ["-c", script.as_str(), "sh", "{file}"]).unwrap()
 }
 
 #[test]
@@ -51,7 +51,8 @@ pub(crate) fn a_failing_uploader_still_leaves_the_deposit_empty() {
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
-    let failing = Uploader::new("/bin/sh", ["-c", "echo nope >&2; exit 3", "sh", "{file}"]);
+    let failing =
+        Uploader::new("/bin/sh", ["-c", "echo nope >&2; exit 3", "sh", "{file}"]).unwrap();
     let sent = deposit.send(staged, &failing).unwrap();
     assert_eq!(sent.outcome.exit_code, Some(3));
     assert_eq!(sent.outcome.stderr, "nope\n");
@@ -66,8 +67,9 @@ pub(crate) fn an_uploader_killed_by_the_timeout_leaves_the_deposit_empty() {
     let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
     let pid_file = fx.path("bg.pid");
     let script = format!("sleep 30 & echo $! > '{}'; sleep 30", pid_file.display());
-    let slow =
-        Uploader::new("/bin/sh", ["-c", script.as_str(), "sh", "{file}"]).with_limits(Limits {
+    let slow = Uploader::new("/bin/sh", ["-c", script.as_str(), "sh", "{file}"])
+        .unwrap()
+        .with_limits(Limits {
             timeout: Duration::from_millis(300),
             max_output: 1024,
         });
@@ -103,7 +105,10 @@ fn a_missing_uploader_is_an_io_error_and_leaves_nothing() {
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
     let err = deposit
-        .send(staged, &Uploader::new("/nonexistent/uploader", ["{file}"]))
+        .send(
+            staged,
+            &Uploader::new("/nonexistent/uploader", ["{file}"]).unwrap(),
+        )
         .unwrap_err();
     assert_eq!(err.code(), Code::Io);
     assert!(names(&fx.root.uploads_path()).is_empty());
@@ -190,30 +195,100 @@ pub(crate) fn a_resolved_source_is_staged_as_an_exact_copy() {
 }
 
 #[test]
-fn the_file_placeholder_is_appended_when_absent_and_replaced_inside_words() {
+fn the_file_placeholder_is_a_whole_argument_appended_when_absent() {
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let staged = deposit.stage("a b.txt", &b"x"[..]).unwrap();
-    let echo = Uploader::parse("/bin/echo --upload={file} 'two words'").unwrap();
+    let echo = Uploader::parse("/bin/echo --upload {file} 'two words'").unwrap();
     let out = deposit.run(&staged, &echo).unwrap();
     let rel = staged.relative();
     assert_eq!(
         out.stdout,
-        format!("--upload={} two words\n", rel.display())
+        format!("--upload {} two words\n", rel.display())
     );
     let plain = Uploader::parse("/bin/echo").unwrap();
     assert_eq!(
         deposit.run(&staged, &plain).unwrap().stdout,
         format!("{}\n", rel.display())
     );
-    assert_eq!(
-        Uploader::parse("  ").unwrap_err().code(),
-        Code::InvalidArgument
-    );
-    assert_eq!(
-        Uploader::parse("echo 'unbalanced").unwrap_err().code(),
-        Code::InvalidArgument
-    );
+    for bad in [
+        "  ",
+        "echo 'unbalanced",
+        "/bin/echo --upload={file}",
+        "sh -c 'echo uploading {file}'",
+        "/bin/{file}",
+        "/bin/echo {file}{file}",
+    ] {
+        let refused = Uploader::parse(bad).unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument, "{bad}");
+    }
+    let refused = Uploader::parse("sh -c 'up {file}'").unwrap_err();
+    assert!(refused.to_string().contains("whole argument"), "{refused}");
+    assert!(refused.to_string().contains("{name}"), "{refused}");
+}
+
+/// The staged file's name is inert whatever the hint; the human-facing name is what `{name}`
+/// becomes, as it is when it is a whole argument and shell-quoted inside a larger one.
+#[test]
+fn staged_names_are_inert_and_the_human_facing_name_is_quoted_inside_an_argument() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let marker = fx.tmp.path().join("X");
+    let inert = |name: &str| {
+        name.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    };
+    for (hint, expected) in [
+        ("report$(cd;touch X)x.pdf", "report_cd_touch_X_x.pdf"),
+        ("`touch X`.txt", "touch_X.txt"),
+        ("a b.txt", "a_b.txt"),
+        ("日本語.pdf", "upload.pdf"),
+        ("'; rm -rf ~; '.sh", "rm_-rf.sh"),
+        ("notes.md", "notes.md"),
+        ("x.tar.gz", "x.tar.gz"),
+        ("-rf", "rf"),
+        ("€", "download"),
+    ] {
+        let staged = deposit.stage(hint, &b"x"[..]).unwrap();
+        let name = staged
+            .relative()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(name, expected, "{hint}");
+        assert!(inert(&name), "{hint}: {name}");
+        let dir = staged
+            .relative()
+            .parent()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(dir.chars().all(|c| c.is_ascii_hexdigit()), "{dir}");
+        // A shell-wrapping template: the name inside the script is quoted, the file is `$1`.
+        let template = format!(
+            "/bin/sh -c 'cd {}; echo uploading {{name}} from \"$1\"' sh {{file}}",
+            fx.tmp.path().display()
+        );
+        let uploader = Uploader::parse(&template).unwrap();
+        let out = deposit.run(&staged, &uploader).unwrap();
+        assert_eq!(out.exit_code, Some(0), "{out:?}");
+        assert_eq!(
+            out.stdout,
+            format!(
+                "uploading {} from {}\n",
+                staged.name(),
+                staged.relative().display()
+            ),
+            "{hint}"
+        );
+        assert!(!marker.exists(), "{hint} ran as code");
+        // `{name}` as a whole argument is the name as it is.
+        let whole = Uploader::parse("/bin/sh -c 'printf %s \"$1\"' sh {name} {file}").unwrap();
+        assert_eq!(deposit.run(&staged, &whole).unwrap().stdout, staged.name());
+    }
 }
 
 #[test]

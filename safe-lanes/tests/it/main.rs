@@ -13,6 +13,7 @@ mod grants;
 mod interop;
 mod name;
 mod patch;
+mod protected;
 mod root;
 mod savers;
 mod shown;
