@@ -314,3 +314,53 @@ fn doctors_proposals_run_as_printed_let_cargo_test_run_confined() {
     assert_eq!(tested.status, 0, "{tested:?}");
     assert!(tested.stdout.contains("test adds ... ok"), "{tested:?}");
 }
+
+/// Where the kernel will not make a cache's overlay (here: a state root on an overlayfs, which
+/// overlayfs refuses as an upper layer), a command that would see the cache is refused with
+/// the reason, and nothing runs with the cache writable in place.
+#[test]
+#[allow(clippy::print_stderr)] // what was not tried and why, where the runner shows it
+fn a_cache_the_kernel_cannot_overlay_refuses_the_command_naming_it() {
+    use crate::util::{SETUP_FAILED, private_mounts};
+    if let Err(why) = private_mounts() {
+        eprintln!("skipped: a state root on an overlayfs needs a mount namespace: {why}");
+        return;
+    }
+    let env = Env::new();
+    let cache = env.tmp.path().join("cache");
+    let layers = env.tmp.path().join("layers");
+    for dir in [
+        &cache,
+        &layers.join("lower"),
+        &layers.join("upper"),
+        &layers.join("work"),
+    ] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::create_dir_all(env.root()).unwrap();
+    let l = layers.display();
+    let root = env.root();
+    let cache_path = cache.to_str().unwrap();
+    // Both steps in one namespace, since the overlayfs state root lives only in it.
+    let both = format!(
+        r#"mount -t overlay overlay -o userxattr,lowerdir={l}/lower,upperdir={l}/upper,workdir={l}/work "$1" || exit {SETUP_FAILED}; shift; "$@" grant add --alias cache --path {cache_path} --kind cache --reason t >/dev/null && exec "$@" --json exec -- /bin/sh -c 'touch "$WORKFLOW_FOLDER_CACHE/x"'"#
+    );
+    let wrapper = [
+        "unshare",
+        "-rm",
+        "sh",
+        "-c",
+        &both,
+        "sh",
+        root.to_str().unwrap(),
+    ];
+    let run = env.run_wrapped(&wrapper, &[]);
+    assert_ne!(run.status, SETUP_FAILED, "the overlay state root: {run:?}");
+    assert_eq!(run.status, 3, "{run:?}");
+    assert_eq!(run.code(), "sandbox_unavailable", "{run:?}");
+    assert!(run.stdout.contains("cache grant as an overlay"), "{run:?}");
+    assert!(
+        !cache.join("x").exists(),
+        "nothing was written in the human's cache"
+    );
+}

@@ -539,8 +539,12 @@ impl Plan {
         let extra = std::mem::take(&mut self.extra);
         let reopened = std::mem::take(&mut self.extra_reopened);
         for (entry, source) in extra.iter().zip(reopened) {
+            let step = match entry.source {
+                Source::Overlay { .. } => Step::Overlay,
+                _ => Step::Mounts,
+            };
             self.place(&root, entry, source, &mut own)
-                .map_err(Step::Mounts.failed())?;
+                .map_err(step.failed())?;
         }
         set_flags(
             &root,
@@ -721,6 +725,7 @@ enum Step {
     Session,
     Root,
     Mounts,
+    Overlay,
     WorkingDirectory,
     Capabilities,
     Landlock,
@@ -734,7 +739,7 @@ enum Step {
 const STEP_SHIFT: i32 = 16;
 
 impl Step {
-    const ALL: [Step; 14] = [
+    const ALL: [Step; 15] = [
         Step::Descriptors,
         Step::ParentDeath,
         Step::Limits,
@@ -744,6 +749,7 @@ impl Step {
         Step::Session,
         Step::Root,
         Step::Mounts,
+        Step::Overlay,
         Step::WorkingDirectory,
         Step::Capabilities,
         Step::Landlock,
@@ -779,6 +785,12 @@ impl Step {
             Step::Session => "leaving the terminal session",
             Step::Root => "building the sandbox's root",
             Step::Mounts => "mounting the system set and the grants",
+            Step::Overlay => {
+                "mounting a cache grant as an overlay whose writes stay in the state root \
+                 (the kernel refuses overlayfs in a user namespace here, or the state root's \
+                 file system as its upper layer; revoke the cache, or move the state root; \
+                 ADR 0016)"
+            }
             Step::WorkingDirectory => "entering the working directory",
             Step::Capabilities => "dropping capabilities",
             Step::Landlock => "enforcing the Landlock ruleset in full",
