@@ -26,6 +26,42 @@ impl Report {
     }
 }
 
+/// An effect whose audit record could not be written (a full disk): what the terminal says.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Unrecorded {
+    /// A grant change: its record waits beside the manifest.
+    Change,
+    /// A saved file: it stays marked, to be recorded as recovered.
+    Save,
+    /// How a command or an upload ended (its start is recorded).
+    End,
+}
+
+impl Unrecorded {
+    /// The warning line (with its leading newline) when `recorded` is false; empty otherwise.
+    pub(crate) fn warning(self, recorded: bool) -> String {
+        if recorded {
+            return String::new();
+        }
+        let what = match self {
+            Self::Change => {
+                "the change was made, but its record could not be written to the audit log yet \
+                 (is the disk full?); it is kept beside the manifest and written with the next \
+                 change, and `safe-lanes audit verify` reports it meanwhile"
+            }
+            Self::Save => {
+                "the file was saved, but its record could not be written to the audit log yet \
+                 (is the disk full?); the next save or listing that can write the log records it"
+            }
+            Self::End => {
+                "how it ended could not be written to the audit log (is the disk full?); its \
+                 start is there, and the next command or upload records it as ended, how unknown"
+            }
+        };
+        format!("\nwarning: {what}")
+    }
+}
+
 /// A path for JSON output (JSON strings are Unicode; invalid UTF-8 becomes U+FFFD).
 pub(crate) fn path(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()

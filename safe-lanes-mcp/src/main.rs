@@ -10,6 +10,8 @@ mod content;
 #[cfg(unix)]
 mod lines;
 #[cfg(unix)]
+mod log;
+#[cfg(unix)]
 mod params;
 #[cfg(unix)]
 mod prefix;
@@ -75,8 +77,10 @@ struct Args {
 async fn main() -> Result<()> {
     // First, before anything is read or started: no core file, no same-user tracing.
     let hardening = safe_lanes::harden();
+    // Diagnostics through a bounded queue: a stuck or full stderr never holds up a call.
+    let log = log::Log::start(std::io::stderr());
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(log.clone())
         .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -118,17 +122,22 @@ async fn main() -> Result<()> {
         cancels: cancels.clone(),
     })
     .context("cannot open the state root")?;
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!(
-            "safe-lanes-mcp {}: serving MCP on stdio (state root {})",
+    log.line(
+        format!(
+            "safe-lanes-mcp {}: serving MCP on stdio (state root {})\n",
             env!("CARGO_PKG_VERSION"),
             root.path.display()
-        );
-    }
+        )
+        .into_bytes(),
+    );
     let limits = transport::Limits::for_content_cap(args.max_bytes);
-    let transport = transport::stdio(limits, cancels).context("cannot start reading stdin")?;
+    let transport =
+        transport::stdio(limits, cancels.clone()).context("cannot start reading stdin")?;
     server.serve(transport).await?.waiting().await?;
+    // The client went away: what its requests still run stops now, and the runtime waits for
+    // each to record how it ended (background jobs are stopped, and waited for, as the server
+    // state goes).
+    cancels.stop_all("the client went away");
     Ok(())
 }
 

@@ -272,6 +272,8 @@ pub(crate) struct Uploaded {
     pub(crate) stdout: String,
     /// What it printed on stderr.
     pub(crate) stderr: String,
+    /// Whether how it ended is in the audit log (its start always is, written before it ran).
+    pub(crate) recorded: bool,
 }
 
 /// The content an uploader received.
@@ -401,6 +403,9 @@ pub(crate) struct ShellResult {
     /// Why it was stopped early (a revoked or narrowed grant, a cancellation, a stop), if it
     /// was.
     pub(crate) stopped: Option<String>,
+    /// Whether the audit log holds what is known so far: its start (written before it ran)
+    /// and, once it has finished, how it ended.
+    pub(crate) recorded: bool,
 }
 
 /// Whether a command is still running.

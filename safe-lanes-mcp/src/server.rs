@@ -593,6 +593,7 @@ fn uploaded(path: Option<String>, sent: safe_lanes::deposit::Sent) -> Reply<Uplo
         exit_code: out.exit_code,
         stdout: out.stdout.clone(),
         stderr: out.stderr.clone(),
+        recorded: out.recorded,
     }))
 }
 

@@ -93,6 +93,7 @@ pub(crate) fn finished(done: ConfinedOutcome, elapsed: Duration) -> ShellResult 
         timed_out: out.timed_out,
         truncated: out.truncated,
         stopped: out.stopped,
+        recorded: out.recorded,
     }
 }
 
@@ -113,6 +114,7 @@ pub(crate) fn job(report: JobReport) -> ShellResult {
         stderr: report.output.stderr,
         timed_out: ended.as_ref().is_some_and(|o| o.timed_out),
         truncated: report.output.truncated,
+        recorded: ended.as_ref().is_none_or(|o| o.recorded),
         stopped: ended.and_then(|o| o.stopped),
     }
 }

@@ -479,6 +479,16 @@ impl Cancels {
         }
     }
 
+    /// The client went away: stop every request's work still running (each records how it
+    /// ended as it returns).
+    pub(crate) fn stop_all(&self, why: &str) {
+        for watched in self.lock().values() {
+            if let Watched::Running(control) = watched {
+                control.stop(why);
+            }
+        }
+    }
+
     /// The request `id` is answered: nothing is left to stop.
     fn forget(&self, id: &RequestId) {
         self.lock().remove(id);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
-use safe_lanes::grants::{Grant, Seen};
+use safe_lanes::grants::{Grant, Recorded, Seen};
 use safe_lanes::{Access, Alias, Code, Error, Shown};
 use serde::Deserialize;
 
@@ -37,7 +37,7 @@ pub(crate) async fn approve(
     app.report(done.map(|g| format!("Approved: {}", describe(&g))))
 }
 
-fn approve_shown(app: &App, f: &ApproveForm) -> Result<Grant, Refusal> {
+fn approve_shown(app: &App, f: &ApproveForm) -> Result<Recorded<Grant>, Refusal> {
     let seen = Seen {
         alias: Alias::new(&f.alias)?,
         access: Access::parse(&f.access)?,
@@ -128,7 +128,7 @@ pub(crate) struct AddForm {
 /// `POST /add`: grant a folder.
 pub(crate) async fn add(State(app): State<Arc<App>>, Posted(f): Posted<AddForm>) -> Response {
     let done = app
-        .blocking(move |app| -> safe_lanes::Result<Grant> {
+        .blocking(move |app| -> safe_lanes::Result<Recorded<Grant>> {
             let access = Access::parse(&f.access)?;
             app.grants
                 .add(&f.alias, Path::new(&f.path), access, &f.reason, &app.actor)
@@ -140,8 +140,18 @@ pub(crate) async fn add(State(app): State<Arc<App>>, Posted(f): Posted<AddForm>)
     )
 }
 
-fn describe(g: &Grant) -> String {
-    format!("`{}` {} at {}", g.alias, g.access, Shown::path(&g.path))
+fn describe(g: &Recorded<Grant>) -> String {
+    let unrecorded = if g.recorded() {
+        ""
+    } else {
+        " (not in the audit log yet: the record is kept and written with the next change)"
+    };
+    format!(
+        "`{}` {} at {}{unrecorded}",
+        g.alias,
+        g.access,
+        Shown::path(&g.path)
+    )
 }
 
 /// Why an action did nothing.

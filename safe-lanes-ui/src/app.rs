@@ -70,6 +70,12 @@ impl App {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether `headers` carry the signed-in human's session cookie.
+    pub(crate) fn signed_in(&self, headers: &axum::http::HeaderMap) -> bool {
+        let cookie = crate::guard::cookie_name(self);
+        self.sessions().find(headers, &cookie).is_some()
+    }
+
     /// Note a request now.
     pub(crate) fn touch(&self) {
         *self

@@ -39,6 +39,11 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
 }
 
 fn check(app: &App, request: &Request) -> Result<(), &'static str> {
+    // Exactly one `Host`: with two, which one a check reads and which one a proxy or the
+    // browser meant can differ.
+    if request.headers().get_all(header::HOST).iter().count() != 1 {
+        return Err("This page answers only at the address `safe-lanes ui` printed.");
+    }
     let host = request.headers().get(header::HOST);
     let authority = request.uri().authority().map(|a| a.as_str());
     let host_is = |want: &str| host.is_some_and(|h| h.as_bytes() == want.as_bytes());

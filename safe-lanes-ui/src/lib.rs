@@ -12,7 +12,11 @@
 //!   `SameSite=Strict` session cookie; the link is useless afterwards;
 //! - every state change is a `POST` whose `Origin` is exactly `http://127.0.0.1:PORT` and whose
 //!   form carries the session's CSRF token; no CORS header is ever sent;
-//! - it stops after an idle time.
+//! - it stops after an idle time;
+//! - it cannot be starved: headers must arrive within seconds, a connection that does not show
+//!   the human's session is closed soon, and at most a bounded number stay open, the human's
+//!   kept first (`connections.rs`);
+//! - a request with two `Host` headers is refused.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,6 +37,7 @@
 
 mod actions;
 mod app;
+mod connections;
 mod guard;
 mod live;
 mod pages;
@@ -141,9 +146,8 @@ impl Ui {
     /// When the listener fails.
     pub async fn serve(self) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
-        let router = app::router(Arc::clone(&self.app));
         tokio::select! {
-            served = axum::serve(listener, router) => served,
+            served = connections::serve(listener, Arc::clone(&self.app)) => served,
             () = live::until_idle(&self.app, self.idle) => Ok(()),
         }
     }

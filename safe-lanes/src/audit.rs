@@ -75,8 +75,12 @@ pub struct AuditLog {
 #[derive(Debug)]
 struct Inner {
     fd: OwnedFd,
-    /// The witness (`None` on a read-only state root, where nothing is appended).
-    witness: Option<OwnedFd>,
+    /// Whether the log can be appended to (not on a read-only state root).
+    writable: bool,
+    /// The witness, or why there is none to write (a read-only root; a witness that is not a
+    /// regular file, which `safe-lanes init` repairs): then the log is appended to without
+    /// one, and `verify` says the end is not witnessed.
+    witness: std::result::Result<OwnedFd, String>,
     /// The end of the log after our last append: when the size is unchanged, nobody else
     /// appended and the tail need not be read again.
     last: Option<Tail>,
@@ -164,24 +168,58 @@ impl AuditLog {
         let mode = Mode::from_raw_mode(0o600);
         let writable = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE;
         let open = |flags| root.open(RelPath::new(name)?, flags, mode, Symlinks::Deny);
-        let witness = || {
-            RelPath::new(WITNESS_FILE)
-                .and_then(|w| root.open(w, OFlags::RDWR | OFlags::CREATE, mode, Symlinks::Deny))
-        };
-        let (fd, witness) = match open(writable).and_then(|fd| Ok((fd, witness()?))) {
-            Ok((fd, witness)) => (fd, Some(witness)),
-            Err(e) if read_only(&e) => (open(OFlags::RDONLY)?, None),
+        let (fd, writable, witness) = match open(writable) {
+            Ok(fd) => (fd, true, open_witness(root)),
+            Err(e) if read_only(&e) => (
+                open(OFlags::RDONLY)?,
+                false,
+                Err("the state root is read-only".to_owned()),
+            ),
             Err(e) => return Err(e),
         };
         Ok(Self {
             path: root_path.join(name),
             inner: Mutex::new(Inner {
                 fd,
+                writable,
                 witness,
                 last: None,
                 line: Vec::new(),
             }),
         })
+    }
+
+    /// Why the witness cannot be written, when it cannot (a read-only root; `audit.head`
+    /// that is not a regular file): `doctor` says so, `init` repairs it.
+    pub fn witness_problem(&self) -> Option<String> {
+        let inner = crate::sync::lock(&self.inner);
+        inner.witness.as_ref().err().cloned()
+    }
+
+    /// Replace a witness that is not a regular file (a directory, a link, a FIFO put there)
+    /// with one recording the log's last line, in `root` (the state root's directory this
+    /// log was opened from). Whether it did.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the broken witness cannot be removed or the new one made.
+    pub fn repair_witness(&self, root: &Anchor) -> Result<bool> {
+        let mut inner = crate::sync::lock(&self.inner);
+        if !inner.writable || inner.witness.is_ok() {
+            return Ok(false);
+        }
+        root.remove_all(crate::input::Name::new(WITNESS_FILE)?)?;
+        let witness = open_witness(root)
+            .map_err(|why| Error::io("open", WITNESS_FILE, io::Error::other(why)))?;
+        let size = rustix::fs::seek(&inner.fd, SeekFrom::End(0))
+            .map_err(|e| Error::io("lseek", &self.path, e))?;
+        let tail = self.read_tail(inner.fd.as_fd(), size)?;
+        let mut record = Vec::new();
+        rustix::io::pwrite(&witness, witness_record(&mut record, &tail), 0)
+            .map_err(|e| Error::io("pwrite", WITNESS_FILE, e))?;
+        inner.witness = Ok(witness);
+        inner.last = None;
+        Ok(true)
     }
 
     /// The log file.
@@ -195,8 +233,23 @@ impl AuditLog {
     ///
     /// `io` when the log cannot be locked, read or written.
     pub fn append(&self, event: &str, actor: impl Display, fields: impl Serialize) -> Result<()> {
+        self.append_at(event, actor, fields).map(|_| ())
+    }
+
+    /// [`AuditLog::append`], saying where in the log the record begins (its byte offset), so
+    /// that a later look for what followed it ([`AuditLog::followed_by`]) reads only the rest.
+    ///
+    /// # Errors
+    ///
+    /// As [`AuditLog::append`].
+    pub(crate) fn append_at(
+        &self,
+        event: &str,
+        actor: impl Display,
+        fields: impl Serialize,
+    ) -> Result<u64> {
         let mut inner = crate::sync::lock(&self.inner);
-        if inner.witness.is_none() {
+        if !inner.writable {
             let read_only = io::Error::other("the state root is read-only, so is its audit log");
             return Err(Error::io("append", &self.path, read_only));
         }
@@ -214,7 +267,7 @@ impl AuditLog {
         event: &str,
         actor: &dyn Display,
         fields: impl Serialize,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         // Where the log ends now (another process may have appended since our last line): the
         // end of the file, which `O_APPEND` writes go to.
         let size = rustix::fs::seek(&inner.fd, SeekFrom::End(0))
@@ -238,16 +291,77 @@ impl AuditLog {
             tail.torn = 0;
             self.write_line(inner, &mut tail, "audit.repaired", &LOG_ITSELF, removed)?;
         }
+        let at = tail.end;
         self.write_line(inner, &mut tail, event, actor, fields)?;
         inner.last = Some(tail);
-        Ok(())
+        Ok(at)
+    }
+
+    /// Whether a record of `event` whose field `id` is `id` comes at or after byte `offset` of
+    /// the log (a record [`AuditLog::append_at`] placed there, or later).
+    ///
+    /// # Errors
+    ///
+    /// `io` when the log cannot be read.
+    pub(crate) fn followed_by(&self, offset: u64, event: &str, id: &str) -> Result<bool> {
+        self.find_after(offset, id, |record| record["event"] == event)
+    }
+
+    /// Whether a record whose field `id` is `id` and that `matches` comes at or after byte
+    /// `offset` of the log.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the log cannot be read.
+    pub(crate) fn find_after(
+        &self,
+        offset: u64,
+        id: &str,
+        matches: impl Fn(&serde_json::Value) -> bool,
+    ) -> Result<bool> {
+        let fd = {
+            let inner = crate::sync::lock(&self.inner);
+            inner
+                .fd
+                .try_clone()
+                .map_err(|e| Error::io("dup", &self.path, e))?
+        };
+        let mut reader = crate::fd::ReadAt::new(fd.as_fd());
+        reader.skip(offset);
+        let needle = format!("\"id\":\"{id}\"");
+        for line in BufReader::new(reader).split(b'\n') {
+            let line = line.map_err(|e| Error::io("read", &self.path, e))?;
+            if !line.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                continue;
+            }
+            let value: serde_json::Value = match serde_json::from_slice(&line) {
+                Ok(value) => value,
+                Err(_) => continue,
+            };
+            if value["id"] == id && matches(&value) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Where the log ends now: a record appended next begins at or after this offset.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the log cannot be examined.
+    pub(crate) fn end(&self) -> Result<u64> {
+        let inner = crate::sync::lock(&self.inner);
+        rustix::fs::fstat(&inner.fd)
+            .map(|st| u64::try_from(st.st_size).unwrap_or(0))
+            .map_err(|e| Error::io("fstat", &self.path, e))
     }
 
     /// When the log ends before the line its witness recorded (lines were cut from the end, or
     /// the last one replaced), say so in the chain before the witness moves on, so the
     /// evidence stays: [`AuditLog::verify`] reports every such record.
     fn record_cut(&self, inner: &mut Inner, tail: &mut Tail) -> Result<()> {
-        let Some(witness) = &inner.witness else {
+        let Ok(witness) = &inner.witness else {
             return Ok(());
         };
         let mut buf = [0u8; WITNESS_LEN];
@@ -319,7 +433,7 @@ impl AuditLog {
         tail.hash = hash;
         tail.end += bytes.len() as u64;
         // The line is written: its buffer now holds the witness record.
-        if let Some(witness) = &inner.witness
+        if let Ok(witness) = &inner.witness
             && let Err(e) = rustix::io::pwrite(witness, witness_record(bytes, tail), 0)
         {
             tracing::warn!(error = %e, "could not update the audit log's witness");
@@ -446,8 +560,9 @@ impl AuditLog {
     fn read_witness(&self, inner: &Inner) -> std::result::Result<(u64, String), String> {
         let mut buf = [0u8; WITNESS_LEN];
         let read = match &inner.witness {
-            Some(fd) => rustix::io::pread(fd, &mut buf, 0).map_err(|e| e.to_string()),
-            None => {
+            Ok(fd) => rustix::io::pread(fd, &mut buf, 0).map_err(|e| e.to_string()),
+            Err(why) if inner.writable => return Err(why.clone()),
+            Err(_) => {
                 let dir = self.path.parent().unwrap_or(Path::new("/"));
                 let why = crate::beneath::Ambient::because("the audit witness of a read-only root");
                 Anchor::open_ambient(dir, why)
@@ -463,6 +578,44 @@ impl AuditLog {
                 "the witness is not readable (cut short by a power failure, or changed)".into()
             }
         })
+    }
+}
+
+/// The witness `audit.head` in `root`, opened for writing (made when missing), or why it
+/// cannot be: it must be a regular file (a FIFO would not hold it, a directory or a link
+/// cannot be written).
+fn open_witness(root: &Anchor) -> std::result::Result<OwnedFd, String> {
+    let mode = Mode::from_raw_mode(0o600);
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK;
+    let broken = |kind: &str| {
+        format!("the witness ({WITNESS_FILE}) is {kind}: `safe-lanes init` repairs it")
+    };
+    let opened = RelPath::new(WITNESS_FILE).and_then(|w| root.open(w, flags, mode, Symlinks::Deny));
+    let fd = match opened {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::ISDIR.raw_os_error()) => {
+            return Err(broken("a directory"));
+        }
+        Err(e) if e.code() == crate::error::Code::SymlinkEscape => {
+            return Err(broken("a symbolic link"));
+        }
+        Err(e) => {
+            return Err(format!(
+                "the witness ({WITNESS_FILE}) cannot be opened: {e}"
+            ));
+        }
+    };
+    match rustix::fs::fstat(&fd) {
+        Ok(st)
+            if rustix::fs::FileType::from_raw_mode(st.st_mode)
+                == rustix::fs::FileType::RegularFile =>
+        {
+            Ok(fd)
+        }
+        Ok(st) => Err(broken(crate::beneath::kind_of(&st))),
+        Err(e) => Err(format!(
+            "the witness ({WITNESS_FILE}) cannot be examined: {e}"
+        )),
     }
 }
 

@@ -24,12 +24,10 @@ use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::actor::Actor;
-use crate::audit::AuditLog;
 use crate::beneath::Anchor;
 use crate::child::{Limits, Outcome, run};
 use crate::control::Control;
@@ -39,6 +37,7 @@ use crate::fd::ReadAt;
 use crate::held::{self, Held, Holder};
 use crate::input::Name;
 use crate::name::sanitize;
+use crate::ongoing::Ongoing;
 use crate::root::StateRoot;
 use crate::upload::Opened;
 
@@ -213,7 +212,8 @@ pub fn inert_name(name: &crate::name::SafeName) -> String {
 pub struct UploadDeposit {
     dir: Anchor,
     path: PathBuf,
-    audit: Arc<AuditLog>,
+    /// Uploads in flight: each recorded before its uploader runs (`crate::ongoing`).
+    ongoing: Ongoing,
     max_bytes: Option<u64>,
     actor: Actor,
 }
@@ -258,10 +258,13 @@ impl UploadDeposit {
     ///
     /// `io` when the deposit descriptor cannot be duplicated.
     pub fn open(root: &StateRoot) -> Result<Self> {
+        let ongoing = crate::ongoing::open(root.anchor(), root.path(), root.audit())?;
+        // What a process that died mid-upload left: its record closed, its staging erased.
+        ongoing.close_dead();
         let deposit = Self {
-            dir: root.uploads().try_clone()?,
+            dir: root.uploads()?.try_clone()?,
             path: root.uploads_path(),
-            audit: root.audit(),
+            ongoing,
             max_bytes: None,
             actor: Actor::Agent,
         };
@@ -342,9 +345,12 @@ impl UploadDeposit {
         command
             .args(uploader.args_for(&relative, &staged.name))
             .current_dir(&self.path);
-        let outcome = run(&mut command, uploader.limits, &Control::new(), None)?;
-        self.audit.append(
-            "upload.run",
+        // It dies with this process, and at its timeout even if this process hangs.
+        #[cfg(target_os = "linux")]
+        crate::child::supervise::supervise(&mut command, uploader.limits.timeout);
+        // Recorded before it runs: the content may leave the machine the moment it starts.
+        let started = self.ongoing.start(
+            "upload",
             self.actor,
             serde_json::json!({
                 "uploader": uploader.program.to_string_lossy(),
@@ -352,10 +358,24 @@ impl UploadDeposit {
                 "name": staged.name,
                 "bytes": staged.bytes,
                 "sha256": staged.sha256,
-                "exit_code": outcome.exit_code,
-                "timed_out": outcome.timed_out,
             }),
         )?;
+        let mut outcome = match run(&mut command, uploader.limits, &Control::new(), None) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let error = serde_json::json!({ "code": e.code(), "message": e.to_string() });
+                let _ = started.end(serde_json::json!({ "error": error }));
+                return Err(e);
+            }
+        };
+        outcome.recorded = started
+            .end(serde_json::json!({
+                "exit_code": outcome.exit_code,
+                "signal": outcome.signal,
+                "timed_out": outcome.timed_out,
+            }))
+            .inspect_err(|e| tracing::warn!(error = %e, "could not record how an upload ended"))
+            .is_ok();
         Ok(outcome)
     }
 

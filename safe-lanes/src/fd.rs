@@ -52,6 +52,11 @@ impl<'f> ReadAt<'f> {
     pub(crate) fn new(fd: BorrowedFd<'f>) -> Self {
         Self { fd, offset: 0 }
     }
+
+    /// Go on from `bytes` further (the first read starts there).
+    pub(crate) fn skip(&mut self, bytes: u64) {
+        self.offset += bytes;
+    }
 }
 
 impl io::Read for ReadAt<'_> {

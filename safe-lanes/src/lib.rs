@@ -106,6 +106,8 @@ pub mod input;
 mod lossy;
 pub mod name;
 #[cfg(unix)]
+mod ongoing;
+#[cfg(unix)]
 pub mod patch;
 #[cfg(unix)]
 pub mod process;

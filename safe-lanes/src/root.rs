@@ -43,6 +43,9 @@ pub const AUDIT_FILE: &str = "audit.jsonl";
 pub const SAVERS_DIR: &str = ".savers";
 /// Name of the registry of placeholders for missing protected paths ([`crate::protected`]).
 pub const PLACEHOLDERS_DIR: &str = ".placeholders";
+/// Name of the registry of effects in flight: commands and uploads whose end is not recorded
+/// yet (`crate::ongoing`).
+pub const ONGOING_DIR: &str = ".ongoing";
 /// Name of the directory holding each cache grant's private layer (`caches/<alias>/`).
 pub const CACHES_DIR: &str = "caches";
 
@@ -144,34 +147,43 @@ impl RootLocation {
 
 /// The open, verified state root with its two lanes.
 ///
-/// Holding a `StateRoot` means: the root and both lanes exist, are directories owned by the
-/// current user, are not writable by group or others, and are held open by descriptor, so
-/// later operations cannot be redirected by renaming or replacing them.
+/// Holding a `StateRoot` means: the root exists, is a directory owned by the current user,
+/// not writable by group or others, and is held open by descriptor, so later operations
+/// cannot be redirected by renaming or replacing it. Each lane either passed the same checks
+/// and is held open too, or is known broken: then only what uses it (saving, listing,
+/// staging) is refused, with `insecure_root`, until `safe-lanes init` repairs it.
 #[derive(Debug)]
 pub struct StateRoot {
     path: PathBuf,
     anchor: Anchor,
-    downloads: Anchor,
-    uploads: Anchor,
+    downloads: Lane,
+    uploads: Lane,
     audit: Arc<AuditLog>,
+    /// What [`StateRoot::init`] repaired, each said in a sentence.
+    repairs: Vec<String>,
 }
 
 impl StateRoot {
     /// Open the root at `path`, creating it and its parents (the root itself with mode 0700)
-    /// and the two lanes (0700) when missing.
+    /// and the two lanes (0700) when missing. A lane that is owned by another user, writable
+    /// by group or others, or not a real directory (a symbolic link, a file) is kept as
+    /// broken: what uses it is refused with `insecure_root` ([`StateRoot::broken`] says why).
     ///
     /// # Errors
     ///
-    /// `insecure_root` when the root or a lane is owned by another user, is writable by group
-    /// or others, or a lane is not a real directory (a symbolic link, a file); `io` when it
-    /// cannot be created or opened.
+    /// `insecure_root` when the root is owned by another user or writable by group or others;
+    /// `io` when it cannot be created or opened.
     pub fn open(path: &Path) -> Result<Self> {
         Self::open_with(path, Modes::Check)
     }
 
-    /// Open the root at `path` as [`StateRoot::open`] does, setting the root and each lane
-    /// that the current user owns to mode 0700 first (the human's `init`), so a root or lane
-    /// others could write to is repaired rather than refused.
+    /// Open the root at `path` as [`StateRoot::open`] does, repairing what the current user
+    /// may (the human's `init`): the root and each private directory the user owns are set to
+    /// mode 0700, so one others could write to is repaired rather than refused; anything else
+    /// standing where a private directory belongs (a file, a FIFO, a directory of another
+    /// user's) is moved aside untouched and a link removed, and the directory made; a witness
+    /// (`audit.head`) that is not a regular file is replaced. [`StateRoot::repairs`] says
+    /// what was done.
     ///
     /// # Errors
     ///
@@ -181,7 +193,8 @@ impl StateRoot {
     /// # Security
     ///
     /// Each mode is set through the descriptor whose owner was just checked, never by path,
-    /// and never on a directory another user owns (that stays `insecure_root`). The root is
+    /// and never on a directory another user owns (a root stays `insecure_root`, anything
+    /// inside it is moved aside, not changed). The root is
     /// made private before anything in it is trusted: what others may have planted in it
     /// while they could write to it (a manifest, an upload allowlist) is refused by owner.
     pub fn init(path: &Path) -> Result<Self> {
@@ -200,21 +213,97 @@ impl StateRoot {
             refuse_planted(&anchor, path)?;
         }
         let path = beneath::location_of(anchor.as_fd()).unwrap_or_else(|_| path.to_path_buf());
-        let downloads = open_lane(&anchor, &path, DOWNLOADS_DIR, modes)?;
-        let uploads = open_lane(&anchor, &path, UPLOADS_DIR, modes)?;
-        // The registry of savers belongs to the download lane, which makes it; `init` repairs
-        // its mode when it exists.
-        if modes == Modes::Repair && anchor.stat_entry(Name::new(SAVERS_DIR)?).is_ok() {
-            open_lane(&anchor, &path, SAVERS_DIR, modes)?;
+        let mut repairs = Vec::new();
+        if modes == Modes::Repair {
+            for name in PRIVATE_DIRS {
+                repairs.extend(repair_dir_entry(&anchor, name)?);
+            }
+        }
+        let downloads = Lane::open(&anchor, &path, DOWNLOADS_DIR, modes)?;
+        let uploads = Lane::open(&anchor, &path, UPLOADS_DIR, modes)?;
+        // The library's other private directories (the registries, the caches' layers) are
+        // made by what uses them; `init` repairs their modes when they exist.
+        if modes == Modes::Repair {
+            for name in &PRIVATE_DIRS[2..] {
+                if anchor.stat_entry(Name::new(name)?).is_ok() {
+                    open_lane(&anchor, &path, name, modes)?;
+                }
+            }
         }
         let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
+        if modes == Modes::Repair && audit.repair_witness(&anchor)? {
+            repairs.push(
+                "replaced the audit log's witness (audit.head), which was not a regular file, \
+                 with one recording the log's last line"
+                    .to_owned(),
+            );
+        }
         Ok(Self {
             path,
             anchor,
             downloads,
             uploads,
             audit,
+            repairs,
         })
+    }
+
+    /// Every broken piece of the root, each said in a sentence with what it disables (for
+    /// `doctor`): a private directory that is not a directory of this user's, or that others
+    /// may change, and an audit witness that cannot be written. `safe-lanes init` repairs what
+    /// the current user owns.
+    pub fn broken(&self) -> Vec<String> {
+        let mut out: Vec<String> = [&self.downloads, &self.uploads]
+            .into_iter()
+            .filter_map(Lane::problem)
+            .collect();
+        for name in &PRIVATE_DIRS[2..] {
+            let Ok(st) = self.anchor.stat_entry(match Name::new(name) {
+                Ok(n) => n,
+                Err(_) => continue,
+            }) else {
+                continue;
+            };
+            let what = match *name {
+                SAVERS_DIR => "saving downloads",
+                PLACEHOLDERS_DIR => "confined commands in read-write grants",
+                ONGOING_DIR => "confined commands and uploads",
+                _ => "confined commands that see a cache",
+            };
+            let path = self.path.join(name);
+            let problem = if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+                Some(format!("it is {}", beneath::kind_of(&st)))
+            } else {
+                foreign_owner(&st)
+                    .or_else(|| (st.st_mode & 0o022 != 0).then(|| "others may write to it".into()))
+            };
+            if let Some(problem) = problem {
+                out.push(format!(
+                    "{}: {problem}: {what} is refused until `safe-lanes init` repairs it",
+                    Shown::path(&path)
+                ));
+            }
+        }
+        if let Some(why) = self.audit.witness_problem().filter(|_| !self.read_only()) {
+            out.push(format!(
+                "{why}; meanwhile records are appended without it, and lines cut from the end of \
+                 the log would not show"
+            ));
+        }
+        out
+    }
+
+    /// Whether the root cannot be written (its log is read-only).
+    fn read_only(&self) -> bool {
+        self.audit
+            .witness_problem()
+            .is_some_and(|why| why.contains("read-only"))
+    }
+
+    /// What [`StateRoot::init`] repaired, each said in a sentence (empty after
+    /// [`StateRoot::open`]).
+    pub fn repairs(&self) -> &[String] {
+        &self.repairs
     }
 
     /// Resolve the location (see [`RootLocation::resolve`]) and open it.
@@ -235,8 +324,8 @@ impl StateRoot {
     pub fn tighten(&self) -> Result<()> {
         for (anchor, path) in [
             (&self.anchor, self.path.clone()),
-            (&self.downloads, self.downloads_path()),
-            (&self.uploads, self.uploads_path()),
+            (self.downloads()?, self.downloads_path()),
+            (self.uploads()?, self.uploads_path()),
         ] {
             make_private(anchor, &path, &anchor.stat()?)?;
         }
@@ -255,13 +344,21 @@ impl StateRoot {
     }
 
     /// The `.downloads` lane descriptor.
-    pub(crate) fn downloads(&self) -> &Anchor {
-        &self.downloads
+    ///
+    /// # Errors
+    ///
+    /// `insecure_root` when the lane is broken (see [`StateRoot`]).
+    pub(crate) fn downloads(&self) -> Result<&Anchor> {
+        self.downloads.anchor()
     }
 
     /// The `.uploads` deposit descriptor.
-    pub(crate) fn uploads(&self) -> &Anchor {
-        &self.uploads
+    ///
+    /// # Errors
+    ///
+    /// `insecure_root` when the deposit is broken (see [`StateRoot`]).
+    pub(crate) fn uploads(&self) -> Result<&Anchor> {
+        self.uploads.anchor()
     }
 
     /// `<root>/.savers`, opened (and created when missing) as a lane is.
@@ -295,33 +392,37 @@ impl StateRoot {
     ///
     /// `io` when `fstat` fails.
     pub fn report(&self) -> Result<Vec<DirReport>> {
-        // The registry of savers, when a download lane has made it.
-        let savers = self
-            .anchor
-            .open_dir(RelPath::new(SAVERS_DIR)?, Symlinks::Deny)
-            .ok();
-        [
-            (".", Some(&self.anchor)),
-            (DOWNLOADS_DIR, Some(&self.downloads)),
-            (UPLOADS_DIR, Some(&self.uploads)),
-            (SAVERS_DIR, savers.as_ref()),
-        ]
-        .into_iter()
-        .filter_map(|(name, anchor)| Some((name, anchor?)))
-        .map(|(name, anchor)| {
-            let st = anchor.stat()?;
-            Ok(DirReport {
-                path: if name == "." {
-                    self.path.clone()
-                } else {
-                    self.path.join(name)
-                },
-                mode: beneath::permissions(&st),
-                uid: st.st_uid,
-                private: st.st_mode & 0o077 == 0,
+        // The other private directories, where what uses them made them.
+        let made: Vec<(&str, Anchor)> = PRIVATE_DIRS[2..]
+            .iter()
+            .filter_map(|name| {
+                let dir = self
+                    .anchor
+                    .open_dir(RelPath::new(name).ok()?, Symlinks::Deny);
+                Some((*name, dir.ok()?))
             })
-        })
-        .collect()
+            .collect();
+        let lanes = [DOWNLOADS_DIR, UPLOADS_DIR]
+            .into_iter()
+            .zip([&self.downloads, &self.uploads])
+            .filter_map(|(name, lane)| Some((name, lane.anchor().ok()?)));
+        std::iter::once((".", &self.anchor))
+            .chain(lanes)
+            .chain(made.iter().map(|(name, anchor)| (*name, anchor)))
+            .map(|(name, anchor)| {
+                let st = anchor.stat()?;
+                Ok(DirReport {
+                    path: if name == "." {
+                        self.path.clone()
+                    } else {
+                        self.path.join(name)
+                    },
+                    mode: beneath::permissions(&st),
+                    uid: st.st_uid,
+                    private: st.st_mode & 0o077 == 0,
+                })
+            })
+            .collect()
     }
 }
 
@@ -376,6 +477,95 @@ fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Resul
     })?;
     secure(&lane, &lane_path, modes)?;
     Ok(lane)
+}
+
+/// A lane of the root: open and checked, or why not (said again by each use).
+#[derive(Debug)]
+enum Lane {
+    Open(Anchor),
+    Broken { path: PathBuf, why: String },
+}
+
+impl Lane {
+    /// Open (making it when missing) and check the lane `name`; one that fails the checks is
+    /// kept as broken when the root is only opened, and refused when it is being repaired.
+    ///
+    /// # Errors
+    ///
+    /// `io`; `insecure_root` in [`Modes::Repair`].
+    fn open(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Result<Self> {
+        match open_lane(root, root_path, name, modes) {
+            Ok(anchor) => Ok(Self::Open(anchor)),
+            Err(Error::InsecureRoot { why, .. }) if modes != Modes::Repair => Ok(Self::Broken {
+                path: root_path.join(name),
+                why,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn anchor(&self) -> Result<&Anchor> {
+        match self {
+            Self::Open(anchor) => Ok(anchor),
+            Self::Broken { path, why } => Err(insecure(path, why.clone())),
+        }
+    }
+
+    /// For `doctor`: what is wrong and what it disables.
+    fn problem(&self) -> Option<String> {
+        match self {
+            Self::Open(_) => None,
+            Self::Broken { path, why } => Some(format!(
+                "{}: {why}: what uses it is refused until `safe-lanes init` repairs it",
+                Shown::path(path)
+            )),
+        }
+    }
+}
+
+/// The state root's private directories: the two lanes, then the registries and the caches'
+/// layers (made by what uses them).
+const PRIVATE_DIRS: [&str; 6] = [
+    DOWNLOADS_DIR,
+    UPLOADS_DIR,
+    SAVERS_DIR,
+    PLACEHOLDERS_DIR,
+    ONGOING_DIR,
+    CACHES_DIR,
+];
+
+/// For `init`: something of the current user's standing where the private directory `name`
+/// belongs — a file, a link, a FIFO (planted, or left by an old version) — is moved aside
+/// (`<name>.broken-<random>`, nothing lost; a link is removed), so the directory can be made.
+/// So is a directory another user owns: the root is the current user's, so its entries are
+/// theirs to rename, and the library never uses what another user can change. What was done,
+/// if anything.
+fn repair_dir_entry(root: &Anchor, name: &str) -> Result<Option<String>> {
+    let st = match root.stat_entry(Name::new(name)?) {
+        Ok(st) => st,
+        Err(Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let kind = FileType::from_raw_mode(st.st_mode);
+    let foreign = foreign_owner(&st);
+    if kind == FileType::Directory && foreign.is_none() {
+        return Ok(None);
+    }
+    if kind == FileType::Symlink {
+        root.remove_file(Name::new(name)?)?;
+        return Ok(Some(format!(
+            "removed the symbolic link that stood where {name} belongs, and made the directory"
+        )));
+    }
+    let aside = format!("{name}.broken-{}", crate::random::random_hex());
+    root.rename_new(Name::new(name)?, Name::new(&aside)?)?;
+    let what = match foreign {
+        Some(owner) => format!("{} ({owner})", beneath::kind_of(&st)),
+        None => beneath::kind_of(&st).to_string(),
+    };
+    Ok(Some(format!(
+        "moved {what} that stood where {name} belongs aside to {aside}, and made the directory"
+    )))
 }
 
 /// The private directory `name` of the state root `root` (at `root_path`), made (0700) when

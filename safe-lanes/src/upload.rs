@@ -219,7 +219,7 @@ impl UploadSource {
             origin: AllowedBy::Downloads,
             entry: downloads.to_string_lossy().into_owned(),
             covers_state_root: false,
-            anchor: root.downloads().try_clone()?,
+            anchor: root.downloads()?.try_clone()?,
         });
         for (at, line) in read_roots_file(root) {
             match line {
@@ -665,6 +665,10 @@ fn check_lexically(path: &Path) -> Result<AbsPath<'_>> {
     Ok(checked)
 }
 
+/// The most `.upload-roots` may hold (a list of folders; anything larger was not written by
+/// hand, and is not read whole).
+const MAX_ROOTS_FILE_BYTES: u64 = 1 << 20;
+
 /// The lines of `.upload-roots` with their line numbers; one error entry when the file
 /// cannot be read (a missing file is simply no lines).
 fn read_roots_file(root: &StateRoot) -> Vec<(String, std::result::Result<String, String>)> {
@@ -676,8 +680,15 @@ fn read_roots_file(root: &StateRoot) -> Vec<(String, std::result::Result<String,
         Err(e) => return vec![("0".to_owned(), Err(format!("unreadable: {e}")))],
     };
     let mut text = Vec::new();
-    if let Err(e) = File::from(fd).read_to_end(&mut text) {
+    if let Err(e) = File::from(fd)
+        .take(MAX_ROOTS_FILE_BYTES + 1)
+        .read_to_end(&mut text)
+    {
         return vec![("0".to_owned(), Err(format!("unreadable: {e}")))];
+    }
+    if text.len() as u64 > MAX_ROOTS_FILE_BYTES {
+        let why = format!("ignored: larger than {MAX_ROOTS_FILE_BYTES} bytes");
+        return vec![("0".to_owned(), Err(why))];
     }
     text.split(|&b| b == b'\n')
         .enumerate()

@@ -115,13 +115,14 @@ pub(crate) fn approve(
         a.reason.clone()
     };
     let grant = grants.approve_seen(&a.request_id, &seen, a.path.as_deref(), &reason, actor)?;
-    let text = format!(
+    let mut text = format!(
         "approved {} {} {} ({})",
         grant.alias,
         grant.access,
         Shown::path(&grant.path),
         grant.id
     );
+    text.push_str(&super::grant::unrecorded_warning(grant.recorded()));
     let mut json = json!(grant);
     json["env"] = json!(grant.alias.env_key());
     Ok(Report::ok(json, text))

@@ -60,6 +60,7 @@ pub(crate) fn exec(
         out.stdout.clone()
     };
     ending(out, &mut text);
+    text.push_str(&crate::output::Unrecorded::End.warning(out.recorded));
     Ok(Report {
         failed: !out.success(),
         json: json!({
@@ -70,6 +71,7 @@ pub(crate) fn exec(
             "timed_out": out.timed_out,
             "truncated": out.truncated,
             "stopped": out.stopped,
+            "recorded": out.recorded,
             "grants": done.grants,
         }),
         text: text.trim_end().to_owned(),

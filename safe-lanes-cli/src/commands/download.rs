@@ -11,7 +11,7 @@ use safe_lanes::{DownloadLane, Durability, StateRoot};
 use serde_json::json;
 
 use crate::args::DownloadCommand;
-use crate::output::{Report, path};
+use crate::output::{Report, Unrecorded, path};
 
 pub(crate) fn run(flag: Option<&Path>, cmd: DownloadCommand) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
@@ -54,10 +54,11 @@ fn save(
     };
     let saved = lane.save(hint, input)?;
     let text = format!(
-        "{}\n  {} bytes, sha256 {}",
+        "{}\n  {} bytes, sha256 {}{}",
         saved.path.display(),
         saved.bytes,
-        saved.sha256
+        saved.sha256,
+        Unrecorded::Save.warning(saved.recorded)
     );
     Ok(Report::ok(json!(saved), text))
 }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use safe_lanes::grants::{Asked, Change, Grant, Kind, Request};
+use safe_lanes::grants::{Asked, Change, Grant, Kind, Recorded, Request};
 use safe_lanes::{Grants, Shown, StateRoot};
 use serde_json::json;
 
@@ -64,7 +64,7 @@ pub(crate) fn run(
                 (None, Some(alias)) => grants.deny_alias(&alias, &reason, &who(actor))?,
                 (None, None) => anyhow::bail!("give a request id or --alias"),
             };
-            let text = format!("denied {} ({})", r.id, r.alias);
+            let text = format!("denied {} ({})", r.id, r.alias) + &unrecorded_warning(r.recorded());
             Ok(Report::ok(json!(r), text))
         }
         change => decide(&grants, change),
@@ -149,7 +149,7 @@ fn request(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
     let text = format!(
         "requested {} {} ({}); approve with `safe-lanes grant approve {}`",
         r.alias, r.access, r.id, r.id
-    );
+    ) + &unrecorded_warning(r.recorded());
     Ok(Report::ok(json!(r), text))
 }
 
@@ -213,17 +213,23 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
     Ok(grant_report(verb, grant))
 }
 
-fn grant_report(verb: &str, g: Grant) -> Report {
-    let text = format!(
+fn grant_report(verb: &str, g: Recorded<Grant>) -> Report {
+    let mut text = format!(
         "{verb} {} {} {} ({})",
         g.alias,
         g.access,
         g.path.display(),
         g.id
     );
+    text.push_str(&unrecorded_warning(g.recorded()));
     let mut json = json!(g);
     json["env"] = json!(g.alias.env_key());
     Report::ok(json, text)
+}
+
+/// The line that says a change was made but is not in the audit log yet (empty when it is).
+pub(crate) fn unrecorded_warning(recorded: bool) -> String {
+    crate::output::Unrecorded::Change.warning(recorded)
 }
 
 fn requests_text(requests: &[Request]) -> String {

@@ -18,7 +18,7 @@ use crate::output::Report;
 pub(crate) fn run(cli: Cli) -> Result<Report> {
     let root = cli.root.as_deref();
     match cli.command {
-        Command::Init => root::init(root),
+        Command::Init => root::init(root, cli.manifest.as_deref()),
         Command::Doctor => root::doctor(root, cli.manifest.as_deref()),
         Command::Download(cmd) => download::run(root, cmd),
         Command::Upload(cmd) => upload::run(root, cmd),
@@ -42,7 +42,7 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
         Command::Patch { alias, file, diff } => {
             confined::patch(root, cli.manifest.as_deref(), &alias, &file, diff)
         }
-        Command::Audit(AuditCommand::Verify) => root::audit_verify(root),
+        Command::Audit(AuditCommand::Verify) => root::audit_verify(root, cli.manifest.as_deref()),
         Command::Ui { port, idle, open } => {
             let page = ui::Page { port, idle, open };
             ui::run(root, cli.manifest.as_deref(), page, cli.json)

@@ -14,20 +14,26 @@ use serde_json::json;
 
 use crate::output::{Report, path};
 
-pub(crate) fn init(flag: Option<&Path>) -> Result<Report> {
+pub(crate) fn init(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Report> {
     let root = StateRoot::init(&RootLocation::resolve(flag)?.path)?;
+    let mut repaired = root.repairs().to_vec();
+    repaired.extend(Grants::open(&root, manifest)?.repair()?);
     let json = json!({
         "root": path(root.path()),
         "downloads": path(&root.downloads_path()),
         "uploads": path(&root.uploads_path()),
         "manifest": path(&root.default_manifest()),
+        "repaired": repaired,
     });
-    let text = format!(
+    let mut text = format!(
         "state root ready: {}\n  downloads: {}\n  uploads:   {}",
         root.path().display(),
         root.downloads_path().display(),
         root.uploads_path().display()
     );
+    for r in &repaired {
+        let _ = write!(text, "\nrepaired: {r}");
+    }
     Ok(Report::ok(json, text))
 }
 
@@ -46,6 +52,15 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
     }
     if let Some(why) = &sandbox.problem {
         problems.push(format!("confined commands are refused: {why}"));
+    }
+    // The manifest's lock file, which every grant change takes.
+    if location.path.exists() {
+        let lock = StateRoot::open(&location.path)
+            .and_then(|root| Grants::open(&root, manifest))
+            .and_then(|grants| grants.pending_record());
+        if let Err(e) = lock {
+            problems.push(format!("grant changes are refused: {e}"));
+        }
     }
     let process = safe_lanes::process::status();
     if let Some(why) = process.unavailable {
@@ -112,6 +127,7 @@ fn inspect(location: &RootLocation) -> Inspected {
         return found;
     }
     let opened = StateRoot::open(&location.path).and_then(|root| {
+        found.problems.extend(root.broken());
         found.ignored = UploadSource::load(&root)?.ignored().to_vec();
         root.report()
     });
@@ -183,10 +199,12 @@ fn machine_text(
     text
 }
 
-pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
+pub(crate) fn audit_verify(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
     let audit = root.audit();
     let verification = audit.verify()?;
+    // A grant change made whose record waits to be written (the log could not take it).
+    let pending = Grants::open(&root, manifest).and_then(|g| g.pending_record());
     let mut text = match &verification.broken {
         None => format!(
             "{}: {} lines, chain intact",
@@ -208,6 +226,16 @@ pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
             format!("end: not checked ({why}): lines cut from the end would not show")
         }
     });
+    match &pending {
+        Ok(true) => text.push_str(
+            "\npending: a grant change was made whose record is not in the log yet; the next \
+             change writes it",
+        ),
+        Ok(false) => {}
+        Err(e) => {
+            let _ = write!(text, "\npending records: not checked ({e})");
+        }
+    }
     text.push_str(
         "\nnot provable: a correctly chained line appended after the witness, or a log and \
          witness rewritten together (the chain has no secret key)",
@@ -220,6 +248,7 @@ pub(crate) fn audit_verify(flag: Option<&Path>) -> Result<Report> {
             "intact": verification.is_intact(),
             "broken": verification.broken,
             "tail": verification.tail,
+            "pending_record": pending.as_ref().ok().copied(),
         }),
         text,
     })

@@ -87,6 +87,7 @@ fn send(
             let _ = write!(text, "\n--- {name}\n{}", stream.trim_end());
         }
     }
+    text.push_str(&output::Unrecorded::End.warning(outcome.recorded));
     let json = json!({
         "source": {
             "path": output::path(&opened.path),
@@ -95,11 +96,13 @@ fn send(
             "sha256": sent.sha256,
         },
         "staged": output::path(&sent.staged),
+        "name": sent.name,
         "exit_code": outcome.exit_code,
         "signal": outcome.signal,
         "timed_out": outcome.timed_out,
         "stdout": outcome.stdout,
         "stderr": outcome.stderr,
+        "recorded": outcome.recorded,
     });
     Ok(Report {
         failed: !outcome.success(),

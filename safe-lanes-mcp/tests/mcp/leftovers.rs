@@ -756,16 +756,16 @@ async fn all_private_tmps_of_a_gateway_share_one_budget() {
             json!({ "command": script, "background": true }),
         )
         .await;
-        jobs.push(
-            started.structured_content.unwrap()["job_id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        let started = started.structured_content.unwrap();
+        // The first report already holds what the job printed by then.
+        jobs.push((
+            started["job_id"].as_str().unwrap().to_owned(),
+            started["stdout"].as_str().unwrap().to_owned(),
+        ));
     }
     let mut outputs = Vec::new();
-    for job in &jobs {
-        let mut seen = String::new();
+    for (job, first) in &jobs {
+        let mut seen = first.clone();
         loop {
             let report = call(
                 &client,

@@ -97,6 +97,33 @@ async fn a_cancelled_command_is_stopped_with_everything_it_started() {
     assert!(!w.p("proj/late").exists(), "nothing ran after the cancel");
     // The server answers the next call as usual.
     w.ok("downloads_list", json!({})).await;
+    // The cancellation is on the record: the command's one end says it was stopped, and why.
+    let records = || -> Vec<Value> {
+        let log = std::fs::read_to_string(w.root().join("audit.jsonl")).unwrap();
+        log.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !records().iter().any(|r| r["event"] == "exec.end") {
+        assert!(Instant::now() < deadline, "the end was recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let records = records();
+    let start = records.iter().find(|r| r["event"] == "exec.start").unwrap();
+    let ends: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event"] == "exec.end" && r["id"] == start["id"])
+        .collect();
+    assert_eq!(ends.len(), 1, "{records:?}");
+    assert!(
+        ends[0]["stopped"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cancelled"),
+        "{}",
+        ends[0]
+    );
 }
 
 /// Counts the progress notifications it receives.

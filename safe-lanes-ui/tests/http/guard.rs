@@ -38,6 +38,17 @@ fn a_wrong_host_is_refused_whatever_the_path() {
         "",
     );
     assert!(response.status >= 400, "{response:?}");
+    // Two `Host` headers, the right one first or last.
+    for (first, second) in [
+        (page.host(), "attacker.example".to_owned()),
+        ("attacker.example".to_owned(), page.host()),
+        (page.host(), page.host()),
+    ] {
+        let head = format!("GET / HTTP/1.1\r\nHost: {first}\r\nHost: {second}\r\nCookie: {cookie}");
+        let response = send(page.address, &head, "");
+        assert!(response.status >= 400, "{first} {second}: {response:?}");
+        assert!(!response.body.contains("csrf"), "{}", response.body);
+    }
     // The right one.
     assert_eq!(page.get("/", &format!("\r\nCookie: {cookie}")).status, 200);
 }
@@ -237,4 +248,95 @@ fn the_server_stops_once_idle() {
     assert!(server.is_finished(), "still serving after 30 s idle");
     server.join().unwrap().unwrap();
     assert!(TcpStream::connect(page.address).is_err(), "still listening");
+}
+
+/// Idle and slow connections, two thousand of them from any local process, neither keep the
+/// signed-in human from the page nor stay open: headers must come in time, a connection that
+/// never shows the session is closed, and at most a bounded number are kept, the human's first.
+#[test]
+fn idle_and_slow_connections_never_starve_the_human() {
+    use std::io::{Read, Write};
+    let page = Page::new();
+    let cookie = page.sign_in();
+    // Room for the flood on both ends of it.
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    rustix::process::setrlimit(
+        rustix::process::Resource::Nofile,
+        rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        },
+    )
+    .unwrap();
+    let mut idle = Vec::new();
+    let mut slow = Vec::new();
+    for i in 0..2_000 {
+        let Ok(mut stream) = TcpStream::connect(page.address) else {
+            continue;
+        };
+        stream.set_nodelay(true).unwrap();
+        if i % 2 == 0 {
+            idle.push(stream);
+        } else {
+            let _ = stream.write_all(b"GET / HTTP/1.1\r\nHo");
+            slow.push(stream);
+        }
+    }
+    assert!(idle.len() + slow.len() >= 1_000, "the flood connected");
+    // One byte a second from the slow ones, while the human uses the page.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dribble = {
+        let stop = std::sync::Arc::clone(&stop);
+        let mut slow = slow;
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for s in &mut slow {
+                    let _ = s.write_all(b"s");
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            slow
+        })
+    };
+    for _ in 0..5 {
+        let overview = page.get("/", &format!("\r\nCookie: {cookie}"));
+        assert_eq!(overview.status, 200, "{overview:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // Served while the flood still held its connections: not after the flood's own limits
+    // closed them.
+    let open = |s: &TcpStream| {
+        s.set_nonblocking(true).unwrap();
+        let open =
+            matches!(s.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        s.set_nonblocking(false).unwrap();
+        open
+    };
+    assert!(
+        idle.iter().rev().take(100).any(open),
+        "the human was answered while the flood was connected"
+    );
+    // None of the flood stays open: each is closed within the header and unsigned limits.
+    std::thread::sleep(Duration::from_secs(17));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let slow = dribble.join().unwrap();
+    let closed = |s: &mut TcpStream| {
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = [0u8; 512];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(e) => return e.kind() == std::io::ErrorKind::ConnectionReset,
+            }
+        }
+    };
+    let still_open = idle
+        .into_iter()
+        .chain(slow)
+        .filter_map(|mut s| (!closed(&mut s)).then_some(()))
+        .count();
+    assert_eq!(still_open, 0, "every idle and slow connection was closed");
+    assert_eq!(page.get("/", &format!("\r\nCookie: {cookie}")).status, 200);
 }

@@ -135,20 +135,7 @@ impl Jobs {
     /// job's command ended with.
     pub fn report(&self, id: &str, wait: Duration) -> Result<JobReport> {
         let done = Arc::clone(&self.job(id)?.done);
-        let deadline = Instant::now() + wait;
-        let mut result = lock(&done.result);
-        while result.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            result = done
-                .ended
-                .wait_timeout(result, left)
-                .map_or_else(|p| p.into_inner().0, |(guard, _)| guard);
-        }
-        let ended = result.take();
-        drop(result);
+        let ended = done.wait(wait).take();
         let mut jobs = self.lock();
         let job = jobs.get_mut(id).ok_or_else(|| unknown(id))?;
         let (output, mark) = job.control.output_since(job.mark);
@@ -195,11 +182,36 @@ impl Jobs {
 }
 
 impl Drop for Jobs {
-    /// Stop every job still running: none outlives the gateway that started it.
+    /// Stop every job still running, and wait (up to [`STOP_WAIT`] each) until it has ended
+    /// and recorded how: none outlives the gateway that started it, and none is left to be
+    /// closed as `ended_unknown`.
     fn drop(&mut self) {
-        for job in self.lock().values() {
+        let jobs = std::mem::take(&mut *self.lock());
+        for job in jobs.values() {
             job.control.stop("the server stopped");
         }
+        for job in jobs.values() {
+            drop(job.done.wait(STOP_WAIT));
+        }
+    }
+}
+
+impl Done {
+    /// The result slot, once the job has ended or `wait` has passed (still empty then).
+    fn wait(&self, wait: Duration) -> MutexGuard<'_, Option<Result<ConfinedOutcome>>> {
+        let deadline = Instant::now() + wait;
+        let mut result = lock(&self.result);
+        while result.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            result = self
+                .ended
+                .wait_timeout(result, left)
+                .map_or_else(|p| p.into_inner().0, |(guard, _)| guard);
+        }
+        result
     }
 }
 

@@ -55,7 +55,7 @@ mod ruleset;
 #[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(target_os = "linux")]
-mod sys;
+pub(crate) mod sys;
 #[cfg(target_os = "linux")]
 mod syscalls;
 #[cfg(not(target_os = "linux"))]
@@ -260,19 +260,89 @@ impl Confined {
     ///
     /// As [`Confined::run`].
     pub fn run_with(&self, session: &Session, control: &Control) -> Result<ConfinedOutcome> {
-        self.run_unrecorded(session, control).map_err(|e| {
-            let mut subject = self.program.to_string_lossy().into_owned();
-            for arg in &self.args {
-                subject.push(' ');
-                subject.push_str(&arg.to_string_lossy());
-            }
-            session.refused("exec", &subject, e)
+        self.run_recorded(session, control)
+            .map_err(|failure| match failure {
+                Failure::Before(e) => {
+                    let mut subject = self.program.to_string_lossy().into_owned();
+                    for arg in &self.args {
+                        subject.push(' ');
+                        subject.push_str(&arg.to_string_lossy());
+                    }
+                    session.refused("exec", &subject, e)
+                }
+                // Its start and its end (with the error) are recorded already.
+                Failure::After(e) => e,
+            })
+    }
+
+    /// What the command's start record says: what it runs, where, with which grants.
+    fn start_fields(&self, grants: &[(Alias, Access)]) -> serde_json::Value {
+        serde_json::json!({
+            "program": self.program.to_string_lossy(),
+            "args": self.args.iter().map(|a| Shown::bytes(a.as_encoded_bytes()).to_string()).collect::<Vec<_>>(),
+            "cwd": self.cwd,
+            "network": self.network,
+            "grants": grants,
         })
     }
 
+    #[cfg(not(target_os = "linux"))]
+    fn run_recorded(
+        &self,
+        session: &Session,
+        control: &Control,
+    ) -> std::result::Result<ConfinedOutcome, Failure> {
+        self.run_unrecorded(session, control)
+            .map_err(Failure::Before)
+    }
+
     #[cfg(target_os = "linux")]
-    fn run_unrecorded(&self, session: &Session, control: &Control) -> Result<ConfinedOutcome> {
-        let abi = supported_abi()?;
+    fn run_recorded(
+        &self,
+        session: &Session,
+        control: &Control,
+    ) -> std::result::Result<ConfinedOutcome, Failure> {
+        let abi = supported_abi().map_err(Failure::Before)?;
+        let (mut command, prepared) = self.command(abi, session).map_err(Failure::Before)?;
+        let grants: Vec<(Alias, Access)> = prepared
+            .used
+            .iter()
+            .map(|(a, access, _)| (a.clone(), *access))
+            .collect();
+        // Recorded before it runs: a gateway killed while it runs leaves its start, which the
+        // next process closes (`crate::ongoing`).
+        let ongoing = session.grants().ongoing().map_err(Failure::Before)?;
+        let started = ongoing
+            .start("exec", session.actor(), self.start_fields(&grants))
+            .map_err(Failure::Before)?;
+        let watch = || still_granted(session, &prepared.used);
+        let ran = run(&mut command, self.limits, control, Some(&watch))
+            .map_err(|e| spawn_failure(e, &self.program));
+        drop(prepared);
+        let mut outcome = match ran {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let error = serde_json::json!({ "code": e.code(), "message": e.to_string() });
+                let _ = started.end(serde_json::json!({ "error": error }));
+                return Err(Failure::After(e));
+            }
+        };
+        outcome.recorded = started
+            .end(serde_json::json!({
+                "exit_code": outcome.exit_code,
+                "signal": outcome.signal,
+                "timed_out": outcome.timed_out,
+                "truncated": outcome.truncated,
+                "stopped": outcome.stopped,
+            }))
+            .inspect_err(|e| tracing::warn!(error = %e, "could not record how a command ended"))
+            .is_ok();
+        Ok(ConfinedOutcome { outcome, grants })
+    }
+
+    /// The command, set up to enter its sandbox, and what must live while it runs.
+    #[cfg(target_os = "linux")]
+    fn command(&self, abi: ABI, session: &Session) -> Result<(Command, Prepared)> {
         let snapshot = session.snapshot()?;
         let cwd_grant = match &self.cwd {
             Some(alias) => Some(snapshot.folder(alias, Want::Read)?),
@@ -302,6 +372,9 @@ impl Confined {
         .protecting(&protecting.mounts())?
         .overlaying(&overlays(&caches)?)?
         .bounded(scratch.size_option(), cgroup_procs);
+        // The layers' descriptors are borrowed by the plan's preparation only.
+        let caches: Vec<crate::caches::Layer> =
+            caches.into_iter().map(|(_, layer)| layer).collect();
 
         let mut command = Command::new(&self.program);
         command
@@ -324,29 +397,36 @@ impl Confined {
             .iter()
             .map(|g| (g.alias.clone(), g.access, g.path.clone()))
             .collect();
-        let watch = || still_granted(session, &used);
-        let outcome = run(&mut command, self.limits, control, Some(&watch))
-            .map_err(|e| spawn_failure(e, &self.program))?;
-        drop((protecting, caches, scratch, processes));
-        let result = ConfinedOutcome {
-            outcome,
-            grants: used.into_iter().map(|(a, access, _)| (a, access)).collect(),
+        let prepared = Prepared {
+            used,
+            _protecting: protecting,
+            _caches: caches,
+            _scratch: scratch,
+            _processes: processes,
         };
-        session.record(
-            "exec.run",
-            serde_json::json!({
-                "program": self.program.to_string_lossy(),
-                "args": self.args.iter().map(|a| Shown::bytes(a.as_encoded_bytes()).to_string()).collect::<Vec<_>>(),
-                "cwd": self.cwd,
-                "network": self.network,
-                "grants": &result.grants,
-                "exit_code": result.outcome.exit_code,
-                "timed_out": result.outcome.timed_out,
-                "stopped": result.outcome.stopped,
-            }),
-        )?;
-        Ok(result)
+        Ok((command, prepared))
     }
+}
+
+/// Why a confined command failed: before its start was recorded (a refusal, recorded as
+/// `exec.refused`), or after (its end record holds the error).
+#[derive(Debug)]
+enum Failure {
+    Before(Error),
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    After(Error),
+}
+
+/// What a command's sandbox needs while the command runs: its grants as they were when it
+/// started (for the watchdog), its placeholders, its caches' work directories, its share of
+/// the scratch budget and its process limit.
+#[cfg(target_os = "linux")]
+struct Prepared {
+    used: Vec<(Alias, Access, PathBuf)>,
+    _protecting: protect::Protecting,
+    _caches: Vec<crate::caches::Layer>,
+    _scratch: limits::Scratch,
+    _processes: limits::ProcessLimit,
 }
 
 /// The sandbox of a command that sees `grants` (shown as `layout` says), starts in `cwd`

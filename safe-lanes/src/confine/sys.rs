@@ -14,7 +14,7 @@ use std::process::Command;
 /// `in_child` must only make system calls on values it owns or borrows from the parent's
 /// preparation, and build plain values: no allocation, no locks.
 #[allow(unsafe_code)]
-pub(super) fn before_exec<F>(command: &mut Command, in_child: F)
+pub(crate) fn before_exec<F>(command: &mut Command, in_child: F)
 where
     F: FnMut() -> io::Result<()> + Send + Sync + 'static,
 {
@@ -31,7 +31,7 @@ where
 
 /// `close_range(first, ~0, flags)`: mark (`cloexec`) or close every descriptor from `first` up.
 #[allow(unsafe_code)]
-pub(super) fn close_from(first: u32, cloexec: bool) -> io::Result<()> {
+pub(crate) fn close_from(first: u32, cloexec: bool) -> io::Result<()> {
     let flags = if cloexec {
         libc::CLOSE_RANGE_CLOEXEC
     } else {
@@ -56,16 +56,48 @@ pub(super) fn close_from(first: u32, cloexec: bool) -> io::Result<()> {
 }
 
 /// Which side of [`fork`] this is.
-pub(super) enum Forked {
+pub(crate) enum Forked {
     /// The original process; the new one has this PID.
     Parent(rustix::process::Pid),
     /// The new process.
     Child,
 }
 
+/// `close_range` of every descriptor from 3 up but `keep` (in any order): what a process that
+/// never `exec`s keeps of its parent's (`std` learns of a failed `exec` through a pipe it
+/// must not hold).
+#[allow(unsafe_code)]
+pub(crate) fn close_all_but(keep: [i32; 2]) -> io::Result<()> {
+    let (low, high) = if keep[0] < keep[1] {
+        (keep[0], keep[1])
+    } else {
+        (keep[1], keep[0])
+    };
+    let ranges = [(3, low - 1), (low + 1, high - 1), (high + 1, i32::MAX)];
+    for (first, last) in ranges {
+        if first > last || first < 3 {
+            continue;
+        }
+        // SAFETY: a raw system call with plain integer arguments, closing descriptors this
+        // process never uses again (it only waits for its child and exits).
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                first as libc::c_uint,
+                last as libc::c_uint,
+                0 as libc::c_uint,
+            )
+        };
+        if done != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// `fork()`.
 #[allow(unsafe_code)]
-pub(super) fn fork() -> io::Result<Forked> {
+pub(crate) fn fork() -> io::Result<Forked> {
     // SAFETY: called from a `pre_exec` child, which has a single thread: the state `std`
     // left consistent at its own fork stays consistent, and both sides only go on to make
     // system calls (the child until `exec`, the parent until `exit_like`).
@@ -81,7 +113,7 @@ pub(super) fn fork() -> io::Result<Forked> {
 
 /// `unshare(flags)` for new namespaces.
 #[allow(unsafe_code)]
-pub(super) fn unshare(flags: rustix::thread::UnshareFlags) -> rustix::io::Result<()> {
+pub(crate) fn unshare(flags: rustix::thread::UnshareFlags) -> rustix::io::Result<()> {
     // SAFETY: the hazard `rustix` marks is `CLONE_FILES` (descriptors seen from another thread
     // after the table is unshared). The caller passes namespace flags only, in a `pre_exec`
     // child that has a single thread.
@@ -90,7 +122,7 @@ pub(super) fn unshare(flags: rustix::thread::UnshareFlags) -> rustix::io::Result
 
 /// `_exit(code)`: end this process at once, running no Rust or C cleanup.
 #[allow(unsafe_code)]
-pub(super) fn exit(code: i32) -> ! {
+pub(crate) fn exit(code: i32) -> ! {
     // SAFETY: `_exit` is async-signal-safe and takes a plain integer.
     unsafe { libc::_exit(code) }
 }
@@ -98,7 +130,7 @@ pub(super) fn exit(code: i32) -> ! {
 /// End this process the way `status` says its child ended: the same exit code, or death by
 /// the same signal (with core dumps disabled). Never returns.
 #[allow(unsafe_code)]
-pub(super) fn exit_like(status: rustix::process::WaitStatus) -> ! {
+pub(crate) fn exit_like(status: rustix::process::WaitStatus) -> ! {
     if let Some(code) = status.exit_status() {
         exit(code);
     }
@@ -132,7 +164,7 @@ struct MountAttr {
 /// `mount_setattr(mount, "", AT_EMPTY_PATH | AT_RECURSIVE?, {attr_set: set})`: add the
 /// `MOUNT_ATTR_*` flags `set` to the mount (tree) `mount` refers to, keeping the others.
 #[allow(unsafe_code)]
-pub(super) fn mount_set_flags(mount: BorrowedFd<'_>, set: u64, recursive: bool) -> io::Result<()> {
+pub(crate) fn mount_set_flags(mount: BorrowedFd<'_>, set: u64, recursive: bool) -> io::Result<()> {
     let attr = MountAttr {
         attr_set: set,
         attr_clr: 0,

@@ -24,9 +24,17 @@
 //! an entry in the registry `<root>/.savers` (`savers.rs`, ADR 0015) from before its first
 //! save until it is dropped; an entry whose lock is free was left by a process that died.
 //! Before its first save or listing, a handle that finds one (or a registry that does not know
-//! what happened before it, see `savers.rs`) reads the lane once: each marked file is recorded
-//! as `download.recovered` and unmarked, and hidden staging files older than an hour are
-//! removed. Otherwise the lane is not read.
+//! what happened before it, see `savers.rs`) reads the lane: each marked file is recorded as
+//! `download.recovered` and unmarked, and hidden staging files older than an hour are removed.
+//! Otherwise the lane is not read. A read that could not record everything (a full disk) is
+//! tried again at a later save or listing, at most once a second.
+//!
+//! Exactly one record per file: a saver holds an exclusive `flock` on its file from before it
+//! is published until after its record is written and its mark cleared, so a read of the lane
+//! never records a file whose saver is alive (it skips a file it cannot lock). A file whose
+//! saver died *after* its record, or a reader that died after recording it, is found in the log
+//! (records carry the file's identity) and only unmarked. A save whose record fails leaves its
+//! file published and marked, says so (`recorded: false`), and the lane records it later.
 //!
 //! # Finding a free name
 //!
@@ -40,7 +48,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Once, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::{FileType, Stat};
@@ -124,6 +132,49 @@ pub struct Saved {
     pub bytes: u64,
     /// The lowercase hex SHA-256 of its content.
     pub sha256: String,
+    /// Whether its `download.save` record is in the audit log. When not (the log could not be
+    /// written), the file stays marked and is recorded as `download.recovered` later.
+    pub recorded: bool,
+}
+
+/// What the audit log records of a save or a recovery: the file and its identity.
+#[derive(Serialize)]
+struct FileRecord<'a> {
+    /// `<st_dev>:<st_ino>`: how a later reader of the lane tells this file's record is there.
+    id: &'a str,
+    path: String,
+    name: &'a str,
+    bytes: u64,
+    sha256: &'a str,
+}
+
+impl<'a> FileRecord<'a> {
+    fn of(id: &'a str, saved: &'a Saved) -> Self {
+        Self {
+            id,
+            path: saved.path.to_string_lossy().into_owned(),
+            name: &saved.name,
+            bytes: saved.bytes,
+            sha256: &saved.sha256,
+        }
+    }
+}
+
+/// The identity a file's records carry.
+fn file_id(st_or_fd: (u64, u64)) -> String {
+    format!("{}:{}", st_or_fd.0, st_or_fd.1)
+}
+
+/// How often a handle whose recovery could not finish tries again.
+const RETRY_RECOVERY: Duration = Duration::from_secs(1);
+
+/// Where a handle's recovery stands.
+#[derive(Debug)]
+struct Recovery {
+    /// Whether the lane must be looked at before the next save or listing.
+    needed: bool,
+    /// When it was last tried.
+    tried: Option<std::time::Instant>,
 }
 
 /// A file found in the lane by [`DownloadLane::list`].
@@ -281,8 +332,9 @@ pub struct DownloadLane {
     savers: Savers,
     /// This handle's entry in it, made before its first save.
     registration: OnceLock<Registration>,
-    /// What a crash left is looked for once, before the first use ([`DownloadLane::sweep`]).
-    swept: Once,
+    /// What a crash left is looked for before the first use, and again (at most once a
+    /// second) while a look could not record everything ([`DownloadLane::sweep`]).
+    recovery: Mutex<Recovery>,
 }
 
 /// What a lane remembers about one name.
@@ -303,7 +355,7 @@ impl DownloadLane {
     /// of savers (`<root>/.savers`) is not a private directory of the current user.
     pub fn open(root: &StateRoot) -> Result<Self> {
         let lane = Self {
-            dir: root.downloads().try_clone()?,
+            dir: root.downloads()?.try_clone()?,
             path: root.downloads_path(),
             audit: root.audit(),
             durability: Durability::Durable,
@@ -313,7 +365,10 @@ impl DownloadLane {
             next_suffix: Mutex::new(HashMap::new()),
             savers: Savers::open(root)?,
             registration: OnceLock::new(),
-            swept: Once::new(),
+            recovery: Mutex::new(Recovery {
+                needed: true,
+                tried: None,
+            }),
         };
         Ok(lane)
     }
@@ -370,10 +425,14 @@ impl DownloadLane {
     }
 
     fn save_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Saved> {
-        self.recover_once();
+        self.recover_if_needed();
         self.register()?;
         let name = sanitize(hint);
         let staged = self.stage()?;
+        // Held until the record is written and the mark cleared: a reader of the lane never
+        // takes this file for one a dead saver left (`recover`).
+        rustix::fs::flock(&staged.fd, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| Error::io("flock", name.as_str(), e))?;
         let copied = copy_hashed(
             &mut reader,
             staged.fd.as_fd(),
@@ -388,34 +447,37 @@ impl DownloadLane {
         crate::crash::point("download.staged");
         // Staged with the mark, kept until it is recorded: a crash in between leaves it (see
         // `sweep`), and so does an error or a panic before the record (`unsettled`).
-        let unsettled = self.savers.unsettled();
+        let unsettled = self.savers.unsettled(&self.audit);
         let published = self.publish(&name, &staged)?;
         if self.durability == Durability::Durable {
             self.dir.sync()?;
         }
         crate::crash::point("download.published");
-        let saved = Saved {
+        let mut saved = Saved {
             path: self.path.join(&published),
             name: published,
             bytes: copied.bytes,
             sha256: copied.sha256,
+            recorded: true,
         };
-        if let Err(e) = self.audit.append("download.save", self.actor, &saved) {
-            // Nothing unrecorded stays in the lane: remove the name, if it is still this file.
-            let ours = crate::beneath::identity(staged.fd.as_fd())?;
-            let name = Name::new(&saved.name)?;
-            if let Ok(st) = self.dir.stat_entry(name)
-                && crate::beneath::stat_identity(&st) == ours
-                && self.dir.remove_file(name).is_ok()
-            {
-                unsettled.settled();
-            }
-            return Err(e);
+        let id = file_id(crate::beneath::identity(staged.fd.as_fd())?);
+        let record = FileRecord::of(&id, &saved);
+        if let Err(e) = self.audit.append("download.save", self.actor, &record) {
+            // Published, so it stays, marked: this handle (at a later save) or the next one
+            // records it as recovered (`unsettled` leaves the evidence).
+            tracing::warn!(error = %e, "a saved download could not be recorded; it will be");
+            self.recovery_lock().needed = true;
+            saved.recorded = false;
+            return Ok(saved);
         }
         unsettled.settled();
         crate::crash::point("download.recorded");
         set_mode(&staged.fd, FILE_MODE, &saved.name)?;
         Ok(saved)
+    }
+
+    fn recovery_lock(&self) -> std::sync::MutexGuard<'_, Recovery> {
+        crate::sync::lock(&self.recovery)
     }
 
     /// The files in the lane, sorted by name. Anything that is not a regular file is skipped,
@@ -460,7 +522,7 @@ impl DownloadLane {
     /// The lane's files (see [`is_listed`]) that `keep` accepts, by name (lossy, then bytes).
     fn files(&self, keep: impl Fn(&std::ffi::OsStr, &Stat) -> bool) -> Result<Vec<Entry>> {
         // A file a crash left unrecorded is recorded before it is listed or pruned.
-        self.recover_once();
+        self.recover_if_needed();
         let mut out: Vec<Entry> = self
             .dir
             .entries()?
@@ -675,19 +737,29 @@ impl DownloadLane {
         hi
     }
 
-    /// Before this handle's first use: when the registry says a saver died (or knows
-    /// nothing), what it left is found ([`DownloadLane::sweep`]) and the registry settled.
-    fn recover_once(&self) {
-        self.swept.call_once(|| {
-            let evidence = self.savers.evidence();
-            if !evidence.crash_possible() {
-                return;
-            }
-            // When something could not be recorded, the evidence stays for the next handle.
-            if self.sweep() {
-                evidence.settled();
-            }
-        });
+    /// Before this handle's first use, and after a look that could not record everything (at
+    /// most once a [`RETRY_RECOVERY`]): when the registry says a saver died (or knows nothing),
+    /// what it left is found ([`DownloadLane::sweep`]) and the registry settled.
+    fn recover_if_needed(&self) {
+        let mut recovery = self.recovery_lock();
+        let recent = recovery
+            .tried
+            .is_some_and(|at| at.elapsed() < RETRY_RECOVERY);
+        if !recovery.needed || recent {
+            return;
+        }
+        recovery.tried = Some(std::time::Instant::now());
+        let evidence = self.savers.evidence();
+        if !evidence.crash_possible() {
+            recovery.needed = false;
+            return;
+        }
+        // When something could not be recorded, the evidence stays, for this handle's next
+        // try and for the next handle.
+        if self.sweep(evidence.since()) {
+            evidence.settled();
+            recovery.needed = false;
+        }
     }
 
     /// Register this handle as a saver, once, before its first save.
@@ -698,7 +770,7 @@ impl DownloadLane {
     fn register(&self) -> Result<()> {
         if self.registration.get().is_none() {
             // Two threads may both register: the entry of the one that loses is dropped.
-            let _ = self.registration.set(self.savers.register()?);
+            let _ = self.registration.set(self.savers.register(&self.audit)?);
         }
         Ok(())
     }
@@ -706,8 +778,9 @@ impl DownloadLane {
     /// What a process that died mid-save left (reading the whole lane is O(n)): hidden staging
     /// files older than [`STALE_AFTER`] are removed, and a file published but never recorded (a
     /// lane file, see [`is_listed`], that carries the mark, see [`is_marked`]) is recorded now
-    /// as recovered. Whether every such file was recorded.
-    fn sweep(&self) -> bool {
+    /// as recovered (records written since the log offset `since` are looked at first, so a
+    /// file recorded already is only unmarked). Whether every such file was recorded.
+    fn sweep(&self, since: u64) -> bool {
         let Ok(entries) = self.dir.entries() else {
             return false;
         };
@@ -733,7 +806,7 @@ impl DownloadLane {
             // A hidden staging file carries the mark too, but was never published.
             if is_listed(name, st)
                 && is_marked(st)
-                && let Err(e) = Name::new(name).and_then(|name| self.recover(name))
+                && let Err(e) = Name::new(name).and_then(|name| self.recover(name, since))
             {
                 tracing::warn!(error = %e, "could not record a recovered download");
                 complete = false;
@@ -744,9 +817,16 @@ impl DownloadLane {
 }
 
 impl DownloadLane {
-    /// Record the marked file `name` as recovered (its content hashed now) and clear the mark.
-    fn recover(&self, name: Name<'_>) -> Result<()> {
+    /// Record the marked file `name` as recovered (its content hashed now) and clear the mark
+    /// — unless its saver is alive (it holds the file's lock, and records it itself), or its
+    /// record is in the log after `since` already (then only the mark is cleared).
+    fn recover(&self, name: Name<'_>, since: u64) -> Result<()> {
+        use rustix::fs::FlockOperation;
         let fd = self.dir.open_read(name.as_rel(), Symlinks::Deny)?;
+        if rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive).is_err() {
+            // Its saver is alive.
+            return Ok(());
+        }
         let shown = Path::new(name.as_os_str());
         let st = crate::beneath::regular_single_link(fd.as_fd(), shown)?;
         if !is_marked(&st) {
@@ -759,11 +839,31 @@ impl DownloadLane {
             name: text,
             bytes: copied.bytes,
             sha256: copied.sha256,
+            recorded: true,
         };
-        let why = "published, but the process ended before its record was written";
-        let fields = serde_json::json!({ "file": &saved, "why": why });
-        self.audit
-            .append("download.recovered", LOG_ITSELF, fields)?;
+        let id = file_id(crate::beneath::stat_identity(&st));
+        let already = self.audit.find_after(since, &id, |r| {
+            let file = if r["event"] == "download.recovered" {
+                &r["file"]
+            } else {
+                r
+            };
+            matches!(
+                r["event"].as_str(),
+                Some("download.save" | "download.recovered")
+            ) && file["sha256"] == saved.sha256.as_str()
+                && file["name"] == saved.name.as_str()
+        })?;
+        if !already {
+            let why = "published, but the process ended before its record was written";
+            let fields = serde_json::json!({
+                "id": id,
+                "file": FileRecord::of(&id, &saved),
+                "why": why,
+            });
+            self.audit
+                .append("download.recovered", LOG_ITSELF, fields)?;
+        }
         set_mode(&fd, FILE_MODE, &saved.name)
     }
 }

@@ -15,10 +15,13 @@
 //! marked file is recorded it removes the dead entries and writes [`KNOWN`]; if one could not
 //! be recorded, both stay as they are, and the next handle tries again.
 
-use std::os::fd::OwnedFd;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
 
+use crate::audit::AuditLog;
 use crate::beneath::Anchor;
 use crate::error::{Code, Error, Result, Shown};
+use crate::fd::{ReadAt, write_all};
 use crate::held::{Held, Holder, holder};
 use crate::input::Name;
 use crate::root::{SAVERS_DIR, StateRoot};
@@ -34,11 +37,20 @@ const MAX_DEAD_HELD: usize = 64;
 /// The registry of a lane's savers.
 #[derive(Debug)]
 pub(super) struct Savers {
-    /// `<root>/.savers`, or why it could not be opened or made (a read-only root): then the
-    /// handle reads the lane, and cannot save.
-    dir: std::result::Result<Anchor, String>,
+    /// `<root>/.savers`, or why it could not be opened or made (a read-only root; a registry
+    /// that is not a private directory of this user, which `safe-lanes init` repairs): then
+    /// the handle reads the lane, and cannot save.
+    dir: std::result::Result<Anchor, Unusable>,
     /// Whether an entry is made durable (`fsync` of the registry) before a save publishes.
     durable: bool,
+}
+
+/// Why the registry cannot be used.
+#[derive(Debug)]
+struct Unusable {
+    /// It is there but not private to this user (another user's, a link, a file).
+    insecure: bool,
+    why: String,
 }
 
 /// A handle's entry in the registry, removed when dropped.
@@ -64,6 +76,8 @@ pub(super) struct Evidence<'s> {
     unknown: bool,
     /// The entries of handles whose process died, locked by this handle.
     dead: Vec<(String, OwnedFd)>,
+    /// The earliest log offset the dead handles' records can be at.
+    since: u64,
 }
 
 impl Savers {
@@ -71,15 +85,14 @@ impl Savers {
     ///
     /// # Errors
     ///
-    /// `insecure_root` when `.savers` is not a private directory of the current user (as for
-    /// a lane). When it cannot be opened or made, the handle goes without it: it reads the
-    /// lane, and cannot save.
+    /// None: when `.savers` cannot be opened or made, or is not a private directory of the
+    /// current user, the handle goes without it: it reads the lane (listing works), and every
+    /// save is refused with the reason (`insecure_root` for a registry others could change).
     pub(super) fn open(root: &StateRoot) -> Result<Self> {
-        let dir = match root.savers() {
-            Ok(dir) => Ok(dir),
-            Err(e) if e.code() == Code::InsecureRoot => return Err(e),
-            Err(e) => Err(e.to_string()),
-        };
+        let dir = root.savers().map_err(|e| Unusable {
+            insecure: e.code() == Code::InsecureRoot,
+            why: e.to_string(),
+        });
         Ok(Self { dir, durable: true })
     }
 
@@ -94,9 +107,14 @@ impl Savers {
     ///
     /// `io` without a registry, or when the entry cannot be made: the handle must not save
     /// unregistered, since a crash of it would go unseen.
-    pub(super) fn register(&self) -> Result<Registration> {
+    pub(super) fn register(&self, audit: &AuditLog) -> Result<Registration> {
         let dir = self.dir()?;
         let held = Held::create_file(dir)?;
+        // Where the log stood: whatever this handle records comes after it, which is where a
+        // reader of the lane looks for records of the files it finds marked.
+        let since = audit.end()?;
+        write_all(held.entry.as_fd(), since.to_string().as_bytes())
+            .map_err(|e| Error::io("write", Shown::text(SAVERS_DIR), e))?;
         if self.durable {
             dir.sync()?;
         }
@@ -108,25 +126,43 @@ impl Savers {
 
     /// A save is about to publish: until [`Unsettled::settled`], anything that ends it (an
     /// error, a panic) leaves evidence for the next handle (see [`Unsettled`]).
-    pub(super) fn unsettled(&self) -> Unsettled<'_> {
+    pub(super) fn unsettled(&self, audit: &AuditLog) -> Unsettled<'_> {
         Unsettled {
             savers: self,
+            since: audit.end().unwrap_or(0),
             armed: true,
         }
     }
 
-    /// Leave an entry nobody holds, as a dead handle's: the next handle reads the lane.
-    fn leave_evidence(&self) {
-        if let Err(e) = self.dir().and_then(Held::create_file) {
+    /// Leave an entry nobody holds, as a dead handle's, saying its records come after the log
+    /// offset `since`: the next handle reads the lane.
+    fn leave_evidence(&self, since: u64) {
+        let left = self.dir().and_then(|dir| {
+            let held = Held::create_file(dir)?;
+            write_all(held.entry.as_fd(), since.to_string().as_bytes())
+                .map_err(|e| Error::io("write", Shown::text(SAVERS_DIR), e))
+        });
+        if let Err(e) = left {
             tracing::warn!(error = %e, "a save may have left a file unrecorded, and the registry of savers cannot say so");
         }
     }
 
-    /// The registry's directory, or why there is none (`io`).
+    /// The registry's directory, or why there is none (`insecure_root` for one others could
+    /// change, else `io`).
     fn dir(&self) -> Result<&Anchor> {
-        self.dir.as_ref().map_err(|why| {
-            let why = std::io::Error::other(why.clone());
-            Error::io("open", Shown::text(SAVERS_DIR), why)
+        self.dir.as_ref().map_err(|unusable| {
+            if unusable.insecure {
+                Error::InsecureRoot {
+                    path: Shown::text(SAVERS_DIR),
+                    why: format!(
+                        "{}; saves are refused until `safe-lanes init` repairs it",
+                        unusable.why
+                    ),
+                }
+            } else {
+                let why = std::io::Error::other(unusable.why.clone());
+                Error::io("open", Shown::text(SAVERS_DIR), why)
+            }
         })
     }
 
@@ -136,6 +172,7 @@ impl Savers {
             dir: self.dir.as_ref().ok(),
             unknown: true,
             dead: Vec::new(),
+            since: u64::MAX,
         };
         let Some((dir, entries)) = self
             .dir
@@ -155,6 +192,7 @@ impl Savers {
                 Holder::Abandoned(_) if evidence.dead.len() >= MAX_DEAD_HELD => {}
                 Holder::Abandoned(locked) => {
                     let name = name.to_string_lossy().into_owned();
+                    evidence.since = evidence.since.min(since_of(&locked));
                     evidence.dead.push((name, locked));
                 }
                 Holder::Unknown => evidence.unknown = true,
@@ -168,10 +206,26 @@ impl Savers {
     }
 }
 
+/// The log offset a saver's entry holds (0, the whole log, when it holds none).
+fn since_of(entry: &OwnedFd) -> u64 {
+    let mut text = String::new();
+    let read = ReadAt::new(entry.as_fd())
+        .take(32)
+        .read_to_string(&mut text);
+    read.ok()
+        .and_then(|_| text.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 impl Evidence<'_> {
     /// Whether the lane must be read for files a dead handle left unrecorded.
     pub(super) fn crash_possible(&self) -> bool {
         self.unknown || !self.dead.is_empty()
+    }
+
+    /// The log offset from which the dead handles' records are (0 when nothing is known).
+    pub(super) fn since(&self) -> u64 {
+        if self.unknown { 0 } else { self.since }
     }
 
     /// The lane was read and every marked file recorded: the dead handles' entries go, and
@@ -201,6 +255,8 @@ impl Evidence<'_> {
 #[derive(Debug)]
 pub(super) struct Unsettled<'s> {
     savers: &'s Savers,
+    /// Where the log stood before the file was published.
+    since: u64,
     armed: bool,
 }
 
@@ -214,7 +270,7 @@ impl Unsettled<'_> {
 impl Drop for Unsettled<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.savers.leave_evidence();
+            self.savers.leave_evidence(self.since);
         }
     }
 }
@@ -223,29 +279,29 @@ impl Drop for Unsettled<'_> {
 mod tests {
     use super::*;
 
-    fn savers() -> (tempfile::TempDir, Savers) {
+    fn savers() -> (tempfile::TempDir, Savers, std::sync::Arc<AuditLog>) {
         let tmp = tempfile::tempdir().unwrap();
         let root = StateRoot::open(&tmp.path().join("state")).unwrap();
         let savers = Savers::open(&root).unwrap();
-        (tmp, savers)
+        (tmp, savers, root.audit())
     }
 
     /// A save that ends between publishing and settling (an error, a panic) leaves an entry
     /// nobody holds, exactly as a dead handle would; one that settles leaves nothing.
     #[test]
     fn an_unsettled_save_leaves_a_dead_entry_and_a_settled_one_nothing() {
-        let (_tmp, savers) = savers();
+        let (_tmp, savers, audit) = savers();
         savers.evidence().settled();
         assert!(!savers.evidence().crash_possible(), "known, no saver died");
-        savers.unsettled().settled();
+        savers.unsettled(&audit).settled();
         assert!(!savers.evidence().crash_possible());
-        drop(savers.unsettled());
+        drop(savers.unsettled(&audit));
         let evidence = savers.evidence();
         assert_eq!(evidence.dead.len(), 1);
         evidence.settled();
         assert!(!savers.evidence().crash_possible(), "removed once settled");
         let panicked = std::panic::catch_unwind(|| {
-            let _unsettled = savers.unsettled();
+            let _unsettled = savers.unsettled(&audit);
             panic!("between publishing and recording");
         });
         assert!(panicked.is_err());
@@ -256,11 +312,16 @@ mod tests {
     #[test]
     fn without_a_registry_nothing_registers() {
         let savers = Savers {
-            dir: Err("read-only file system".to_owned()),
+            dir: Err(Unusable {
+                insecure: false,
+                why: "read-only file system".to_owned(),
+            }),
             durable: true,
         };
         assert!(savers.evidence().crash_possible());
-        let refused = savers.register().unwrap_err();
+        let tmp = tempfile::tempdir().unwrap();
+        let root = StateRoot::open(&tmp.path().join("state")).unwrap();
+        let refused = savers.register(&root.audit()).unwrap_err();
         assert_eq!(refused.code(), Code::Io);
         assert!(refused.to_string().contains("read-only"), "{refused}");
     }

@@ -90,6 +90,7 @@ impl AgentGrants {
     ) -> Result<Request> {
         self.grants
             .request(alias, access, reason, path, &Actor::Agent.to_string())
+            .map(super::Recorded::into_inner)
     }
 
     /// [`AgentGrants::request`], saying which client asked (its name and version as it gave
@@ -123,7 +124,9 @@ impl AgentGrants {
         reason: &str,
     ) -> Result<Request> {
         let who = format!("{} ({})", Actor::Agent, crate::error::Shown::text(client));
-        self.grants.request_toolchain(alias, asked, reason, &who)
+        self.grants
+            .request_toolchain(alias, asked, reason, &who)
+            .map(super::Recorded::into_inner)
     }
 
     /// The pending request `request_id` with the change approving it would make, and so the

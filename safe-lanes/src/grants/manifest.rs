@@ -24,6 +24,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -62,7 +63,18 @@ struct Pending {
     record: Record,
     /// The changelog entry the change adds, by which the next change knows it was written.
     entry: Value,
+    /// The change's id, also in its record (`id`), by which the next change knows the record
+    /// was written (then it is not written again).
+    #[serde(default)]
+    id: String,
+    /// Where the log ended before the record: it is looked for from there.
+    #[serde(default)]
+    since: u64,
 }
+
+/// The most a lock file's pending record may hold (it is one record and one changelog entry;
+/// anything larger was not written by a change).
+const MAX_PENDING_BYTES: u64 = 1 << 20;
 
 /// The largest manifest read, in bytes.
 const MAX_MANIFEST_BYTES: u64 = 16 << 20;
@@ -157,9 +169,14 @@ impl Manifest {
             return Err(self.invalid(format!("larger than {MAX_MANIFEST_BYTES} bytes")));
         }
         let mut bytes = Vec::new();
+        // Capped again as it is read: the file may grow after the `fstat`.
         std::fs::File::from(fd)
+            .take(MAX_MANIFEST_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io("read", &self.path, e))?;
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(self.invalid(format!("larger than {MAX_MANIFEST_BYTES} bytes")));
+        }
         let doc = Document::parse(&bytes).map_err(|why| self.invalid(why))?;
         Ok((stamp_of(&st), doc))
     }
@@ -181,7 +198,7 @@ impl Manifest {
         audit: &AuditLog,
         change: impl FnOnce(&mut Document) -> Result<T>,
         record: impl FnOnce(&T) -> Record,
-    ) -> Result<T> {
+    ) -> Result<super::Recorded<T>> {
         let lock = self.lock()?;
         self.sweep();
         let (_, mut doc) = self.load()?;
@@ -189,12 +206,18 @@ impl Manifest {
         let entries = doc.changelog.len();
         let out = change(&mut doc)?;
         doc.validate().map_err(|why| self.invalid(why))?;
-        let record = record(&out);
+        let mut record = record(&out);
+        let id = crate::random::random_hex();
+        if let Value::Object(fields) = &mut record.fields {
+            fields.insert("id".into(), Value::from(id.as_str()));
+        }
         if let Some(entry) = doc.changelog.get(entries) {
             let entry = serde_json::to_value(entry).unwrap_or(Value::Null);
             let pending = Pending {
                 record: record.clone(),
                 entry,
+                id: id.clone(),
+                since: audit.end()?,
             };
             self.keep_pending(&lock, &pending)?;
         }
@@ -204,28 +227,63 @@ impl Manifest {
             return Err(e);
         }
         crate::crash::point("manifest.written");
-        audit.append(&record.event, &record.actor, &record.fields)?;
+        // The change is made: from here on it is reported as made, recorded or not.
+        if let Err(e) = audit.append(&record.event, &record.actor, &record.fields) {
+            // Kept in the lock file: the next change writes it, and `audit verify` says one is
+            // pending.
+            tracing::warn!(error = %e, "a grant change was made but could not be recorded yet");
+            return Ok(super::Recorded::new(out, false));
+        }
         crate::crash::point("manifest.recorded");
-        self.clear_pending(&lock)?;
-        Ok(out)
+        if let Err(e) = self.clear_pending(&lock) {
+            tracing::warn!(error = %e, "a recorded grant change stays pending in the lock file");
+        }
+        Ok(super::Recorded::new(out, true))
+    }
+
+    /// Whether a change's record waits in the lock file (its change was made, its record not
+    /// yet written): what `audit verify` reports.
+    ///
+    /// # Errors
+    ///
+    /// `insecure_root` for a lock file that is not a regular file; `io`.
+    pub fn pending_record(&self) -> Result<bool> {
+        let Some(lock) = self.lock_file(false)? else {
+            return Ok(false);
+        };
+        let Some(pending) = self.read_pending(&lock)? else {
+            return Ok(false);
+        };
+        let (_, doc) = self.load()?;
+        Ok(landed(&doc, &pending))
+    }
+
+    /// The pending record the lock file holds, if it holds one.
+    fn read_pending(&self, lock: &OwnedFd) -> Result<Option<Pending>> {
+        let mut bytes = Vec::new();
+        crate::fd::ReadAt::new(lock.as_fd())
+            .take(MAX_PENDING_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        Ok(serde_json::from_slice::<Pending>(&bytes).ok())
     }
 
     /// Write the record a crash left in the lock file, if its change was written (its
     /// changelog entry is in `doc`); then forget it.
     fn recover(&self, lock: &OwnedFd, doc: &Document, audit: &AuditLog) -> Result<()> {
-        let mut bytes = Vec::new();
-        crate::fd::ReadAt::new(lock.as_fd())
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io("read", &self.path, e))?;
-        if bytes.is_empty() {
+        let st = rustix::fs::fstat(lock).map_err(|e| Error::io("fstat", &self.path, e))?;
+        if st.st_size == 0 {
             return Ok(());
         }
-        if let Ok(pending) = serde_json::from_slice::<Pending>(&bytes) {
-            let landed = doc
-                .changelog
-                .iter()
-                .any(|c| serde_json::to_value(c).ok().as_ref() == Some(&pending.entry));
-            if landed {
+        if let Some(pending) = self.read_pending(lock)? {
+            let landed = landed(doc, &pending);
+            // Written before its process died (after the record, before the lock file was
+            // cleared): not again.
+            let written = !pending.id.is_empty()
+                && audit.find_after(pending.since, &pending.id, |r| {
+                    r["event"] == pending.record.event.as_str()
+                })?;
+            if landed && !written {
                 let mut fields = pending.record.fields;
                 if let Value::Object(map) = &mut fields {
                     map.insert("recovered".into(), Value::from(RECOVERED));
@@ -236,14 +294,19 @@ impl Manifest {
         self.clear_pending(lock)
     }
 
-    /// Keep `pending` in the lock file, durably, until its record is written.
+    /// Keep `pending` in the lock file, durably, until its record is written (nothing of it
+    /// when it cannot be written whole).
     fn keep_pending(&self, lock: &OwnedFd, pending: &Pending) -> Result<()> {
         let bytes = serde_json::to_vec(pending)
             .map_err(|e| Error::io("serialize", "a pending record", std::io::Error::other(e)))?;
         self.clear_pending(lock)?;
-        crate::fd::write_all_at(lock.as_fd(), &bytes, 0)
-            .map_err(|e| Error::io("write", &self.path, e))?;
-        rustix::fs::fsync(lock).map_err(|e| Error::io("fsync", &self.path, e))
+        let kept = crate::fd::write_all_at(lock.as_fd(), &bytes, 0)
+            .map_err(|e| Error::io("write", &self.path, e))
+            .and_then(|()| rustix::fs::fsync(lock).map_err(|e| Error::io("fsync", &self.path, e)));
+        if kept.is_err() {
+            let _ = self.clear_pending(lock);
+        }
+        kept
     }
 
     fn clear_pending(&self, lock: &OwnedFd) -> Result<()> {
@@ -252,18 +315,107 @@ impl Manifest {
 
     /// An exclusive lock on `.<name>.lock` beside the manifest, released when dropped.
     fn lock(&self) -> Result<OwnedFd> {
-        let mut lock_name = OsString::from(".");
-        lock_name.push(&self.name);
-        lock_name.push(".lock");
-        let fd = self.dir.open(
-            RelPath::new(&lock_name)?,
-            OFlags::RDWR | OFlags::CREATE,
-            Mode::from_raw_mode(0o600),
-            Symlinks::Deny,
-        )?;
+        let fd = self
+            .lock_file(true)?
+            .ok_or_else(|| Error::io("open", &self.path, Errno::NOENT))?;
         rustix::fs::flock(&fd, FlockOperation::LockExclusive)
             .map_err(|e| Error::io("flock", &self.path, e))?;
         Ok(fd)
+    }
+
+    /// For `init`: a lock file that is not a regular file (a FIFO, a directory, a link) is
+    /// moved aside, and one holding no pending record but bytes (a huge file put there) is
+    /// emptied. What was done, if anything.
+    ///
+    /// # Errors
+    ///
+    /// `io`.
+    pub(crate) fn repair_lock(&self) -> Result<Option<String>> {
+        let lock_name = self.lock_name();
+        let name = Name::new(&lock_name)?;
+        let st = match self.dir.stat_entry(name) {
+            Ok(st) => st,
+            Err(Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let shown = Shown::path(&self.path.with_file_name(&lock_name));
+        let kind = FileType::from_raw_mode(st.st_mode);
+        if kind == FileType::Symlink {
+            self.dir.remove_file(name)?;
+            return Ok(Some(format!(
+                "removed the symbolic link at the manifest's lock file {shown}"
+            )));
+        }
+        if kind != FileType::RegularFile {
+            let mut aside = lock_name.clone();
+            aside.push(format!(".broken-{}", crate::random::random_hex()));
+            self.dir.rename_new(name, Name::new(&aside)?)?;
+            return Ok(Some(format!(
+                "moved {} that stood at the manifest's lock file {shown} aside to {}",
+                crate::beneath::kind_of(&st),
+                Shown::bytes(aside.as_encoded_bytes())
+            )));
+        }
+        let lock = self.lock()?;
+        if st.st_size > 0 && self.read_pending(&lock)?.is_none() {
+            self.clear_pending(&lock)?;
+            return Ok(Some(format!(
+                "emptied the manifest's lock file {shown}, which held {} bytes and no pending record",
+                st.st_size
+            )));
+        }
+        Ok(None)
+    }
+
+    /// The name of the lock file beside the manifest.
+    pub(crate) fn lock_name(&self) -> OsString {
+        let mut lock_name = OsString::from(".");
+        lock_name.push(&self.name);
+        lock_name.push(".lock");
+        lock_name
+    }
+
+    /// The lock file (made when missing and `create`; `None` when missing otherwise). It must
+    /// be a regular file: anything else (a FIFO would block, a directory cannot be locked for
+    /// writing) is `insecure_root`, which `safe-lanes init` repairs.
+    fn lock_file(&self, create: bool) -> Result<Option<OwnedFd>> {
+        let mut flags = OFlags::RDWR | OFlags::NONBLOCK;
+        if create {
+            flags |= OFlags::CREATE;
+        }
+        let lock_name = self.lock_name();
+        let opened = self.dir.open(
+            RelPath::new(&lock_name)?,
+            flags,
+            Mode::from_raw_mode(0o600),
+            Symlinks::Deny,
+        );
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(Error::NotFound { .. }) if !create => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(Errno::ISDIR.raw_os_error()) => {
+                return Err(self.broken_lock("a directory"));
+            }
+            Err(e) if e.code() == crate::error::Code::SymlinkEscape => {
+                return Err(self.broken_lock("a symbolic link"));
+            }
+            Err(e) => return Err(e),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", &self.path, e))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(self.broken_lock(crate::beneath::kind_of(&st)));
+        }
+        Ok(Some(fd))
+    }
+
+    fn broken_lock(&self, kind: &str) -> Error {
+        Error::InsecureRoot {
+            path: Shown::path(&self.path.with_file_name(self.lock_name())),
+            why: format!(
+                "the manifest's lock file is {kind}: grant changes cannot be made until \
+                 `safe-lanes init` repairs it (listing the grants still works)"
+            ),
+        }
     }
 
     /// Remove the temporary files an earlier writer was killed before renaming: every regular
@@ -318,6 +470,13 @@ impl Manifest {
             why,
         }
     }
+}
+
+/// Whether the change `pending` is for was written: its changelog entry is in `doc`.
+fn landed(doc: &Document, pending: &Pending) -> bool {
+    doc.changelog
+        .iter()
+        .any(|c| serde_json::to_value(c).ok().as_ref() == Some(&pending.entry))
 }
 
 // `st_mtime_nsec` is `i64` on some systems and not on others.

@@ -100,6 +100,8 @@ pub struct Grants {
     /// grants (placeholders' registry, caches' private layers).
     root: Anchor,
     audit: Arc<AuditLog>,
+    /// The registry of effects in flight (`<root>/.ongoing`), opened on first use.
+    ongoing: std::sync::OnceLock<crate::ongoing::Ongoing>,
     host: String,
     /// This machine's identity ([`this_machine`]).
     machine: String,
@@ -122,6 +124,50 @@ pub struct GrantView {
     /// wrote to it ([`crate::caches`]); filled by [`Grants::measure_caches`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub private_layer: Option<crate::caches::LayerSize>,
+}
+
+/// A change to the grants that was made, and whether its record is in the audit log yet.
+///
+/// A change is reported as made once the manifest holds it, whatever happens to its record: a
+/// record that could not be written (a full disk, a log that cannot grow) is kept beside the
+/// manifest, written by the next change, and reported by `audit verify` meanwhile. It reads as
+/// the value it holds (`Deref`); as JSON, the value's fields and `recorded`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Recorded<T> {
+    #[serde(flatten)]
+    value: T,
+    recorded: bool,
+}
+
+impl<T> Recorded<T> {
+    pub(crate) fn new(value: T, recorded: bool) -> Self {
+        Self { value, recorded }
+    }
+
+    /// Whether the change's record is in the audit log.
+    pub fn recorded(&self) -> bool {
+        self.recorded
+    }
+
+    /// The value, without whether it was recorded.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+
+    /// The same change, holding `f` of its value.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Recorded<U> {
+        Recorded {
+            value: f(self.value),
+            recorded: self.recorded,
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Recorded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
 }
 
 /// What [`Grants::clear_cache`] did.
@@ -164,6 +210,7 @@ impl Grants {
             state_root: root.path().to_path_buf(),
             root: root.anchor().try_clone()?,
             audit: root.audit(),
+            ongoing: std::sync::OnceLock::new(),
             host: this_host(),
             machine: this_machine(),
         };
@@ -194,6 +241,20 @@ impl Grants {
     #[cfg(target_os = "linux")]
     pub(crate) fn root_path(&self) -> &Path {
         &self.state_root
+    }
+
+    /// The registry of effects in flight of the state root (`crate::ongoing`).
+    ///
+    /// # Errors
+    ///
+    /// `insecure_root` when it is not private; `io` when it cannot be made.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn ongoing(&self) -> Result<&crate::ongoing::Ongoing> {
+        if let Some(ongoing) = self.ongoing.get() {
+            return Ok(ongoing);
+        }
+        let opened = crate::ongoing::open(&self.root, &self.state_root, Arc::clone(&self.audit))?;
+        Ok(self.ongoing.get_or_init(|| opened))
     }
 
     /// The manifest file.
@@ -312,6 +373,26 @@ impl Grants {
         Ok(cleared)
     }
 
+    /// For `init`: repair what of the manifest's own files the current user owns (a lock file
+    /// that is not a regular file, or one holding garbage). What was done.
+    ///
+    /// # Errors
+    ///
+    /// `io`.
+    pub fn repair(&self) -> Result<Vec<String>> {
+        Ok(self.manifest.repair_lock()?.into_iter().collect())
+    }
+
+    /// Whether a change was made whose audit record is not written yet (the log could not take
+    /// it): the next change writes it.
+    ///
+    /// # Errors
+    ///
+    /// `insecure_root` for a broken lock file; `io`.
+    pub fn pending_record(&self) -> Result<bool> {
+        self.manifest.pending_record()
+    }
+
     /// The identity of the manifest's current version, without reading it: it changes with
     /// every change to the grants or requests (by this process or any other), so a page
     /// showing them can tell when it is out of date.
@@ -345,7 +426,7 @@ impl Grants {
         access: Access,
         reason: &str,
         actor: &str,
-    ) -> Result<Grant> {
+    ) -> Result<Recorded<Grant>> {
         self.add_with(
             alias,
             path,
@@ -373,7 +454,7 @@ impl Grants {
         toolchain: Toolchain,
         reason: &str,
         actor: &str,
-    ) -> Result<Grant> {
+    ) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
         let access = toolchain.access(access)?;
         let path = self.canonical_folder(path)?;
@@ -414,7 +495,7 @@ impl Grants {
         access: Access,
         reason: &str,
         actor: &str,
-    ) -> Result<Grant> {
+    ) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
         let grant = self.manifest.update_recorded(
             &self.audit,
@@ -458,7 +539,7 @@ impl Grants {
         restore: &[LiftedPath],
         reason: &str,
         actor: &str,
-    ) -> Result<Grant> {
+    ) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
         if let Some(both) = lift.iter().find(|l| restore.contains(l)) {
             return Err(Error::InvalidArgument {
@@ -510,7 +591,7 @@ impl Grants {
     /// # Errors
     ///
     /// `unknown_alias`, `invalid_manifest`, `io`.
-    pub fn revoke(&self, alias: &str, reason: &str, actor: &str) -> Result<Grant> {
+    pub fn revoke(&self, alias: &str, reason: &str, actor: &str) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
         let grant = self.manifest.update_recorded(
             &self.audit,
@@ -547,7 +628,7 @@ impl Grants {
     /// every folder
     /// refusal of [`Grants::add`] for its path, and `symlink_escape` when that path is not
     /// canonical here; `overlapping_grant`, `invalid_manifest`, `io`.
-    pub fn adopt(&self, alias: &str, reason: &str, actor: &str) -> Result<Grant> {
+    pub fn adopt(&self, alias: &str, reason: &str, actor: &str) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
         let grant = self.manifest.update_recorded(
             &self.audit,
@@ -605,7 +686,7 @@ impl Grants {
         reason: &str,
         path: Option<&Path>,
         actor: &str,
-    ) -> Result<Request> {
+    ) -> Result<Recorded<Request>> {
         let asked = Asked::folder(access, path);
         self.request_toolchain(alias, asked, reason, actor)
     }
@@ -623,7 +704,7 @@ impl Grants {
         asked: Asked<'_>,
         reason: &str,
         actor: &str,
-    ) -> Result<Request> {
+    ) -> Result<Recorded<Request>> {
         self.request_unrecorded(alias, asked, reason, actor)
             .map_err(|e| self.audit.refused("grant.request", actor, alias, e))
     }
@@ -634,7 +715,7 @@ impl Grants {
         asked: Asked<'_>,
         reason: &str,
         actor: &str,
-    ) -> Result<Request> {
+    ) -> Result<Recorded<Request>> {
         let Asked {
             access,
             path,
@@ -704,7 +785,7 @@ impl Grants {
         path: Option<&Path>,
         reason: &str,
         actor: &str,
-    ) -> Result<Grant> {
+    ) -> Result<Recorded<Grant>> {
         self.approve_checked(request_id, None, path, reason, actor)
     }
 
@@ -722,7 +803,7 @@ impl Grants {
         path: Option<&Path>,
         reason: &str,
         actor: &str,
-    ) -> Result<Grant> {
+    ) -> Result<Recorded<Grant>> {
         self.approve_checked(request_id, Some(seen), path, reason, actor)
     }
 
@@ -760,10 +841,10 @@ impl Grants {
         path: Option<&Path>,
         reason: &str,
         actor: &str,
-    ) -> Result<Grant> {
+    ) -> Result<Recorded<Grant>> {
         // Validate a human-given path before taking the lock.
         let given = path.map(|p| self.canonical_folder(p)).transpose()?;
-        let (grant, _request) = self.manifest.update_recorded(
+        let approved = self.manifest.update_recorded(
             &self.audit,
             |doc| {
                 if let Some(seen) = seen {
@@ -798,7 +879,7 @@ impl Grants {
                 record(Action::Approve, actor, fields)
             },
         )?;
-        Ok(grant)
+        Ok(approved.map(|(grant, _request)| grant))
     }
 
     /// Apply approving `request` (with `folder`, if any) to `doc`: the grant as it is then,
@@ -856,7 +937,7 @@ impl Grants {
     /// # Errors
     ///
     /// `not_found` when there is no such request; `invalid_manifest`, `io`.
-    pub fn deny(&self, request_id: &str, reason: &str, actor: &str) -> Result<Request> {
+    pub fn deny(&self, request_id: &str, reason: &str, actor: &str) -> Result<Recorded<Request>> {
         self.deny_where(|r| r.id == request_id, request_id, reason, actor)
     }
 
@@ -866,7 +947,7 @@ impl Grants {
     /// # Errors
     ///
     /// `invalid_alias`; `not_found` when nothing is pending for it; `invalid_manifest`, `io`.
-    pub fn deny_alias(&self, alias: &str, reason: &str, actor: &str) -> Result<Request> {
+    pub fn deny_alias(&self, alias: &str, reason: &str, actor: &str) -> Result<Recorded<Request>> {
         let alias = Alias::new(alias)?;
         self.deny_where(|r| r.alias == alias, alias.as_str(), reason, actor)
     }
@@ -877,7 +958,7 @@ impl Grants {
         shown: &str,
         reason: &str,
         actor: &str,
-    ) -> Result<Request> {
+    ) -> Result<Recorded<Request>> {
         let request = self.manifest.update_recorded(
             &self.audit,
             |doc| {

@@ -64,6 +64,26 @@ impl World {
         Self { tmp, root, grants }
     }
 
+    /// The `exec.end` record of the command whose `exec.start` was the last one, checked to be
+    /// its only end.
+    fn last_end(&self) -> serde_json::Value {
+        let log = std::fs::read_to_string(self.root.path().join("audit.jsonl")).unwrap();
+        let records: Vec<serde_json::Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let start = records
+            .iter()
+            .rfind(|r| r["event"] == "exec.start")
+            .expect("a start record");
+        let ends: Vec<&serde_json::Value> = records
+            .iter()
+            .filter(|r| r["event"] == "exec.end" && r["id"] == start["id"])
+            .collect();
+        assert_eq!(ends.len(), 1, "one end for {start}");
+        ends[0].clone()
+    }
+
     fn p(&self, rel: &str) -> PathBuf {
         self.tmp.path().join(rel)
     }
@@ -414,6 +434,11 @@ fn the_timeout_kills_everything_the_command_started() {
         .run(&w.grants.session())
         .unwrap();
     assert!(out.outcome.timed_out, "{out:?}");
+    assert_eq!(
+        w.last_end()["timed_out"],
+        true,
+        "the timeout is on the record"
+    );
     assert!(started.elapsed() < Duration::from_secs(30));
     assert!(w.p("rw/beat").exists(), "the background child ran");
     assert!(
@@ -529,6 +554,11 @@ fn revoking_a_grant_stops_a_running_command_that_writes_into_it() {
             "{out:?}"
         );
         assert!(!out.outcome.timed_out);
+        let end = w.last_end();
+        assert!(
+            end["stopped"].as_str().unwrap_or("").contains("revoked"),
+            "the revoke is on the record: {end}"
+        );
         revoked_at
     });
     assert!(revoked_at.elapsed() < Duration::from_secs(20));

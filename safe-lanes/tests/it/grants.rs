@@ -57,6 +57,7 @@ impl World {
     ) -> safe_lanes::Result<safe_lanes::grants::Grant> {
         self.grants
             .add(alias, &self.p(rel), access, "test", "alice")
+            .map(safe_lanes::grants::Recorded::into_inner)
     }
 }
 

@@ -88,6 +88,24 @@ fn refused(path: &Path) -> String {
     err.to_string()
 }
 
+/// The root at `path` opens, but a lane of it is broken: `doctor` names it, and what uses it
+/// is refused with `insecure_root` (the rest works).
+fn lane_refused(path: &Path) -> String {
+    let root = StateRoot::open(path).unwrap();
+    let broken = root.broken().join("; ");
+    assert!(!broken.is_empty(), "doctor names the lane");
+    let uses = [
+        safe_lanes::DownloadLane::open(&root).err(),
+        safe_lanes::UploadDeposit::open(&root).err(),
+    ];
+    let refused: Vec<_> = uses.into_iter().flatten().collect();
+    assert!(!refused.is_empty(), "what uses it is refused: {broken}");
+    for err in refused {
+        assert_eq!(err.code(), Code::InsecureRoot, "{err}");
+    }
+    broken
+}
+
 #[test]
 fn a_root_writable_by_others_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -140,19 +158,19 @@ fn a_planted_lane_is_refused() {
     std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::create_dir(tmp.path().join("elsewhere")).unwrap();
     symlink(tmp.path().join("elsewhere"), a.join(".downloads")).unwrap();
-    refused(&a);
+    lane_refused(&a);
     // A lane that is a file.
     let b = tmp.path().join("b");
     std::fs::create_dir(&b).unwrap();
     std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::write(b.join(".uploads"), "").unwrap();
-    refused(&b);
+    lane_refused(&b);
     // A lane others can write to.
     let c = tmp.path().join("c");
     std::fs::create_dir_all(c.join(".downloads")).unwrap();
     std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::set_permissions(c.join(".downloads"), std::fs::Permissions::from_mode(0o733)).unwrap();
-    refused(&c);
+    lane_refused(&c);
     // A root that is a file.
     let d = tmp.path().join("d");
     std::fs::write(&d, "").unwrap();
@@ -186,8 +204,10 @@ fn init_repairs_the_modes_of_the_users_own_root_and_lanes() {
             chmod(&path.join(lane), lane_bits);
         }
         chmod(&path, root_bits);
-        if (root_bits | lane_bits) & 0o022 != 0 {
+        if root_bits & 0o022 != 0 {
             refused(&path);
+        } else if lane_bits & 0o022 != 0 {
+            lane_refused(&path);
         }
         let root = StateRoot::init(&path).unwrap();
         for p in [path.clone(), path.join(".downloads"), path.join(".uploads")] {
@@ -199,8 +219,9 @@ fn init_repairs_the_modes_of_the_users_own_root_and_lanes() {
     }
 }
 
-/// `init` changes only what the user owns: a root or lane of another user stays refused and
-/// keeps its mode, and a planted link is not a lane to repair.
+/// `init` changes only what the user owns: a root of another user stays refused and keeps its
+/// mode; a lane of another user's, or a planted link, is not repaired in place but moved aside
+/// untouched (the link removed), and a lane of the user's own made where it was.
 #[test]
 #[allow(clippy::print_stderr)] // what was not tried and why, where the runner shows it
 fn init_never_changes_a_root_or_lane_of_another_user() {
@@ -209,8 +230,20 @@ fn init_never_changes_a_root_or_lane_of_another_user() {
     std::fs::create_dir(&link_root).unwrap();
     chmod(&link_root, 0o700);
     std::fs::create_dir(tmp.path().join("elsewhere")).unwrap();
+    chmod(&tmp.path().join("elsewhere"), 0o755);
     symlink(tmp.path().join("elsewhere"), link_root.join(".downloads")).unwrap();
-    init_refused(&link_root);
+    let root = StateRoot::init(&link_root).unwrap();
+    assert!(
+        root.repairs()[0].contains("symbolic link"),
+        "{:?}",
+        root.repairs()
+    );
+    assert_eq!(mode(&tmp.path().join("elsewhere")), 0o755, "not followed");
+    assert_eq!(
+        mode(&link_root.join(".downloads")),
+        0o700,
+        "a lane of its own"
+    );
     if !rustix::process::geteuid().is_root() {
         // Without root, no directory of another user can be set up here; /usr is root's.
         eprintln!(
@@ -233,8 +266,21 @@ fn init_never_changes_a_root_or_lane_of_another_user() {
     chmod(&mine, 0o700);
     chmod(&mine.join(".downloads"), 0o777);
     std::os::unix::fs::chown(mine.join(".downloads"), Some(65534), Some(65534)).unwrap();
-    assert!(init_refused(&mine).contains("owned by uid 65534"));
-    assert_eq!(mode(&mine.join(".downloads")), 0o777, "not repaired");
+    assert!(lane_refused(&mine).contains("owned by uid 65534"));
+    let root = StateRoot::init(&mine).unwrap();
+    assert!(
+        root.repairs()[0].contains("owned by uid 65534"),
+        "{:?}",
+        root.repairs()
+    );
+    let aside: Vec<PathBuf> = std::fs::read_dir(&mine)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".downloads.broken-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "moved aside");
+    assert_eq!(mode(&aside[0]), 0o777, "not changed");
+    assert_eq!(mode(&mine.join(".downloads")), 0o700, "a lane of its own");
 }
 
 /// A root others could write to may hold what they planted (a manifest that grants folders,

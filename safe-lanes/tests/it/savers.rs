@@ -146,19 +146,29 @@ fn until_a_lane_has_read_the_lane_it_is_read() {
     }
 }
 
-/// A registry others could write to is refused as a lane would be; a file planted where it
-/// belongs is refused as not a real directory.
+/// A registry others may write to, or one that is not a directory, refuses saving only: the
+/// lane still lists, and `init` repairs it (the mode, or the entry moved aside).
 #[test]
-fn a_registry_that_is_not_private_is_refused() {
+fn a_registry_that_is_not_private_refuses_saving_only_until_init_repairs_it() {
     let fx = Fixture::new();
     drop(DownloadLane::open(&fx.root).unwrap());
     std::fs::set_permissions(savers(&fx), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let refused = DownloadLane::open(&fx.root).unwrap_err();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    let refused = lane.save("a.txt", &b"a"[..]).unwrap_err();
     assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
     assert!(refused.to_string().contains("safe-lanes init"), "{refused}");
+    lane.list().expect("listing works");
+    assert!(
+        fx.root.broken().iter().any(|b| b.contains(".savers")),
+        "doctor names it: {:?}",
+        fx.root.broken()
+    );
     let repaired = safe_lanes::StateRoot::init(fx.root.path()).unwrap();
     assert_eq!(mode(&savers(&fx)), 0o700, "`init` repairs it");
-    drop(DownloadLane::open(&repaired).unwrap());
+    DownloadLane::open(&repaired)
+        .unwrap()
+        .save("a.txt", &b"a"[..])
+        .unwrap();
     let report = repaired.report().unwrap();
     assert!(
         report.iter().any(|d| d.path == savers(&fx) && d.private),
@@ -166,10 +176,19 @@ fn a_registry_that_is_not_private_is_refused() {
     );
     std::fs::remove_dir_all(savers(&fx)).unwrap();
     std::fs::write(savers(&fx), "not a directory").unwrap();
-    let refused = DownloadLane::open(&fx.root).unwrap_err();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    let refused = lane.save("b.txt", &b"b"[..]).unwrap_err();
     assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
-    let refused = safe_lanes::StateRoot::init(fx.root.path()).unwrap_err();
-    assert_eq!(refused.code(), safe_lanes::Code::InsecureRoot, "{refused}");
+    let repaired = safe_lanes::StateRoot::init(fx.root.path()).unwrap();
+    assert!(
+        repaired.repairs().iter().any(|r| r.contains(".savers")),
+        "{:?}",
+        repaired.repairs()
+    );
+    DownloadLane::open(&repaired)
+        .unwrap()
+        .save("b.txt", &b"b"[..])
+        .unwrap();
 }
 
 /// Many dead savers (a crash storm): each handle holds a bounded number of their entries at

@@ -5,6 +5,9 @@
 //! so nothing it started in the background outlives it (a child that leaves the group with
 //! `setsid` is beyond this; confined commands are also bounded by their sandbox).
 
+#[cfg(target_os = "linux")]
+pub(crate) mod supervise;
+
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -55,6 +58,10 @@ pub struct Outcome {
     /// as a revoked grant.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Whether how it ended is in the audit log (its start always is, recorded before it ran;
+    /// an end that could not be recorded is recorded by the next process as
+    /// `ended_unknown`).
+    pub recorded: bool,
 }
 
 impl Outcome {
@@ -112,6 +119,7 @@ pub(crate) fn run(
             Ended::Stopped(why) => Some(why),
             _ => None,
         },
+        recorded: false,
     })
 }
 

@@ -1,0 +1,176 @@
+//! A root whose pieces were broken by hand (or planted): each broken piece disables only what
+//! needs it, `doctor` names it, `init` repairs it and says so, and afterwards everything works.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::Lab;
+
+/// How a piece is broken.
+enum Break {
+    /// A regular file where a directory belongs.
+    File,
+    /// A symbolic link to a directory of someone else's choosing.
+    Link,
+    /// A FIFO: opening it for writing blocks.
+    Fifo,
+    /// A directory where a regular file belongs.
+    Dir,
+    /// A directory, owned by another user.
+    Foreign,
+    /// A regular file of 200 MiB (sparse).
+    Huge,
+}
+
+impl Break {
+    fn apply(&self, lab: &Lab, path: &Path) {
+        let _ = std::fs::remove_dir_all(path);
+        let _ = std::fs::remove_file(path);
+        match self {
+            Self::File => std::fs::write(path, b"not a directory").unwrap(),
+            Self::Link => {
+                let elsewhere = lab.folder("elsewhere");
+                std::os::unix::fs::symlink(elsewhere, path).unwrap();
+            }
+            Self::Fifo => rustix::fs::mknodat(
+                rustix::fs::CWD,
+                path,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap(),
+            Self::Dir => std::fs::create_dir(path).unwrap(),
+            Self::Foreign => {
+                assert!(
+                    rustix::process::geteuid().is_root(),
+                    "giving a directory to another user needs root (CI runs as root)"
+                );
+                std::fs::create_dir(path).unwrap();
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
+                std::os::unix::fs::chown(path, Some(65_534), Some(65_534)).unwrap();
+            }
+            Self::Huge => {
+                let file = std::fs::File::create(path).unwrap();
+                file.set_len(200 << 20).unwrap();
+            }
+        }
+    }
+}
+
+/// What still works with the piece broken, and what `doctor` says.
+struct Broken<'a> {
+    piece: &'a str,
+    /// Whether `download save` needs it (refused until repaired).
+    saving: bool,
+    /// Whether a grant change needs it.
+    changing: bool,
+    /// Whether `doctor` names it (a lock file holding junk is emptied by the next change, so
+    /// it is not a problem).
+    named: bool,
+}
+
+/// Whether `args` succeeds: `(exit 0, its JSON)`.
+fn runs(lab: &Lab, args: &[&str], stdin: &[u8]) -> (bool, Value) {
+    let mut command = lab.command(args);
+    command.stdin(std::process::Stdio::piped());
+    command.stdout(std::process::Stdio::piped());
+    command.stderr(std::process::Stdio::piped());
+    // A read of the whole of a huge state file shows: the heap may not grow past 64 MiB.
+    let mut limited = std::process::Command::new("prlimit");
+    limited
+        .arg(format!("--data={}", 64 << 20))
+        .arg(command.get_program())
+        .args(command.get_args())
+        .env_clear()
+        .env("HOME", lab.tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = limited.spawn().expect("prlimit (util-linux)");
+    let _ = std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin);
+    let out = child.wait_with_output().unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.success(), json)
+}
+
+fn check(lab: &Lab, broken: &Broken<'_>, step: &str) {
+    let what = format!("{} ({step})", broken.piece);
+    let (listed, out) = runs(lab, &["grant", "list"], b"");
+    assert!(listed, "{what}: `grant list` works: {out}");
+    let (saved, out) = runs(lab, &["download", "save", "--name", "a.txt", "-"], b"a");
+    assert_eq!(saved, !broken.saving, "{what}: saving: {out}");
+    if broken.saving {
+        assert_eq!(out["error"]["code"], "insecure_root", "{what}: {out}");
+    }
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let alias = format!(
+        "g{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let path = lab.folder(&alias);
+    let args = crate::grant_add(&alias, &path, "read_only");
+    let (changed, out) = runs(lab, &args, b"");
+    assert_eq!(changed, !broken.changing, "{what}: a grant change: {out}");
+    let (_, doctor) = runs(lab, &["doctor"], b"");
+    let named = doctor["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p.as_str().unwrap().contains(broken.piece));
+    assert_eq!(named, broken.named, "{what}: doctor: {doctor}");
+}
+
+#[test]
+fn every_broken_piece_of_the_root_disables_only_its_feature_and_init_repairs_it() {
+    let cases: [(&str, Break, bool, bool, bool); 14] = [
+        (".savers", Break::File, true, false, true),
+        (".savers", Break::Link, true, false, true),
+        (".savers", Break::Foreign, true, false, true),
+        ("audit.head", Break::Dir, false, false, true),
+        ("audit.head", Break::Link, false, false, true),
+        ("audit.head", Break::Fifo, false, false, true),
+        (".workflow.json.lock", Break::Fifo, false, true, true),
+        (".workflow.json.lock", Break::Dir, false, true, true),
+        (".workflow.json.lock", Break::Huge, false, false, false),
+        (".downloads", Break::File, true, false, true),
+        (".downloads", Break::Link, true, false, true),
+        (".downloads", Break::Foreign, true, false, true),
+        (".uploads", Break::File, false, false, true),
+        (".uploads", Break::Link, false, false, true),
+    ];
+    for (piece, how, saving, changing, named) in cases {
+        let lab = Lab::new();
+        lab.grant("first", "read_only");
+        lab.saved("before.txt", b"before");
+        how.apply(&lab, &lab.root().join(piece));
+        let broken = Broken {
+            piece,
+            saving,
+            changing,
+            named,
+        };
+        check(&lab, &broken, "broken");
+        let (initialized, out) = runs(&lab, &["init"], b"");
+        assert!(initialized, "{piece}: init: {out}");
+        let repaired = out["repaired"].as_array().unwrap();
+        // A junk lock file may have been emptied by the change above already.
+        if named {
+            assert!(
+                repaired.iter().any(|r| r.as_str().unwrap().contains(piece)),
+                "{piece}: init says what it repaired: {out}"
+            );
+        }
+        let fine = Broken {
+            piece,
+            saving: false,
+            changing: false,
+            named: false,
+        };
+        check(&lab, &fine, "repaired");
+        let (_, verified) = runs(&lab, &["audit", "verify"], b"");
+        assert_eq!(verified["intact"], true, "{piece}: {verified}");
+    }
+}

@@ -1,0 +1,239 @@
+//! Effects that have begun and not yet ended: a confined command, an uploader. Each has
+//! exactly one start record, written before it begins, and exactly one end.
+//!
+//! A command or an upload acts outside the library the moment it starts, so its record
+//! cannot wait for its end: a gateway killed mid-command would leave an effect with no record
+//! at all. Instead (ADR 0018):
+//!
+//! 1. [`Ongoing::start`] makes a held entry in `<root>/.ongoing/` (locked by this process,
+//!    [`crate::held`]), appends `<op>.start` with the entry's id, and writes into the entry
+//!    where that record begins in the log;
+//! 2. the effect runs;
+//! 3. [`Started::end`] appends `<op>.end` with the same id and how it ended, then removes the
+//!    entry. A [`Started`] dropped without an end (an error, a panic) ends as `unknown`.
+//!
+//! An entry whose lock is free belongs to a process that died between 1 and 3. The next
+//! process to start an effect (or to open the deposit) closes it: if the log holds no
+//! `<op>.end` with its id after its start, it appends `<op>.ended_unknown` ("the gateway
+//! died"), then removes the entry. Looking in the log first means a process that died after
+//! its end record but before removing its entry gets no second record.
+
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::actor::Actor;
+use crate::audit::AuditLog;
+use crate::beneath::Anchor;
+use crate::error::{Error, Result};
+use crate::fd::{ReadAt, write_all};
+use crate::held::{self, Held, Holder};
+use crate::input::Name;
+use crate::root::ONGOING_DIR;
+
+/// The most an entry holds (its kind and an offset).
+const MAX_ENTRY: u64 = 256;
+
+/// The registry of effects in flight of one state root.
+#[derive(Debug, Clone)]
+pub(crate) struct Ongoing {
+    dir: Arc<Anchor>,
+    audit: Arc<AuditLog>,
+}
+
+/// One effect in flight: its start is recorded; end it with [`Started::end`].
+#[derive(Debug)]
+pub(crate) struct Started {
+    ongoing: Ongoing,
+    op: &'static str,
+    actor: Actor,
+    held: Option<Held<std::os::fd::OwnedFd>>,
+}
+
+impl Ongoing {
+    /// The registry in `dir` (`<root>/.ongoing`, made and checked by the caller), recording in
+    /// `audit`.
+    pub(crate) fn new(dir: Anchor, audit: Arc<AuditLog>) -> Self {
+        Self {
+            dir: Arc::new(dir),
+            audit,
+        }
+    }
+
+    /// Record the start of `op` (`exec`, `upload`) by `actor` with `fields` (a JSON object),
+    /// before it begins; first close what a dead process left.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the entry cannot be made or the record cannot be written: the effect must then
+    /// not begin (nothing is left behind).
+    pub(crate) fn start(&self, op: &'static str, actor: Actor, fields: Value) -> Result<Started> {
+        self.close_dead();
+        let held = Held::create_file(&self.dir)?;
+        // The kind first: an entry whose process died before the offset was written is still
+        // known for what it is.
+        write_all(held.entry.as_fd(), format!("{op}\n").as_bytes())
+            .map_err(|e| Error::io("write", ONGOING_DIR, e))?;
+        let mut started = Started {
+            ongoing: self.clone(),
+            op,
+            actor,
+            held: Some(held),
+        };
+        let id = started.id().to_owned();
+        let offset = match self
+            .audit
+            .append_at(&format!("{op}.start"), actor, with_id(&id, fields))
+        {
+            Ok(offset) => offset,
+            Err(e) => {
+                // Not started: no record, no entry.
+                started.forget();
+                return Err(e);
+            }
+        };
+        if let Some(held) = &started.held {
+            // Where the start is in the log; without it, a dead entry is closed all the same.
+            let _ = write_all(held.entry.as_fd(), format!("{offset}\n").as_bytes());
+        }
+        Ok(started)
+    }
+
+    /// Close every entry whose process died: record `<op>.ended_unknown` unless its end is in
+    /// the log already, then remove it.
+    pub(crate) fn close_dead(&self) {
+        let Ok(entries) = self.dir.entries() else {
+            return;
+        };
+        for (name, st) in entries {
+            let Holder::Abandoned(fd) = held::holder(&self.dir, &name, &st) else {
+                continue;
+            };
+            let closed = match read_entry(&fd) {
+                Some((op, offset)) => self.close(&op, &name.to_string_lossy(), offset),
+                // Made, but its start was never recorded (or its content lost): nothing to end.
+                None => Ok(()),
+            };
+            match closed {
+                Ok(()) => {
+                    let _ = Name::new(&name).and_then(|n| self.dir.remove_file(n));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not close an effect a dead process left")
+                }
+            }
+            drop(fd);
+        }
+    }
+
+    fn close(&self, op: &str, id: &str, offset: Option<u64>) -> Result<()> {
+        let offset = match offset {
+            Some(offset) => offset,
+            // Died around its start record: there is something to end only if it was written.
+            None if self.audit.followed_by(0, &format!("{op}.start"), id)? => 0,
+            None => return Ok(()),
+        };
+        if self.audit.followed_by(offset, &format!("{op}.end"), id)? {
+            return Ok(());
+        }
+        let fields = json!({
+            "id": id,
+            "why": "the process running it ended before recording how it ended (killed, or the \
+                    machine stopped); what it did is unknown",
+        });
+        self.audit
+            .append(&format!("{op}.ended_unknown"), "safe-lanes", fields)
+    }
+}
+
+impl Started {
+    /// The effect's id, in both of its records.
+    pub(crate) fn id(&self) -> &str {
+        self.held.as_ref().map_or("", |h| h.name.as_str())
+    }
+
+    /// Record how the effect ended (`fields`, a JSON object), then forget it.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the record cannot be written: the entry then stays, and the next process
+    /// closes it as `ended_unknown`.
+    pub(crate) fn end(mut self, fields: impl Serialize) -> Result<()> {
+        let fields = serde_json::to_value(fields).unwrap_or(Value::Null);
+        let recorded = self.record_end(fields);
+        if recorded.is_ok() {
+            self.forget();
+        } else {
+            // Leave the entry for the next process, unlocked when this one goes.
+            self.held = None;
+        }
+        recorded
+    }
+
+    fn record_end(&self, fields: Value) -> Result<()> {
+        let event = format!("{}.end", self.op);
+        self.ongoing
+            .audit
+            .append(&event, self.actor, with_id(self.id(), fields))
+    }
+
+    /// Remove the entry (while still locked).
+    fn forget(&mut self) {
+        if let Some(held) = self.held.take() {
+            let _ = Name::new(&held.name).and_then(|n| self.ongoing.dir.remove_file(n));
+        }
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if self.held.is_some() {
+            // Ended without saying how (an error after the start, a panic).
+            if self.record_end(json!({ "ended": "unknown" })).is_ok() {
+                self.forget();
+            }
+        }
+    }
+}
+
+/// `fields` (a JSON object) with `id` first.
+fn with_id(id: &str, fields: Value) -> Value {
+    let mut out = Map::new();
+    out.insert("id".into(), Value::String(id.to_owned()));
+    if let Value::Object(fields) = fields {
+        out.extend(fields);
+    }
+    Value::Object(out)
+}
+
+/// The kind and start offset an entry holds (the offset is missing when its process died
+/// around its start record).
+fn read_entry(fd: &std::os::fd::OwnedFd) -> Option<(String, Option<u64>)> {
+    let mut text = String::new();
+    ReadAt::new(fd.as_fd())
+        .take(MAX_ENTRY)
+        .read_to_string(&mut text)
+        .ok()?;
+    let mut lines = text.lines();
+    let op = lines.next()?.to_owned();
+    let offset = lines.next().and_then(|o| o.parse().ok());
+    let known = op.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    (known && !op.is_empty()).then_some((op, offset))
+}
+
+/// Open `<root>/.ongoing` of the state root `root` at `root_path`.
+///
+/// # Errors
+///
+/// `insecure_root` when it is not private; `io`.
+pub(crate) fn open(
+    root: &Anchor,
+    root_path: &std::path::Path,
+    audit: Arc<AuditLog>,
+) -> Result<Ongoing> {
+    let dir = crate::root::private_dir(root, root_path, ONGOING_DIR)?;
+    Ok(Ongoing::new(dir, audit))
+}
