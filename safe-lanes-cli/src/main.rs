@@ -49,7 +49,7 @@ fn main() -> ExitCode {
     let Err(error) = safe_lanes::StateRoot::open_default(None) else {
         return ExitCode::FAILURE;
     };
-    let (code, message) = (error.code(), error.to_string());
+    let (code, message) = (error.code(), error.message().to_string());
     if json {
         let error = serde_json::json!({ "error": { "code": code, "message": message } });
         let _ = writeln!(std::io::stdout().lock(), "{error}");

@@ -131,7 +131,15 @@ pub(crate) fn finish(result: anyhow::Result<Report>, json: bool) -> ExitCode {
                 Some(e) => (e.code().as_str(), e.code().is_refusal()),
                 None => ("io", false),
             };
-            let message = safe_lanes::Shown::message(&format!("{err:#}")).to_string();
+            // Each cause once: the library's without its code, which is shown apart.
+            let chain: Vec<String> = err
+                .chain()
+                .map(|cause| match cause.downcast_ref::<safe_lanes::Error>() {
+                    Some(e) => e.message().to_string(),
+                    None => cause.to_string(),
+                })
+                .collect();
+            let message = safe_lanes::Shown::message(&chain.join(": ")).to_string();
             if json {
                 let _ = writeln!(
                     stdout,

@@ -113,12 +113,14 @@ async fn main() -> Result<()> {
     #[cfg(not(target_os = "linux"))]
     let _ = args.tmp_budget;
     let cancels = transport::Cancels::default();
+    let mut desk = safe_lanes::DeskOptions::default();
+    desk.manifest = args.manifest;
+    desk.uploader = uploader;
+    desk.max_bytes = args.max_bytes;
+    desk.narrowing = narrowing;
     let server = server::Server::new(server::Config {
         root: root.path.clone(),
-        manifest: args.manifest,
-        uploader,
-        max_bytes: args.max_bytes,
-        narrowing,
+        desk,
         cancels: cancels.clone(),
     })
     .context("cannot open the state root")?;
@@ -147,7 +149,7 @@ async fn main() -> Result<()> {
 fn main() -> std::process::ExitCode {
     use std::io::Write;
     if let Err(error) = safe_lanes::StateRoot::open_default(None) {
-        let _ = writeln!(std::io::stderr(), "{}: {error}", error.code());
+        let _ = writeln!(std::io::stderr(), "{error}");
     }
     std::process::ExitCode::FAILURE
 }

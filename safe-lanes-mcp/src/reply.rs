@@ -47,7 +47,7 @@ pub(crate) fn invalid(message: &str) -> Failure {
 
 impl From<safe_lanes::Error> for Failure {
     fn from(e: safe_lanes::Error) -> Self {
-        refusal(e.code(), &e.to_string())
+        refusal(e.code(), &e.message().to_string())
     }
 }
 

@@ -1,16 +1,15 @@
-//! `shell_exec` and its jobs: results in the tools' shape, and progress while a command runs.
+//! `shell_exec`'s progress notifications while a foreground command runs.
 
 use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
-use safe_lanes::confine::JobReport;
 use safe_lanes::control::Mark;
-use safe_lanes::{Code, ConfinedOutcome, Control};
+use safe_lanes::desk::CommandReport;
+use safe_lanes::{Code, Control};
 use tokio::task::JoinHandle;
 
-use crate::params::{JobStatus, ShellResult};
 use crate::reply::{Failure, refusal};
 
 /// How often a running command reports progress (the contract says at least every 5 s).
@@ -21,19 +20,22 @@ const LAST_LINE_CHARS: usize = 120;
 /// Wait for `work` (a foreground command); while it runs, send the client progress every
 /// [`PROGRESS_EVERY`] if the request asked for it with a `progressToken`.
 pub(crate) async fn with_progress(
-    mut work: JoinHandle<Result<ConfinedOutcome, Failure>>,
+    mut work: JoinHandle<safe_lanes::Result<CommandReport>>,
     control: &Control,
     context: &RequestContext<RoleServer>,
-) -> Result<ConfinedOutcome, Failure> {
+) -> Result<CommandReport, Failure> {
     let token = context.meta.get_progress_token();
     let mut seen = Seen::default();
     loop {
         tokio::select! {
             done = &mut work => {
-                return done.unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "a shell command's thread panicked");
-                    Err(refusal(Code::Io, "internal error: the command failed unexpectedly"))
-                });
+                return match done {
+                    Ok(report) => Ok(report?),
+                    Err(e) => {
+                        tracing::error!(error = %e, "a shell command's thread panicked");
+                        Err(refusal(Code::Io, "internal error: the command failed unexpectedly"))
+                    }
+                };
             }
             () = tokio::time::sleep(PROGRESS_EVERY), if token.is_some() => {
                 let Some(token) = token.clone() else { continue };
@@ -76,45 +78,5 @@ impl Seen {
                 self.bytes, self.last_line
             )
         }
-    }
-}
-
-/// A foreground command's result.
-pub(crate) fn finished(done: ConfinedOutcome, elapsed: Duration) -> ShellResult {
-    let out = done.outcome;
-    ShellResult {
-        status: JobStatus::Finished,
-        job_id: None,
-        elapsed_s: elapsed.as_secs_f64(),
-        exit_code: out.exit_code,
-        signal: out.signal,
-        stdout: out.stdout,
-        stderr: out.stderr,
-        timed_out: out.timed_out,
-        truncated: out.truncated,
-        stopped: out.stopped,
-        recorded: out.recorded,
-    }
-}
-
-/// A background job's report: its new output, and how it ended once it has.
-pub(crate) fn job(report: JobReport) -> ShellResult {
-    let ended = report.ended.map(|done| done.outcome);
-    ShellResult {
-        status: if ended.is_some() {
-            JobStatus::Finished
-        } else {
-            JobStatus::Running
-        },
-        job_id: Some(report.id),
-        elapsed_s: report.elapsed.as_secs_f64(),
-        exit_code: ended.as_ref().and_then(|o| o.exit_code),
-        signal: ended.as_ref().and_then(|o| o.signal),
-        stdout: report.output.stdout,
-        stderr: report.output.stderr,
-        timed_out: ended.as_ref().is_some_and(|o| o.timed_out),
-        truncated: report.output.truncated,
-        recorded: ended.as_ref().is_none_or(|o| o.recorded),
-        stopped: ended.and_then(|o| o.stopped),
     }
 }

@@ -176,7 +176,7 @@ impl std::fmt::Display for Refusal {
                 "Nothing was approved: this request changed since the page was shown (it was \
                  filed again, decided or expired). Review it as it is now.",
             ),
-            Refusal::Library(e) => write!(f, "Nothing was changed ({}): {e}", e.code().as_str()),
+            Refusal::Library(e) => write!(f, "Nothing was changed ({}): {}", e.code(), e.message()),
         }
     }
 }

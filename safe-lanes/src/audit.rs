@@ -65,6 +65,36 @@ const LOG_ITSELF: &str = "safe-lanes";
 /// record does not keep its memory).
 const KEPT_LINE: usize = 16 * 1024;
 
+/// An operation an agent (or the human) may ask for, as the audit log names it: its refusals
+/// are recorded as `<op>.refused`. Every name is here, once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// Saving received content into the download lane.
+    Download,
+    /// Reading a file to upload, or staging content for the uploader.
+    Upload,
+    /// Running a confined command.
+    Exec,
+    /// Patching a file in a read-write grant.
+    Patch,
+    /// Filing a request for a grant.
+    GrantRequest,
+}
+
+impl Operation {
+    /// Its name in the audit log (`download`, `upload`, `exec`, `patch`, `grant.request`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Download => "download",
+            Self::Upload => "upload",
+            Self::Exec => "exec",
+            Self::Patch => "patch",
+            Self::GrantRequest => "grant.request",
+        }
+    }
+}
+
 /// The audit log of one state root.
 #[derive(Debug)]
 pub struct AuditLog {
@@ -499,12 +529,12 @@ impl AuditLog {
         Ok(chunks.into_iter().rev().flatten().collect())
     }
 
-    /// Record a refusal (`<what>.refused`) of an operation on `subject`, then hand the error back.
+    /// Record a refusal (`<op>.refused`) of an operation on `subject`, then hand the error back.
     /// An `io` error is not a refusal (nothing was decided, the system failed) and is handed
     /// back unrecorded. A failure to write the record is logged and does not hide the refusal.
     pub fn refused(
         &self,
-        what: &str,
+        op: Operation,
         actor: impl std::fmt::Display,
         subject: &str,
         error: crate::error::Error,
@@ -515,9 +545,9 @@ impl AuditLog {
         let fields = serde_json::json!({
             "subject": crate::error::Shown::text(subject).as_str(),
             "code": error.code().as_str(),
-            "message": error.to_string(),
+            "message": error.message().to_string(),
         });
-        if let Err(e) = self.append(&format!("{what}.refused"), actor, fields) {
+        if let Err(e) = self.append(&format!("{}.refused", op.as_str()), actor, fields) {
             tracing::warn!(error = %e, "could not record a refusal in the audit log");
         }
         error

@@ -363,7 +363,8 @@ impl UploadDeposit {
         let mut outcome = match run(&mut command, uploader.limits, &Control::new(), None) {
             Ok(outcome) => outcome,
             Err(e) => {
-                let error = serde_json::json!({ "code": e.code(), "message": e.to_string() });
+                let error =
+                    serde_json::json!({ "code": e.code(), "message": e.message().to_string() });
                 let _ = started.end(serde_json::json!({ "error": error }));
                 return Err(e);
             }

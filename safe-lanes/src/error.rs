@@ -257,41 +257,35 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong, each with a stable [`Code`].
 ///
 /// Every variant but [`Error::Io`] is a refusal of the input: nothing was changed on disk.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// A `..` component would leave the folder.
-    #[error("{path}: `..` would climb out of the folder it is relative to")]
     Traversal {
         /// The refused path.
         path: Shown,
     },
     /// An absolute path where a relative one is required.
-    #[error("{path}: an absolute path was given where a path relative to the folder is required")]
     AbsolutePath {
         /// The refused path.
         path: Shown,
     },
     /// A relative path where an absolute one is required.
-    #[error("{path}: a relative path was given where an absolute path is required")]
     RelativePath {
         /// The refused path.
         path: Shown,
     },
     /// A NUL byte in the input.
-    #[error("{input}: contains a NUL byte")]
     NulByte {
         /// The refused input.
         input: Shown,
     },
     /// Outside every allowed folder.
-    #[error("{path}: not inside any allowed upload root")]
     OutsideAllowlist {
         /// The refused path, as the caller gave it (never where a link led).
         path: Shown,
     },
     /// Inside the state root, or (for a grant) covering it.
-    #[error("{path}: {why}")]
     StateRoot {
         /// The refused path.
         path: Shown,
@@ -299,7 +293,6 @@ pub enum Error {
         why: &'static str,
     },
     /// A symbolic link leads outside, or a link was met where none is allowed.
-    #[error("{path}: {why}")]
     SymlinkEscape {
         /// The refused path.
         path: Shown,
@@ -307,7 +300,6 @@ pub enum Error {
         why: &'static str,
     },
     /// Not a regular file.
-    #[error("{path}: is {kind}, not a regular file")]
     NotRegularFile {
         /// The refused path.
         path: Shown,
@@ -315,7 +307,6 @@ pub enum Error {
         kind: &'static str,
     },
     /// More than one hard link.
-    #[error("{path}: has {links} hard links; only a file with exactly one link is accepted")]
     Hardlinked {
         /// The refused path.
         path: Shown,
@@ -323,7 +314,6 @@ pub enum Error {
         links: u64,
     },
     /// Nothing at the path.
-    #[error("{path}: {why}")]
     NotFound {
         /// The path that was looked up.
         path: Shown,
@@ -331,25 +321,21 @@ pub enum Error {
         why: std::borrow::Cow<'static, str>,
     },
     /// No grant has this alias.
-    #[error("{alias}: no folder grant has this alias")]
     UnknownAlias {
         /// The alias asked for.
         alias: Shown,
     },
     /// A write under a read-only grant.
-    #[error("{alias}: the folder is granted read-only")]
     ReadOnly {
         /// The alias of the grant.
         alias: Shown,
     },
     /// The grant was revoked.
-    #[error("{alias}: the grant was revoked")]
     Revoked {
         /// The alias of the grant.
         alias: Shown,
     },
     /// The grant belongs to another host.
-    #[error("{alias}: the grant was approved on host {host}, not on this one")]
     UnavailableOnHost {
         /// The alias of the grant.
         alias: Shown,
@@ -357,7 +343,6 @@ pub enum Error {
         host: Shown,
     },
     /// The alias breaks the alias rules.
-    #[error("{alias}: {why}")]
     InvalidAlias {
         /// The refused alias.
         alias: Shown,
@@ -365,7 +350,6 @@ pub enum Error {
         why: &'static str,
     },
     /// The alias or its environment key is taken.
-    #[error("{alias}: {why}")]
     AliasTaken {
         /// The refused alias.
         alias: Shown,
@@ -373,7 +357,6 @@ pub enum Error {
         why: String,
     },
     /// An overlap the sandbox could not enforce.
-    #[error("{path}: {why} `{other}` ({other_path})")]
     OverlappingGrant {
         /// The refused folder.
         path: Shown,
@@ -385,7 +368,6 @@ pub enum Error {
         other_path: Shown,
     },
     /// More than a cap allows.
-    #[error("{what} exceeds the cap of {limit}; nothing was kept")]
     TooLarge {
         /// What is capped ("content, in bytes", "pending requests", …).
         what: &'static str,
@@ -393,7 +375,6 @@ pub enum Error {
         limit: u64,
     },
     /// The state root or a lane is not private to the current user.
-    #[error("{path}: {why}")]
     InsecureRoot {
         /// The root or lane.
         path: Shown,
@@ -401,7 +382,6 @@ pub enum Error {
         why: String,
     },
     /// The library has no backend for this operating system.
-    #[error("safe-lanes does not run on {platform}: {why}; nothing was opened")]
     UnsupportedPlatform {
         /// The operating system (`std::env::consts::OS`).
         platform: &'static str,
@@ -409,19 +389,16 @@ pub enum Error {
         why: &'static str,
     },
     /// No full OS sandbox on this host.
-    #[error("the OS sandbox is unavailable: {why}; nothing was run")]
     SandboxUnavailable {
         /// What is missing.
         why: String,
     },
     /// A patch that does not apply exactly.
-    #[error("patch rejected: {why}")]
     PatchRejected {
         /// Which hunk failed and why.
         why: String,
     },
     /// The manifest is unreadable or breaks a rule.
-    #[error("{path}: invalid manifest: {why}; it was left untouched")]
     InvalidManifest {
         /// The manifest file.
         path: Shown,
@@ -429,13 +406,11 @@ pub enum Error {
         why: String,
     },
     /// As many background commands as allowed are running already.
-    #[error("{limit} background commands are running already; wait for one or stop one")]
     TooManyJobs {
         /// The most background commands at once.
         limit: usize,
     },
     /// A path the human's own tools run later, kept read-only inside a read-write grant.
-    #[error("{path} is protected: {why}")]
     ProtectedPath {
         /// The protected path (escaped).
         path: Shown,
@@ -443,7 +418,6 @@ pub enum Error {
         why: String,
     },
     /// An argument is malformed, out of range, or missing something it needs.
-    #[error("{what}: {why}")]
     InvalidArgument {
         /// The argument (escaped).
         what: Shown,
@@ -451,7 +425,6 @@ pub enum Error {
         why: String,
     },
     /// Something the operation needs is not set up.
-    #[error("{what} is not configured: {why}")]
     NotConfigured {
         /// What is missing.
         what: &'static str,
@@ -462,7 +435,6 @@ pub enum Error {
     ///
     /// The OS error is part of the message and deliberately not exposed as
     /// [`std::error::Error::source`], so that error-chain printers show it once.
-    #[error("{call} {arg}: {error}")]
     Io {
         /// The system call or operation.
         call: &'static str,
@@ -473,7 +445,104 @@ pub enum Error {
     },
 }
 
+/// An error's message without its code ([`Error::message`]).
+#[derive(Debug)]
+pub struct Message<'a>(&'a Error);
+
+impl fmt::Display for Message<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Error::Traversal { path, .. } => write!(
+                f,
+                "{path}: `..` would climb out of the folder it is relative to"
+            ),
+            Error::AbsolutePath { path, .. } => write!(
+                f,
+                "{path}: an absolute path was given where a path relative to the folder is required"
+            ),
+            Error::RelativePath { path, .. } => write!(
+                f,
+                "{path}: a relative path was given where an absolute path is required"
+            ),
+            Error::NulByte { input, .. } => write!(f, "{input}: contains a NUL byte"),
+            Error::OutsideAllowlist { path, .. } => {
+                write!(f, "{path}: not inside any allowed upload root")
+            }
+            Error::StateRoot { path, why, .. } => write!(f, "{path}: {why}"),
+            Error::SymlinkEscape { path, why, .. } => write!(f, "{path}: {why}"),
+            Error::NotRegularFile { path, kind, .. } => {
+                write!(f, "{path}: is {kind}, not a regular file")
+            }
+            Error::Hardlinked { path, links, .. } => write!(
+                f,
+                "{path}: has {links} hard links; only a file with exactly one link is accepted"
+            ),
+            Error::NotFound { path, why, .. } => write!(f, "{path}: {why}"),
+            Error::UnknownAlias { alias, .. } => {
+                write!(f, "{alias}: no folder grant has this alias")
+            }
+            Error::ReadOnly { alias, .. } => write!(f, "{alias}: the folder is granted read-only"),
+            Error::Revoked { alias, .. } => write!(f, "{alias}: the grant was revoked"),
+            Error::UnavailableOnHost { alias, host, .. } => write!(
+                f,
+                "{alias}: the grant was approved on host {host}, not on this one"
+            ),
+            Error::InvalidAlias { alias, why, .. } => write!(f, "{alias}: {why}"),
+            Error::AliasTaken { alias, why, .. } => write!(f, "{alias}: {why}"),
+            Error::OverlappingGrant {
+                path,
+                why,
+                other,
+                other_path,
+                ..
+            } => write!(f, "{path}: {why} `{other}` ({other_path})"),
+            Error::TooLarge { what, limit, .. } => {
+                write!(f, "{what} exceeds the cap of {limit}; nothing was kept")
+            }
+            Error::InsecureRoot { path, why, .. } => write!(f, "{path}: {why}"),
+            Error::UnsupportedPlatform { platform, why, .. } => write!(
+                f,
+                "safe-lanes does not run on {platform}: {why}; nothing was opened"
+            ),
+            Error::SandboxUnavailable { why, .. } => {
+                write!(f, "the OS sandbox is unavailable: {why}; nothing was run")
+            }
+            Error::PatchRejected { why, .. } => write!(f, "patch rejected: {why}"),
+            Error::InvalidManifest { path, why, .. } => {
+                write!(f, "{path}: invalid manifest: {why}; it was left untouched")
+            }
+            Error::TooManyJobs { limit, .. } => write!(
+                f,
+                "{limit} background commands are running already; wait for one or stop one"
+            ),
+            Error::ProtectedPath { path, why, .. } => write!(f, "{path} is protected: {why}"),
+            Error::InvalidArgument { what, why, .. } => write!(f, "{what}: {why}"),
+            Error::NotConfigured { what, why, .. } => write!(f, "{what} is not configured: {why}"),
+            Error::Io {
+                call, arg, error, ..
+            } => write!(f, "{call} {arg}: {error}"),
+        }
+    }
+}
+
+/// `<code>: <message>`, as the agent is shown it.
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code(), self.message())
+    }
+}
+
+/// The OS error of [`Error::Io`] is part of the message and deliberately not a
+/// [`std::error::Error::source`], so that error-chain printers show it once.
+impl std::error::Error for Error {}
+
 impl Error {
+    /// What went wrong, without the code (for a caller that shows the code apart, as the
+    /// CLI's `{"error":{"code":…,"message":…}}` does).
+    pub fn message(&self) -> Message<'_> {
+        Message(self)
+    }
+
     /// An operating-system failure of `call` on `arg`.
     pub fn io(call: &'static str, arg: impl Into<Shown>, source: impl Into<io::Error>) -> Self {
         Error::Io {

@@ -92,6 +92,8 @@ mod crash;
 #[cfg(unix)]
 pub mod deposit;
 #[cfg(unix)]
+pub mod desk;
+#[cfg(unix)]
 pub mod download;
 pub mod error;
 #[cfg(unix)]
@@ -141,6 +143,8 @@ pub use confine::{Confined, ConfinedOutcome, SandboxSupport, sandbox_support};
 pub use control::Control;
 #[cfg(unix)]
 pub use deposit::{Staged, UploadDeposit, Uploader};
+#[cfg(unix)]
+pub use desk::{AgentDesk, DeskOptions};
 #[cfg(unix)]
 pub use download::{DownloadLane, Durability, Saved};
 #[cfg(unix)]

@@ -125,8 +125,13 @@ pub struct Patched {
 /// agent's alias was checked when it became an [`Alias`] (by [`Session::alias`], which
 /// records its refusal the same way).
 pub fn apply_patch(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Patched> {
-    apply(session, alias, file, diff)
-        .map_err(|e| session.refused("patch", &format!("{alias}:{}", file.to_string_lossy()), e))
+    apply(session, alias, file, diff).map_err(|e| {
+        session.refused(
+            crate::audit::Operation::Patch,
+            &format!("{alias}:{}", file.to_string_lossy()),
+            e,
+        )
+    })
 }
 
 fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Patched> {

@@ -348,8 +348,12 @@ impl UploadSource {
     /// exists there, and never name where a link leads outside.
     pub fn open(&self, path: &Path) -> Result<Opened> {
         self.open_unrecorded(path).map_err(|e| {
-            self.audit
-                .refused("upload", self.actor, &path.to_string_lossy(), e)
+            self.audit.refused(
+                crate::audit::Operation::Upload,
+                self.actor,
+                &path.to_string_lossy(),
+                e,
+            )
         })
     }
 

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use safe_lanes::audit::Operation;
+use safe_lanes::desk::CommandReport;
 use safe_lanes::{Confined, ConfinedOutcome, Control, Grants, Limits, StateRoot, apply_patch};
 use serde_json::json;
 
@@ -46,40 +48,31 @@ pub(crate) fn exec(
             ..Limits::default()
         });
     if let Some(alias) = &exec.cwd {
-        confined = confined.cwd(session.alias("exec", alias)?);
+        confined = confined.cwd(session.alias(Operation::Exec, alias)?);
     }
+    let control = Control::new();
     let done = if exec.stream {
-        streamed(&confined, &session)?
+        streamed(&confined, &session, &control)?
     } else {
-        confined.run(&session)?
+        confined.run_with(&session, &control)?
     };
-    let out = &done.outcome;
+    let report = CommandReport::finished(done, control.elapsed());
     let mut text = if exec.stream {
         String::new()
     } else {
-        out.stdout.clone()
+        report.stdout.clone()
     };
-    ending(out, &mut text);
-    text.push_str(&crate::output::Unrecorded::End.warning(out.recorded));
+    ending(&report, &mut text);
+    text.push_str(&crate::output::Unrecorded::End.warning(report.recorded));
     Ok(Report {
-        failed: !out.success(),
-        json: json!({
-            "exit_code": out.exit_code,
-            "signal": out.signal,
-            "stdout": out.stdout,
-            "stderr": out.stderr,
-            "timed_out": out.timed_out,
-            "truncated": out.truncated,
-            "stopped": out.stopped,
-            "recorded": out.recorded,
-            "grants": done.grants,
-        }),
+        failed: !report.success(),
+        json: json!(report),
         text: text.trim_end().to_owned(),
     })
 }
 
 /// How a command ended, for the human, when that was not a plain success.
-fn ending(out: &safe_lanes::Outcome, text: &mut String) {
+fn ending(out: &CommandReport, text: &mut String) {
     if let Some(why) = &out.stopped {
         let _ = writeln!(text, "[stopped: {why}]");
     }
@@ -101,10 +94,13 @@ fn ending(out: &safe_lanes::Outcome, text: &mut String) {
 }
 
 /// Run `confined`, copying its output to this process's stdout and stderr as it comes.
-fn streamed(confined: &Confined, session: &safe_lanes::Session) -> Result<ConfinedOutcome> {
-    let control = Control::new();
+fn streamed(
+    confined: &Confined,
+    session: &safe_lanes::Session,
+    control: &Control,
+) -> Result<ConfinedOutcome> {
     std::thread::scope(|scope| {
-        let run = scope.spawn(|| confined.run_with(session, &control));
+        let run = scope.spawn(|| confined.run_with(session, control));
         let mut mark = safe_lanes::control::Mark::default();
         let copy = |mark: &mut safe_lanes::control::Mark| {
             let (new, next) = control.output_since(*mark);
@@ -141,7 +137,7 @@ pub(crate) fn patch(
             .read_to_string(&mut text)
             .context("cannot read the diff from standard input")?,
     };
-    let alias = session.alias("patch", alias)?;
+    let alias = session.alias(Operation::Patch, alias)?;
     let done = apply_patch(&session, &alias, file, &text)?;
     let summary = format!(
         "{} {} ({} hunk{}, {} bytes)",

@@ -72,10 +72,12 @@ fn list(lane: &DownloadLane) -> Result<Report> {
     if files.is_empty() {
         let _ = write!(text, "{}: empty", lane.path().display());
     }
-    Ok(Report::ok(
-        json!({ "path": path(lane.path()), "files": files }),
-        text,
-    ))
+    let list = safe_lanes::desk::DownloadList {
+        path: path(lane.path()),
+        files,
+        next_cursor: None,
+    };
+    Ok(Report::ok(json!(list), text))
 }
 
 fn prune(lane: &DownloadLane, older_than: Duration) -> Result<Report> {

@@ -208,9 +208,11 @@ class EveryToolSucceeds(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(list((w.root / ".uploads").iterdir()), [])
         with self.subTest(tool="folder_grants_list"):
             listed = await w.ok("folder_grants_list", {})
+            grant_id = listed["grants"][0]["id"]
+            self.assertRegex(grant_id, r"^folder_[0-9a-f]{16}$")
             self.assertEqual(listed, {
                 "grants": [{
-                    "alias": "proj", "path": str(proj.resolve()), "access": "read_write",
+                    "alias": "proj", "id": grant_id, "path": str(proj.resolve()), "access": "read_write",
                     "env": "WORKFLOW_FOLDER_PROJ", "available": True, "unavailable": None,
                 }],
                 "requests": [],

@@ -141,9 +141,11 @@ describe('every tool succeeds (one server with an uploader)', () => {
 
   it('folder_grants_list', async () => {
     const listed = await w.ok('folder_grants_list', {});
+    assert.match(listed.grants[0].id, /^folder_[0-9a-f]{16}$/);
     assert.deepEqual(listed.grants, [
       {
         alias: 'proj',
+        id: listed.grants[0].id,
         path: fs.realpathSync(w.dir.proj),
         access: 'read_write',
         env: 'WORKFLOW_FOLDER_PROJ',

@@ -268,7 +268,7 @@ impl Confined {
                         subject.push(' ');
                         subject.push_str(&arg.to_string_lossy());
                     }
-                    session.refused("exec", &subject, e)
+                    session.refused(crate::audit::Operation::Exec, &subject, e)
                 }
                 // Its start and its end (with the error) are recorded already.
                 Failure::After(e) => e,
@@ -322,7 +322,8 @@ impl Confined {
         let mut outcome = match ran {
             Ok(outcome) => outcome,
             Err(e) => {
-                let error = serde_json::json!({ "code": e.code(), "message": e.to_string() });
+                let error =
+                    serde_json::json!({ "code": e.code(), "message": e.message().to_string() });
                 let _ = started.end(serde_json::json!({ "error": error }));
                 return Err(Failure::After(e));
             }

@@ -253,7 +253,7 @@ impl PruneFailure {
         Self {
             entry,
             code: error.code(),
-            message: error.to_string(),
+            message: error.message().to_string(),
         }
     }
 }
@@ -419,8 +419,12 @@ impl DownloadLane {
     pub fn save(&self, hint: impl AsRef<[u8]>, reader: impl Read) -> Result<Saved> {
         let hint = hint.as_ref();
         self.save_unrecorded(hint, reader).map_err(|e| {
-            self.audit
-                .refused("download", self.actor, &String::from_utf8_lossy(hint), e)
+            self.audit.refused(
+                crate::audit::Operation::Download,
+                self.actor,
+                &String::from_utf8_lossy(hint),
+                e,
+            )
         })
     }
 

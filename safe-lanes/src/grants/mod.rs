@@ -55,7 +55,7 @@ pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 pub use toolchain::{HIDDEN_IN_TOOLS, Kind, ToolBin, Toolchain, VarName};
 
 use crate::actor::Actor;
-use crate::audit::AuditLog;
+use crate::audit::{AuditLog, Operation};
 use crate::beneath::{self, Ambient, Anchor};
 use crate::error::{Error, Result, Shown};
 use crate::input::{AbsPath, RelPath};
@@ -706,7 +706,7 @@ impl Grants {
         actor: &str,
     ) -> Result<Recorded<Request>> {
         self.request_unrecorded(alias, asked, reason, actor)
-            .map_err(|e| self.audit.refused("grant.request", actor, alias, e))
+            .map_err(|e| self.audit.refused(Operation::GrantRequest, actor, alias, e))
     }
 
     fn request_unrecorded(

@@ -23,6 +23,7 @@ use super::rules::{Unusable, still_at_path};
 use super::toolchain::Toolchain;
 use super::{Grants, Listing};
 use crate::actor::Actor;
+use crate::audit::Operation;
 use crate::beneath::{self, Anchor, Symlinks};
 use crate::error::{Error, Result, Shown};
 use crate::input::{AbsPath, RelPath};
@@ -370,14 +371,14 @@ impl Session {
         })
     }
 
-    /// The alias `raw` an agent gave for the operation `op` (`"exec"`, `"patch"`), checked
+    /// The alias `raw` an agent gave for the operation `op` ([`Operation::Exec`], …), checked
     /// by [`Alias::new`]; a refusal is recorded in the audit log like every refused operation
     /// of the session, so a hostile alias leaves a trace even though nothing was attempted.
     ///
     /// # Errors
     ///
     /// `invalid_alias`.
-    pub fn alias(&self, op: &str, raw: &str) -> Result<Alias> {
+    pub fn alias(&self, op: Operation, raw: &str) -> Result<Alias> {
         Alias::new(raw).map_err(|e| self.refused(op, raw, e))
     }
 
@@ -399,10 +400,8 @@ impl Session {
 
     /// Record a refused operation in the audit log and hand the error back (an `io`
     /// error is handed back unrecorded: see [`AuditLog::refused`](crate::audit::AuditLog::refused)).
-    pub(crate) fn refused(&self, what: &str, subject: &str, error: Error) -> Error {
-        self.grants
-            .audit()
-            .refused(what, self.actor, subject, error)
+    pub(crate) fn refused(&self, op: Operation, subject: &str, error: Error) -> Error {
+        self.grants.audit().refused(op, self.actor, subject, error)
     }
 
     fn build(&self, stamp: Stamp, doc: &Document) -> Snapshot {

@@ -148,10 +148,15 @@ fn refusals_are_recorded_and_system_failures_are_not() {
     let refusal = safe_lanes::Error::Traversal {
         path: safe_lanes::Shown::text("../x"),
     };
-    let back = audit.refused("upload", "agent", "../\u{1b}x", refusal);
+    let back = audit.refused(
+        safe_lanes::audit::Operation::Upload,
+        "agent",
+        "../\u{1b}x",
+        refusal,
+    );
     assert_eq!(back.code(), safe_lanes::Code::Traversal);
     let failure = safe_lanes::Error::io("read", "x", std::io::Error::other("disk on fire"));
-    let back = audit.refused("upload", "agent", "x", failure);
+    let back = audit.refused(safe_lanes::audit::Operation::Upload, "agent", "x", failure);
     assert_eq!(back.code(), safe_lanes::Code::Io);
 
     let text = std::fs::read_to_string(&path).unwrap();

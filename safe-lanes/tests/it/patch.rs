@@ -75,7 +75,7 @@ impl World {
         diff: &str,
     ) -> safe_lanes::Result<safe_lanes::Patched> {
         let session = self.grants.agent().session();
-        let alias = session.alias("patch", alias)?;
+        let alias = session.alias(safe_lanes::audit::Operation::Patch, alias)?;
         apply_patch(&session, &alias, Path::new(file), diff)
     }
 

@@ -520,7 +520,7 @@ fn outside_the_roots_nothing_is_told_about_what_exists() {
         let source = w.source();
         for (asked, leads) in &cases {
             let err = source.open(asked).unwrap_err();
-            let message = err.to_string();
+            let message = err.message().to_string();
             assert_eq!(
                 err.code(),
                 Code::OutsideAllowlist,
