@@ -126,6 +126,11 @@ mod unsupported;
 #[cfg(unix)]
 pub mod upload;
 
+/// `docs/embedding.md`, whose every Rust block is compiled and run as a doc test.
+#[cfg(all(doctest, target_os = "linux"))]
+#[doc = include_str!("../../docs/embedding.md")]
+mod embedding_guide {}
+
 pub use error::{Code, Error, Result, Shown};
 pub use name::{SafeName, sanitize};
 #[cfg(not(unix))]

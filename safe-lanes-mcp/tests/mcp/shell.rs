@@ -410,3 +410,35 @@ async fn every_tool_refuses_with_a_code() {
         );
     }
 }
+
+/// The human's CLI and the agent's server answer the same report for the same work: a
+/// command (`safe-lanes exec` and `shell_exec`), a save and a listing of the lane.
+#[tokio::test]
+async fn the_cli_and_the_server_print_the_same_reports() {
+    let w = granted().await;
+    let script = "echo out; echo err >&2; exit 3";
+    let mut cli = w.cli_any(&["exec", "--cwd", "proj", "--", "/bin/sh", "-c", script]);
+    let mut mcp = w
+        .ok("shell_exec", json!({ "command": script, "cwd": "proj" }))
+        .await;
+    for report in [&mut cli, &mut mcp] {
+        let elapsed = report.as_object_mut().unwrap().remove("elapsed_s");
+        assert!(elapsed.is_some_and(|e| e.as_f64().is_some()), "{report}");
+    }
+    assert_eq!(cli, mcp);
+    assert_eq!(mcp["exit_code"], 3);
+    let saved_by_cli = w.cli_in(&["download", "save", "--name", "a.txt", "-"], b"same");
+    let saved_by_mcp = w
+        .ok(
+            "download_save",
+            json!({ "filename": "a.txt", "text": "same" }),
+        )
+        .await;
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&saved_by_cli), keys(&saved_by_mcp));
+    assert_eq!(saved_by_mcp["name"], "a (1).txt");
+    assert_eq!(saved_by_cli["sha256"], saved_by_mcp["sha256"]);
+    let listed_by_cli = w.cli(&["download", "list"]);
+    let listed_by_mcp = w.ok("downloads_list", json!({})).await;
+    assert_eq!(listed_by_cli, listed_by_mcp);
+}

@@ -77,21 +77,41 @@ impl World {
         (code.clone(), text[code.len() + 2..].to_owned())
     }
 
-    /// Run the human's CLI on this world's state root.
+    /// Run the human's CLI on this world's state root; it must succeed.
     pub(crate) fn cli(&self, args: &[&str]) -> Value {
-        let out = Command::new(cli_binary())
+        let (ok, json) = self.run_cli(args, b"");
+        assert!(ok, "safe-lanes {args:?}: {json}");
+        json
+    }
+
+    /// Run the human's CLI fed `stdin`; it must succeed.
+    pub(crate) fn cli_in(&self, args: &[&str], stdin: &[u8]) -> Value {
+        let (ok, json) = self.run_cli(args, stdin);
+        assert!(ok, "safe-lanes {args:?}: {json}");
+        json
+    }
+
+    /// Run the human's CLI, whatever its exit status (a command that fails): its JSON.
+    pub(crate) fn cli_any(&self, args: &[&str]) -> Value {
+        self.run_cli(args, b"").1
+    }
+
+    fn run_cli(&self, args: &[&str], stdin: &[u8]) -> (bool, Value) {
+        use std::io::Write;
+        let mut child = Command::new(cli_binary())
             .arg("--root")
             .arg(self.root())
             .arg("--json")
             .args(args)
-            .output()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "safe-lanes {args:?}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let json = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("safe-lanes {args:?}: {e}: {:?}", out.stdout));
+        (out.status.success(), json)
     }
 }
 

@@ -7,6 +7,7 @@ mod backends;
 mod beneath;
 mod confine;
 mod deposit;
+mod desk;
 mod download;
 mod grants;
 #[cfg(feature = "cap-std")]
