@@ -2,8 +2,9 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::path::PathBuf;
+
+use safe_lanes_testkit::fs::age;
 
 use crate::util::{Env, SETUP_FAILED, private_mounts, tree};
 
@@ -185,16 +186,6 @@ fn list_and_prune() {
     assert_eq!(text.stdout.trim(), "nothing to remove");
     let bad = env.run(&["download", "prune", "--older-than", "soon"], b"");
     assert_eq!(bad.status, 2, "a usage error");
-}
-
-/// Set the modification time of `path` to `days` days ago.
-fn age(path: &Path, days: u64) {
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_modified(SystemTime::now() - Duration::from_secs(days * 86_400))
-        .unwrap();
 }
 
 /// A file in the lane named by raw bytes, `days` old.

@@ -5,74 +5,38 @@
 //! When the tests do not run as root they cannot switch users; the second run is then made
 //! as the same (already unprivileged) user.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{HEARTBEAT, Run, appears, stops_writing};
+use safe_lanes_testkit::users::{self, UserDir};
 
-/// The unprivileged user of the second run.
-const NOBODY: u32 = 65534;
+use crate::util::{HEARTBEAT, Run, appears, stops_writing};
 
 /// One user's world: a state root, a read-write grant `proj`, a read-only grant `docs`, a
 /// folder `outside` of no grant, and a copy of the binary that user can run.
 struct Lab {
-    tmp: tempfile::TempDir,
-    uid: u32,
-    gid: u32,
+    dir: UserDir,
     binary: PathBuf,
 }
 
 impl Lab {
     /// The labs of both runs.
     fn both() -> [Lab; 2] {
-        let me = rustix::process::geteuid().as_raw();
-        let other = if me == 0 { NOBODY } else { me };
-        [Lab::new(me), Lab::new(other)]
+        users::both().map(Lab::new)
     }
 
     fn new(uid: u32) -> Self {
-        let gid = if uid == rustix::process::geteuid().as_raw() {
-            rustix::process::getegid().as_raw()
-        } else {
-            uid
-        };
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        for d in ["home", "proj", "docs", "outside"] {
-            std::fs::create_dir(tmp.path().join(d)).unwrap();
-        }
-        std::fs::write(tmp.path().join("docs/readme"), "read only").unwrap();
-        std::fs::write(tmp.path().join("outside/secret"), "secret").unwrap();
-        let binary = tmp.path().join("safe-lanes");
-        std::fs::copy(env!("CARGO_BIN_EXE_safe-lanes"), &binary).unwrap();
-        for entry in [
-            "",
-            "home",
-            "proj",
-            "docs",
-            "outside",
-            "docs/readme",
-            "outside/secret",
-            "safe-lanes",
-        ] {
-            rustix::fs::chown(
-                tmp.path().join(entry),
-                Some(rustix::fs::Uid::from_raw(uid)),
-                Some(rustix::fs::Gid::from_raw(gid)),
-            )
-            .unwrap();
-        }
-        let lab = Self {
-            tmp,
-            uid,
-            gid,
-            binary,
-        };
+        let dir = UserDir::new(uid, &["home", "proj", "docs", "outside"]);
+        std::fs::write(dir.p("docs/readme"), "read only").unwrap();
+        std::fs::write(dir.p("outside/secret"), "secret").unwrap();
+        dir.give("docs/readme");
+        dir.give("outside/secret");
+        let binary = dir.copy_binary(Path::new(env!("CARGO_BIN_EXE_safe-lanes")), "safe-lanes");
+        let lab = Self { dir, binary };
         for (alias, access) in [("proj", "read_write"), ("docs", "read_only")] {
             let path = lab.p(alias);
             let run = lab.cli(&[
@@ -91,7 +55,7 @@ impl Lab {
     }
 
     fn p(&self, rel: &str) -> PathBuf {
-        self.tmp.path().join(rel)
+        self.dir.p(rel)
     }
 
     /// `safe-lanes --root <root> ARGS`, as this lab's user.
@@ -113,10 +77,8 @@ impl Lab {
     }
 
     fn as_user(&self, command: &mut Command) {
-        if self.uid != rustix::process::geteuid().as_raw() {
-            // `std` also clears the supplementary groups when root switches users.
-            command.uid(self.uid).gid(self.gid);
-        }
+        // `std` also clears the supplementary groups when root switches users.
+        self.dir.run_as(command);
     }
 
     fn cli(&self, args: &[&str]) -> Run {
@@ -193,7 +155,7 @@ impl Lab {
     }
 
     fn who(&self) -> String {
-        format!("uid {}", self.uid)
+        format!("uid {}", self.dir.uid)
     }
 }
 

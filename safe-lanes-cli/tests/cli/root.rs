@@ -3,6 +3,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use safe_lanes_testkit::fs::mode;
+
 use crate::util::{Env, Run, SETUP_FAILED, private_mounts};
 
 #[test]
@@ -95,10 +97,6 @@ fn audit_verify_follows_the_saves() {
 
 fn chmod(path: &Path, bits: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).unwrap();
-}
-
-fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
 /// Regression: `init` on a root or lane of mode 0777 failed with `insecure_root`, though it

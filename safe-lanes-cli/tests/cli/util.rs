@@ -6,6 +6,10 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+pub(crate) use safe_lanes_testkit::fs::tree;
+pub(crate) use safe_lanes_testkit::heartbeat::{HEARTBEAT, appears, stops_writing};
+use safe_lanes_testkit::users::{NOBODY, give_tree};
+
 /// The result of one run.
 #[derive(Debug)]
 pub(crate) struct Run {
@@ -144,11 +148,7 @@ pub(crate) fn users() -> Vec<(&'static str, Vec<&'static str>)> {
 
 /// Give `dir` and everything in it to uid and gid 65534.
 pub(crate) fn give_to_nobody(dir: &Path) {
-    let chown = |p: &Path| std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
-    chown(dir);
-    for entry in tree(dir) {
-        chown(&dir.join(entry));
-    }
+    give_tree(dir, NOBODY, NOBODY);
 }
 
 pub(crate) fn run_in(
@@ -191,51 +191,6 @@ fn spawn(
         .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     Run::from(child.wait_with_output().unwrap())
-}
-
-/// Every path below `dir`, relative, sorted.
-pub(crate) fn tree(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path();
-            out.push(
-                path.strip_prefix(base)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned(),
-            );
-            if entry.file_type().unwrap().is_dir() {
-                walk(base, &path, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-/// A shell loop that rewrites `"$1/beat"` every 50 ms, for [`stops_writing`].
-pub(crate) const HEARTBEAT: &str = r#"while :; do date +%s%N > "$1/beat"; sleep 0.05; done"#;
-
-/// Whether whatever rewrites `beat` (every 50 ms, see [`HEARTBEAT`]) has stopped: its content
-/// stays the same for half a second, within five seconds.
-pub(crate) fn stops_writing(beat: &Path) -> bool {
-    let read = || std::fs::read(beat).unwrap_or_default();
-    (0..10).any(|_| {
-        let before = read();
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        before == read()
-    })
-}
-
-/// Whether `path` exists within ten seconds.
-pub(crate) fn appears(path: &Path) -> bool {
-    (0..500).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        path.exists()
-    })
 }
 
 /// Whether `unshare -rm` (a user and mount namespace of one's own, where a test may mount)

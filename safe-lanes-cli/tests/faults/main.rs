@@ -132,11 +132,7 @@ impl Lab {
 
     /// The audit records, parsed.
     fn records(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.root().join("audit.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+        safe_lanes_testkit::audit::records(&self.root())
     }
 
     /// Every invariant, as the next process finds it: one more save (which recovers what a

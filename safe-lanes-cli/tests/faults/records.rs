@@ -3,10 +3,10 @@
 //! while the manifest can, and a running server whose first recovery met a full disk.
 
 use std::os::fd::AsFd;
-use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use safe_lanes_testkit::disk::SmallDisk;
 use serde_json::{Value, json};
 
 use crate::server::Server;
@@ -235,58 +235,11 @@ fn a_change_whose_record_alone_fails_is_reported_made_and_unrecorded() {
     assert_eq!(verified["pending_record"], false, "{verified}");
 }
 
-/// A tmpfs of `size` mounted in a fresh temporary folder (root only: CI runs as root).
-struct SmallDisk {
-    path: PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
-impl SmallDisk {
-    fn mount(size: &str) -> Self {
-        assert!(
-            rustix::process::geteuid().is_root(),
-            "mounting a small tmpfs to fill needs root (CI runs as root)"
-        );
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("small");
-        std::fs::create_dir(&path).unwrap();
-        let status = std::process::Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0700"),
-                "tmpfs",
-            ])
-            .arg(&path)
-            .status()
-            .unwrap();
-        assert!(status.success(), "mount a {size} tmpfs");
-        Self { path, _tmp: tmp }
-    }
-
-    /// Fill it; the filler's path (remove it to make room).
-    fn fill(&self) -> PathBuf {
-        let filler = self.path.join("filler");
-        let mut file = std::fs::File::create(&filler).unwrap();
-        while std::io::Write::write_all(&mut file, &[0u8; 4096]).is_ok() {}
-        filler
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(&self.path)
-            .status();
-    }
-}
-
 /// A server whose first recovery failed on a full disk tries again on a later save, once the
 /// disk has room: the file a dead saver left is recorded without another process starting.
 #[test]
 fn a_running_server_retries_recovery_after_a_full_disk() {
-    let disk = SmallDisk::mount("4m");
+    let disk = SmallDisk::mount_as_root("4m");
     let lab = Lab::with_root(disk.path.join("state"));
     lab.run(&["init"], None, b"");
     let (signal, _) = lab.run(

@@ -7,8 +7,7 @@
 //! When the tests do not run as root they cannot switch users; the second run is then made
 //! as the same (already unprivileged) user.
 
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -18,75 +17,45 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Map, Value, json};
 
-use crate::util::{Client, cli_binary, refusal_code};
+use safe_lanes_testkit::users::{self, UserDir, give_tree};
 
-/// The unprivileged user of the second run.
-const NOBODY: u32 = 65534;
+use crate::util::{Client, cli_binary, refusal_code};
 
 /// One user's world: a state root, folders, copies of both binaries that user can run, and a
 /// server running as that user.
 struct Lab {
-    tmp: tempfile::TempDir,
-    uid: u32,
-    gid: u32,
+    dir: UserDir,
 }
 
 impl Lab {
     /// The labs of both runs.
     fn both() -> [Lab; 2] {
-        let me = rustix::process::geteuid().as_raw();
-        let other = if me == 0 { NOBODY } else { me };
-        [Lab::new(me), Lab::new(other)]
+        users::both().map(Lab::new)
     }
 
     fn new(uid: u32) -> Self {
-        let gid = if uid == rustix::process::geteuid().as_raw() {
-            rustix::process::getegid().as_raw()
-        } else {
-            uid
-        };
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        for d in ["home", "proj", "outside"] {
-            std::fs::create_dir(tmp.path().join(d)).unwrap();
-        }
-        for (binary, name) in [
-            (
-                PathBuf::from(env!("CARGO_BIN_EXE_safe-lanes-mcp")),
-                "safe-lanes-mcp",
-            ),
-            (cli_binary(), "safe-lanes"),
-        ] {
-            std::fs::copy(binary, tmp.path().join(name)).unwrap();
-        }
-        let lab = Self { tmp, uid, gid };
-        lab.give();
-        lab
+        let dir = UserDir::new(uid, &["home", "proj", "outside"]);
+        let server = PathBuf::from(env!("CARGO_BIN_EXE_safe-lanes-mcp"));
+        dir.copy_binary(&server, "safe-lanes-mcp");
+        dir.copy_binary(&cli_binary(), "safe-lanes");
+        Self { dir }
     }
 
     fn p(&self, rel: &str) -> PathBuf {
-        self.tmp.path().join(rel)
+        self.dir.p(rel)
     }
 
     fn who(&self) -> String {
-        format!("uid {}", self.uid)
+        format!("uid {}", self.dir.uid)
     }
 
     /// Give everything in the lab to its user.
     fn give(&self) {
-        let (uid, gid) = (
-            rustix::fs::Uid::from_raw(self.uid),
-            rustix::fs::Gid::from_raw(self.gid),
-        );
-        for path in walk(self.tmp.path()) {
-            std::os::unix::fs::lchown(&path, Some(uid.as_raw()), Some(gid.as_raw())).unwrap();
-        }
+        give_tree(self.dir.tmp.path(), self.dir.uid, self.dir.gid);
     }
 
     fn as_user(&self, command: &mut Command) {
-        if self.uid != rustix::process::geteuid().as_raw() {
-            command.uid(self.uid).gid(self.gid);
-        }
+        self.dir.run_as(command);
     }
 
     /// A program of the human's, run as the lab's user, outside any sandbox, in `cwd`.

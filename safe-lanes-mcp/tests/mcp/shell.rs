@@ -98,12 +98,7 @@ async fn a_cancelled_command_is_stopped_with_everything_it_started() {
     // The server answers the next call as usual.
     w.ok("downloads_list", json!({})).await;
     // The cancellation is on the record: the command's one end says it was stopped, and why.
-    let records = || -> Vec<Value> {
-        let log = std::fs::read_to_string(w.root().join("audit.jsonl")).unwrap();
-        log.lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
+    let records = || safe_lanes_testkit::audit::records(&w.root());
     let deadline = Instant::now() + Duration::from_secs(20);
     while !records().iter().any(|r| r["event"] == "exec.end") {
         assert!(Instant::now() < deadline, "the end was recorded");

@@ -7,20 +7,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use safe_lanes::confine::{landlock_support, sandbox_support};
-use safe_lanes::{
-    Access, Alias, Confined, ConfinedOutcome, Control, Grants, Limits, Session, StateRoot,
-};
+use safe_lanes::{Access, Alias, Confined, ConfinedOutcome, Control, Grants, Limits, Session};
 
-use crate::util::{HEARTBEAT, stops_writing};
+use crate::util::{Fixture, Granted, HEARTBEAT, grant_all, stops_writing};
 
 fn alias(text: &str) -> Alias {
     Alias::new(text).unwrap()
 }
 
 struct World {
-    tmp: tempfile::TempDir,
-    root: StateRoot,
+    fx: Fixture,
     grants: Arc<Grants>,
+}
+
+impl std::ops::Deref for World {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.fx
+    }
 }
 
 impl World {
@@ -30,48 +34,36 @@ impl World {
             support.fully_enforced && support.abi.is_some_and(|abi| abi >= 4),
             "this suite needs Landlock ABI 4+ fully enforced: {support:?}"
         );
-        let tmp = tempfile::tempdir().unwrap();
-        let root = StateRoot::open(&tmp.path().join("state")).unwrap();
-        for d in ["ro", "rw", "pending", "revoked", "outside"] {
-            std::fs::create_dir(tmp.path().join(d)).unwrap();
-        }
-        std::fs::write(tmp.path().join("ro/data.txt"), "read me").unwrap();
-        std::fs::write(tmp.path().join("rw/data.txt"), "change me").unwrap();
-        std::fs::write(tmp.path().join("pending/data.txt"), "pending").unwrap();
-        std::fs::write(tmp.path().join("revoked/data.txt"), "revoked").unwrap();
-        std::fs::write(tmp.path().join("outside/secret"), "secret").unwrap();
-        std::os::unix::fs::symlink(tmp.path().join("outside"), tmp.path().join("rw/link-out"))
-            .unwrap();
-        let grants = Arc::new(Grants::open(&root, None).unwrap());
-        let add = |alias: &str, access| {
-            grants
-                .add(alias, &tmp.path().join(alias), access, "test", "tester")
-                .unwrap();
-        };
-        add("ro", Access::ReadOnly);
-        add("rw", Access::ReadWrite);
-        add("revoked", Access::ReadWrite);
-        grants.revoke("revoked", "test", "tester").unwrap();
-        grants
-            .request(
-                "pending",
-                Access::ReadWrite,
-                "test",
-                Some(&tmp.path().join("pending")),
-                "agent",
-            )
-            .unwrap();
-        Self { tmp, root, grants }
+        let fx = Fixture::new();
+        fx.layout(
+            &["ro", "rw", "pending", "revoked", "outside"],
+            &[
+                ("ro/data.txt", "read me"),
+                ("rw/data.txt", "change me"),
+                ("pending/data.txt", "pending"),
+                ("revoked/data.txt", "revoked"),
+                ("outside/secret", "secret"),
+            ],
+        );
+        std::os::unix::fs::symlink(fx.path("outside"), fx.path("rw/link-out")).unwrap();
+        let grants = fx.grants();
+        grant_all(
+            &fx,
+            &grants,
+            &[
+                ("ro", "ro", Granted::Live(Access::ReadOnly)),
+                ("rw", "rw", Granted::Live(Access::ReadWrite)),
+                ("revoked", "revoked", Granted::Revoked),
+                ("pending", "pending", Granted::Pending),
+            ],
+        );
+        Self { fx, grants }
     }
 
     /// The `exec.end` record of the command whose `exec.start` was the last one, checked to be
     /// its only end.
     fn last_end(&self) -> serde_json::Value {
-        let log = std::fs::read_to_string(self.root.path().join("audit.jsonl")).unwrap();
-        let records: Vec<serde_json::Value> = log
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let records = safe_lanes_testkit::audit::records(self.root.path());
         let start = records
             .iter()
             .rfind(|r| r["event"] == "exec.start")

@@ -30,11 +30,7 @@ fn desk() -> (Fixture, AgentDesk) {
 }
 
 fn events(fx: &Fixture) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(fx.root.path().join("audit.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    safe_lanes_testkit::audit::records(fx.root.path())
 }
 
 fn sandbox_ready() {

@@ -13,6 +13,8 @@ use safe_lanes::input::Name;
 use safe_lanes::{Code, DownloadLane, Durability};
 use sha2::Digest;
 
+use safe_lanes_testkit::fs::age;
+
 use crate::util::{Fixture, mkfifo, mode, names};
 
 fn sha256(data: &[u8]) -> String {
@@ -432,16 +434,6 @@ fn pages_tell_apart_names_that_differ_only_in_invalid_bytes() {
         [&b"a.txt"[..], b"a\xfe.txt", b"a\xff.txt", b"b.txt"],
         "each once, in the order of list()"
     );
-}
-
-/// Set the modification time of `path` to `days` days ago.
-fn age(path: &Path, days: u64) {
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_modified(SystemTime::now() - Duration::from_secs(days * 86_400))
-        .unwrap();
 }
 
 /// A file in the lane named by raw bytes, `days` old.

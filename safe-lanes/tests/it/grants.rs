@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use safe_lanes::grants::{Action, Narrowing, Resolved};
 use safe_lanes::input::RelPath;
-use safe_lanes::{Access, Alias, Code, Grants, Session, StateRoot, Want};
+use safe_lanes::{Access, Alias, Code, Grants, Session, Want};
 use serde_json::{Value, json};
+
+use crate::util::Fixture;
 
 /// Resolve the strings an agent would send, made into typed inputs as an adapter makes them.
 trait Resolve {
@@ -23,26 +25,33 @@ impl Resolve for Session {
 }
 
 struct World {
-    tmp: tempfile::TempDir,
-    root: StateRoot,
+    fx: Fixture,
     grants: Arc<Grants>,
+}
+
+impl std::ops::Deref for World {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.fx
+    }
 }
 
 impl World {
     fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = StateRoot::open(&tmp.path().join("state")).unwrap();
-        for d in ["proj/src", "proj/docs", "proj2", "other", "sibling"] {
-            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
-        }
-        std::fs::write(tmp.path().join("proj/src/main.rs"), "fn main() {}").unwrap();
-        std::fs::write(tmp.path().join("sibling/secret"), "secret").unwrap();
-        let grants = Arc::new(Grants::open(&root, None).unwrap());
-        Self { tmp, root, grants }
+        let fx = Fixture::new();
+        fx.layout(
+            &["proj/src", "proj/docs", "proj2", "other", "sibling"],
+            &[
+                ("proj/src/main.rs", "fn main() {}"),
+                ("sibling/secret", "secret"),
+            ],
+        );
+        let grants = fx.grants();
+        Self { fx, grants }
     }
 
     fn p(&self, rel: &str) -> PathBuf {
-        self.tmp.path().join(rel)
+        self.fx.path(rel)
     }
 
     fn manifest(&self) -> PathBuf {

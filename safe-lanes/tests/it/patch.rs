@@ -6,13 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use safe_lanes::patch::FileChange;
-use safe_lanes::{Access, Alias, Code, Grants, StateRoot, apply_patch};
+use safe_lanes::{Access, Alias, Code, Grants, apply_patch};
 
-use crate::util::mkfifo;
+use crate::util::{Fixture, Granted, grant_all, mkfifo};
 
 struct World {
-    tmp: tempfile::TempDir,
-    _root: StateRoot,
+    fx: Fixture,
     grants: Arc<Grants>,
 }
 
@@ -22,50 +21,33 @@ fn lines(n: usize) -> String {
 
 impl World {
     fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = StateRoot::open(&tmp.path().join("state")).unwrap();
-        for d in ["rw/src", "ro", "outside", "pending"] {
-            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
-        }
-        std::fs::write(tmp.path().join("rw/src/lib.rs"), lines(100)).unwrap();
-        std::fs::write(tmp.path().join("ro/notes.txt"), lines(3)).unwrap();
-        std::fs::write(tmp.path().join("outside/victim.txt"), lines(3)).unwrap();
-        std::fs::write(tmp.path().join("pending/notes.txt"), lines(3)).unwrap();
-        let grants = Arc::new(Grants::open(&root, None).unwrap());
-        grants
-            .add("rw", &tmp.path().join("rw"), Access::ReadWrite, "", "t")
-            .unwrap();
-        grants
-            .add("ro", &tmp.path().join("ro"), Access::ReadOnly, "", "t")
-            .unwrap();
-        grants
-            .add(
-                "gone",
-                &tmp.path().join("outside"),
-                Access::ReadWrite,
-                "",
-                "t",
-            )
-            .unwrap();
-        grants.revoke("gone", "", "t").unwrap();
-        grants
-            .request(
-                "pending",
-                Access::ReadWrite,
-                "",
-                Some(&tmp.path().join("pending")),
-                "agent",
-            )
-            .unwrap();
-        Self {
-            tmp,
-            _root: root,
-            grants,
-        }
+        let fx = Fixture::new();
+        let (hundred, three) = (lines(100), lines(3));
+        fx.layout(
+            &["rw/src", "ro", "outside", "pending"],
+            &[
+                ("rw/src/lib.rs", &hundred),
+                ("ro/notes.txt", &three),
+                ("outside/victim.txt", &three),
+                ("pending/notes.txt", &three),
+            ],
+        );
+        let grants = fx.grants();
+        grant_all(
+            &fx,
+            &grants,
+            &[
+                ("rw", "rw", Granted::Live(Access::ReadWrite)),
+                ("ro", "ro", Granted::Live(Access::ReadOnly)),
+                ("gone", "outside", Granted::Revoked),
+                ("pending", "pending", Granted::Pending),
+            ],
+        );
+        Self { fx, grants }
     }
 
     fn p(&self, rel: &str) -> PathBuf {
-        self.tmp.path().join(rel)
+        self.fx.path(rel)
     }
 
     fn apply(
@@ -82,7 +64,7 @@ impl World {
     /// Every file of the world with its content.
     fn snapshot(&self) -> Vec<(PathBuf, Vec<u8>)> {
         let mut out = Vec::new();
-        let mut stack = vec![self.tmp.path().to_path_buf()];
+        let mut stack = vec![self.fx.tmp.path().to_path_buf()];
         while let Some(dir) = stack.pop() {
             for e in std::fs::read_dir(&dir).unwrap() {
                 let e = e.unwrap();

@@ -31,10 +31,8 @@ fn plant_marked(fx: &Fixture, name: &str) -> PathBuf {
 
 /// The names of the files recorded as recovered.
 fn recovered(fx: &Fixture) -> Vec<String> {
-    std::fs::read_to_string(fx.root.path().join("audit.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    safe_lanes_testkit::audit::records(fx.root.path())
+        .into_iter()
         .filter(|e| e["event"] == "download.recovered")
         .map(|e| e["file"]["name"].as_str().unwrap().to_owned())
         .collect()

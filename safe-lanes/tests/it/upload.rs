@@ -17,24 +17,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustix::fs::{CWD, RenameFlags};
 use safe_lanes::beneath::{force_backend, identity};
 use safe_lanes::upload::AllowedBy;
-use safe_lanes::{Code, StateRoot, UploadSource};
+use safe_lanes::{Code, UploadSource};
 use sha2::Digest;
 
 use crate::backends::BACKENDS;
-use crate::util::mkfifo;
+use crate::util::{Fixture, mkfifo};
 
 /// A state root with a token, three allowed roots (one listed through a symbolic link), and
 /// files outside.
 struct World {
-    tmp: tempfile::TempDir,
-    root: StateRoot,
+    fx: Fixture,
+}
+
+impl std::ops::Deref for World {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.fx
+    }
 }
 
 impl World {
     fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let t = tmp.path();
-        let root = StateRoot::open(&t.join("state")).unwrap();
+        let fx = Fixture::new();
+        let t = fx.tmp.path();
         std::fs::write(t.join("state/token"), "TOKEN").unwrap();
         std::fs::write(t.join("state/.downloads/got.pdf"), "received").unwrap();
         std::fs::write(t.join("state/.uploads/staged.txt"), "staged").unwrap();
@@ -76,7 +81,7 @@ impl World {
             t.join("allowed1/file.txt").display(),
         );
         std::fs::write(t.join("state/.upload-roots"), roots).unwrap();
-        Self { tmp, root }
+        Self { fx }
     }
 
     fn p(&self, rel: &str) -> PathBuf {
