@@ -47,6 +47,8 @@ pub mod limits;
 #[cfg(target_os = "linux")]
 mod placeholders;
 #[cfg(target_os = "linux")]
+pub(crate) mod pre_exec;
+#[cfg(target_os = "linux")]
 mod probe;
 #[cfg(target_os = "linux")]
 mod protect;
@@ -55,7 +57,7 @@ mod ruleset;
 #[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(target_os = "linux")]
-pub(crate) mod sys;
+mod sys;
 #[cfg(target_os = "linux")]
 mod syscalls;
 #[cfg(not(target_os = "linux"))]
