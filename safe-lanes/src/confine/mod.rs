@@ -94,9 +94,9 @@ use crate::beneath::{self, Ambient};
 use crate::child::run;
 use crate::child::{Limits, Outcome};
 use crate::control::Control;
-use crate::error::Result;
 #[cfg(target_os = "linux")]
-use crate::error::{Error, Shown};
+use crate::error::Shown;
+use crate::error::{Error, Result};
 #[cfg(target_os = "linux")]
 use crate::grants::Kind;
 use crate::grants::{Access, Alias, Session};
@@ -278,6 +278,7 @@ impl Confined {
     }
 
     /// What the command's start record says: what it runs, where, with which grants.
+    #[cfg(target_os = "linux")]
     fn start_fields(&self, grants: &[(Alias, Access)]) -> serde_json::Value {
         serde_json::json!({
             "program": self.program.to_string_lossy(),
