@@ -67,6 +67,9 @@
 //! symbolic links from another thread while resolving; property tests check the name
 //! invariants; the CLI tests run the real binary; fuzz targets live in `fuzz/`.
 
+// `unsafe` is allowed in two modules only, each saying so at its top: `confine::sys` (system
+// calls `std` and `rustix` do not offer safely) and `confine::pre_exec` (what runs between
+// `fork` and `exec`, where the promises `sys`'s `unsafe fn`s ask for are made).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]

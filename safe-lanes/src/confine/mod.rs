@@ -47,6 +47,8 @@ pub mod limits;
 #[cfg(target_os = "linux")]
 mod placeholders;
 #[cfg(target_os = "linux")]
+pub(crate) mod pre_exec;
+#[cfg(target_os = "linux")]
 mod probe;
 #[cfg(target_os = "linux")]
 mod protect;
@@ -55,7 +57,7 @@ mod ruleset;
 #[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(target_os = "linux")]
-pub(crate) mod sys;
+mod sys;
 #[cfg(target_os = "linux")]
 mod syscalls;
 #[cfg(not(target_os = "linux"))]
@@ -92,9 +94,9 @@ use crate::beneath::{self, Ambient};
 use crate::child::run;
 use crate::child::{Limits, Outcome};
 use crate::control::Control;
-use crate::error::Result;
 #[cfg(target_os = "linux")]
-use crate::error::{Error, Shown};
+use crate::error::Shown;
+use crate::error::{Error, Result};
 #[cfg(target_os = "linux")]
 use crate::grants::Kind;
 use crate::grants::{Access, Alias, Session};
@@ -276,6 +278,7 @@ impl Confined {
     }
 
     /// What the command's start record says: what it runs, where, with which grants.
+    #[cfg(target_os = "linux")]
     fn start_fields(&self, grants: &[(Alias, Access)]) -> serde_json::Value {
         serde_json::json!({
             "program": self.program.to_string_lossy(),

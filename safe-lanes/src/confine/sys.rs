@@ -1,73 +1,102 @@
-//! The library's only `unsafe` code: what a confined command's child processes do between
-//! `fork` and `exec` that neither `std` nor `rustix` offers safely.
+//! The system calls that neither `std` nor `rustix` offers safely, as small wrappers: one of
+//! the library's two modules where `unsafe` is allowed (the other, [`super::pre_exec`], is the
+//! only caller of the `unsafe fn`s here).
 //!
-//! Everything here runs in a child forked from a (possibly multi-threaded) gateway, where only
-//! async-signal-safe work is allowed: system calls on values prepared in the parent, no
-//! allocation, no locks.
+//! A wrapper whose caller must uphold something is an `unsafe fn` with a `# Safety` section,
+//! as in `std`; the others are safe. None of them allocates, on any path, so that every one
+//! can be called between `fork` and `exec`.
+
+#![allow(unsafe_code)]
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::process::Command;
 
-/// Run `in_child` in `command`'s child right before `exec`.
+use rustix::io::Errno;
+use rustix::process::{Pid, WaitStatus};
+use rustix::thread::UnshareFlags;
+
+/// The `errno` of the system call that just failed.
+fn last_errno() -> Errno {
+    Errno::from_raw_os_error(
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL),
+    )
+}
+
+/// Run `in_child` in `command`'s child, after `fork` and right before `exec`
+/// (`std::os::unix::process::CommandExt::pre_exec`).
 ///
-/// `in_child` must only make system calls on values it owns or borrows from the parent's
-/// preparation, and build plain values: no allocation, no locks.
-#[allow(unsafe_code)]
-pub(crate) fn before_exec<F>(command: &mut Command, in_child: F)
+/// An error `in_child` returns stops the child before `exec`; `spawn` returns it.
+///
+/// # Safety
+///
+/// `in_child` runs in a copy of a process that may have had other threads, in which locks
+/// (the allocator's among them) may be held by threads that do not exist there. So it must
+/// only do async-signal-safe work: system calls on values prepared in the parent (which it
+/// owns or borrows), plain values on the stack. It must not allocate or free memory, take a
+/// lock, or close or reuse a descriptor something else owns; an `io::Error` it returns must
+/// be built from a raw OS error (`from_raw_os_error`), which does not allocate.
+#[doc(alias = "pre_exec")]
+pub(crate) unsafe fn before_exec<F>(command: &mut Command, in_child: F)
 where
     F: FnMut() -> io::Result<()> + Send + Sync + 'static,
 {
     use std::os::unix::process::CommandExt;
-    // SAFETY: `pre_exec` runs `in_child` in the forked child. Its callers in this module tree
-    // (`sandbox::Plan::enter`) only make system calls through `rustix`, `landlock` and the
-    // functions below, on descriptors and C strings prepared in the parent; they allocate
-    // nothing and take no lock. `std::io::Error` values built from a raw OS error do not
-    // allocate either.
+    // SAFETY: `pre_exec`'s contract is this function's, passed on to the caller.
     unsafe {
         command.pre_exec(in_child);
     }
 }
 
-/// `close_range(first, ~0, flags)`: mark (`cloexec`) or close every descriptor from `first` up.
-#[allow(unsafe_code)]
-pub(crate) fn close_from(first: u32, cloexec: bool) -> io::Result<()> {
-    let flags = if cloexec {
-        libc::CLOSE_RANGE_CLOEXEC
-    } else {
-        0
-    };
-    // SAFETY: a raw system call with plain integer arguments. In the child it either marks
-    // descriptors close-on-exec, or (in the namespace's waiting parent, which never returns to
-    // Rust code that uses them) closes them.
+/// `close_range(first, ~0, CLOSE_RANGE_CLOEXEC)`: mark every descriptor from `first` up
+/// close-on-exec, so that `exec` leaves them behind. Nothing is closed before then.
+pub(crate) fn cloexec_from(first: u32) -> rustix::io::Result<()> {
+    // SAFETY: a raw system call with plain integer arguments that only sets a flag on
+    // descriptors: every owner's descriptor stays open and the same until `exec`.
     let done = unsafe {
         libc::syscall(
             libc::SYS_close_range,
             first as libc::c_uint,
             libc::c_uint::MAX,
-            flags as libc::c_uint,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
         )
     };
-    if done == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    if done == 0 { Ok(()) } else { Err(last_errno()) }
 }
 
-/// Which side of [`fork`] this is.
-pub(crate) enum Forked {
-    /// The original process; the new one has this PID.
-    Parent(rustix::process::Pid),
-    /// The new process.
-    Child,
+/// `close_range(first, ~0, 0)`: close every descriptor from `first` up.
+///
+/// # Safety
+///
+/// Those descriptors may be owned by values (`OwnedFd`, `File`, `std`'s own pipes) that
+/// would then use or close a number reused since: after the call, the process must not use,
+/// close or drop anything that owns one of them. A process that only waits for its child and
+/// exits (through [`exit`] or [`exit_like`]) keeps to this.
+pub(crate) unsafe fn close_from(first: u32) -> rustix::io::Result<()> {
+    // SAFETY: a raw system call with plain integer arguments; the descriptors it closes are
+    // the caller's to give up, by this function's contract.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            libc::c_uint::MAX,
+            0 as libc::c_uint,
+        )
+    };
+    if done == 0 { Ok(()) } else { Err(last_errno()) }
 }
 
-/// `close_range` of every descriptor from 3 up but `keep` (in any order): what a process that
-/// never `exec`s keeps of its parent's (`std` learns of a failed `exec` through a pipe it
-/// must not hold).
-#[allow(unsafe_code)]
-pub(crate) fn close_all_but(keep: [i32; 2]) -> io::Result<()> {
+/// `close_range` of every descriptor from 3 up but the two of `keep` (in any order): what a
+/// process that never `exec`s keeps of its parent's (`std` learns of a failed `exec` through a
+/// pipe it must not hold).
+///
+/// # Safety
+///
+/// As [`close_from`]: after the call, the process must use nothing that owns a descriptor from
+/// 3 up but those of `keep`, and drop nothing that does.
+pub(crate) unsafe fn close_all_but(keep: [i32; 2]) -> rustix::io::Result<()> {
     let (low, high) = if keep[0] < keep[1] {
         (keep[0], keep[1])
     } else {
@@ -78,8 +107,8 @@ pub(crate) fn close_all_but(keep: [i32; 2]) -> io::Result<()> {
         if first > last || first < 3 {
             continue;
         }
-        // SAFETY: a raw system call with plain integer arguments, closing descriptors this
-        // process never uses again (it only waits for its child and exits).
+        // SAFETY: a raw system call with plain integer arguments; the descriptors it closes
+        // are the caller's to give up, by this function's contract.
         let done = unsafe {
             libc::syscall(
                 libc::SYS_close_range,
@@ -89,48 +118,75 @@ pub(crate) fn close_all_but(keep: [i32; 2]) -> io::Result<()> {
             )
         };
         if done != 0 {
-            return Err(io::Error::last_os_error());
+            return Err(last_errno());
         }
     }
     Ok(())
 }
 
-/// `fork()`.
-#[allow(unsafe_code)]
-pub(crate) fn fork() -> io::Result<Forked> {
-    // SAFETY: called from a `pre_exec` child, which has a single thread: the state `std`
-    // left consistent at its own fork stays consistent, and both sides only go on to make
-    // system calls (the child until `exec`, the parent until `exit_like`).
+/// Which side of [`fork`] this is.
+pub(crate) enum Forked {
+    /// The original process; the new one has this PID.
+    Parent(Pid),
+    /// The new process.
+    Child,
+}
+
+/// `fork()`: a new process, a copy of this one with only the calling thread.
+///
+/// # Safety
+///
+/// The same as [`before_exec`]'s, for both processes: call it only in a child between `fork`
+/// and `exec` (which has a single thread), and on each side of it keep to async-signal-safe
+/// work — no allocation, no lock — until that process calls `exec` or ends. The copy holds the
+/// caller's memory as a multi-threaded parent may have left it, locks held included.
+pub(crate) unsafe fn fork() -> rustix::io::Result<Forked> {
+    // SAFETY: `fork` itself takes no argument; what the two processes may do afterwards is
+    // this function's contract, passed on to the caller.
     let pid = unsafe { libc::fork() };
     match pid {
-        -1 => Err(io::Error::last_os_error()),
+        -1 => Err(last_errno()),
         0 => Ok(Forked::Child),
-        pid => Ok(Forked::Parent(
-            rustix::process::Pid::from_raw(pid).ok_or_else(|| io::Error::other("pid"))?,
-        )),
+        // Always positive here; a value `Pid` refuses would be the kernel's error.
+        pid => Pid::from_raw(pid).map(Forked::Parent).ok_or(Errno::INVAL),
     }
 }
 
+/// The `unshare` flags that create namespaces, and nothing else.
+const NAMESPACES: UnshareFlags = UnshareFlags::NEWUSER
+    .union(UnshareFlags::NEWNS)
+    .union(UnshareFlags::NEWPID)
+    .union(UnshareFlags::NEWIPC)
+    .union(UnshareFlags::NEWUTS)
+    .union(UnshareFlags::NEWCGROUP)
+    .union(UnshareFlags::NEWNET)
+    .union(UnshareFlags::NEWTIME);
+
 /// `unshare(flags)` for new namespaces.
-#[allow(unsafe_code)]
-pub(crate) fn unshare(flags: rustix::thread::UnshareFlags) -> rustix::io::Result<()> {
-    // SAFETY: the hazard `rustix` marks is `CLONE_FILES` (descriptors seen from another thread
-    // after the table is unshared). The caller passes namespace flags only, in a `pre_exec`
-    // child that has a single thread.
+///
+/// # Errors
+///
+/// `EINVAL` when `flags` holds anything but namespaces (`CLONE_FILES`, whose hazard is why
+/// `rustix` marks `unshare` unsafe, among them); the kernel's errors otherwise.
+pub(crate) fn unshare_namespaces(flags: UnshareFlags) -> rustix::io::Result<()> {
+    if !NAMESPACES.contains(flags) {
+        return Err(Errno::INVAL);
+    }
+    // SAFETY: the hazard `rustix` marks is `CLONE_FILES` (a thread seeing descriptors of a
+    // table another thread no longer shares), refused above: namespaces only.
     unsafe { rustix::thread::unshare_unsafe(flags) }
 }
 
-/// `_exit(code)`: end this process at once, running no Rust or C cleanup.
-#[allow(unsafe_code)]
+/// `_exit(code)`: end this process at once, running no Rust or C cleanup (no destructor, no
+/// `atexit` handler, no flush of a buffer a parent may also hold a copy of).
 pub(crate) fn exit(code: i32) -> ! {
     // SAFETY: `_exit` is async-signal-safe and takes a plain integer.
     unsafe { libc::_exit(code) }
 }
 
 /// End this process the way `status` says its child ended: the same exit code, or death by
-/// the same signal (with core dumps disabled). Never returns.
-#[allow(unsafe_code)]
-pub(crate) fn exit_like(status: rustix::process::WaitStatus) -> ! {
+/// the same signal (with core dumps disabled). Never returns; runs no cleanup, as [`exit`].
+pub(crate) fn exit_like(status: WaitStatus) -> ! {
     if let Some(code) = status.exit_status() {
         exit(code);
     }
@@ -163,8 +219,11 @@ struct MountAttr {
 
 /// `mount_setattr(mount, "", AT_EMPTY_PATH | AT_RECURSIVE?, {attr_set: set})`: add the
 /// `MOUNT_ATTR_*` flags `set` to the mount (tree) `mount` refers to, keeping the others.
-#[allow(unsafe_code)]
-pub(crate) fn mount_set_flags(mount: BorrowedFd<'_>, set: u64, recursive: bool) -> io::Result<()> {
+pub(crate) fn mount_set_flags(
+    mount: BorrowedFd<'_>,
+    set: u64,
+    recursive: bool,
+) -> rustix::io::Result<()> {
     let attr = MountAttr {
         attr_set: set,
         attr_clr: 0,
@@ -187,9 +246,5 @@ pub(crate) fn mount_set_flags(mount: BorrowedFd<'_>, set: u64, recursive: bool) 
             std::mem::size_of::<MountAttr>(),
         )
     };
-    if done == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    if done == 0 { Ok(()) } else { Err(last_errno()) }
 }
