@@ -92,6 +92,8 @@ mod crash;
 #[cfg(unix)]
 pub mod deposit;
 #[cfg(unix)]
+mod digest;
+#[cfg(unix)]
 pub mod download;
 pub mod error;
 #[cfg(unix)]

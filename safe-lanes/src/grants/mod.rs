@@ -1286,7 +1286,7 @@ fn this_machine() -> String {
     let id = read("/etc")
         .or_else(|| read("/var/lib/dbus"))
         .unwrap_or_else(this_host);
-    let digest = crate::copy::sha256_hex(format!("safe-lanes machine {id}").as_bytes());
+    let digest = crate::digest::sha256_hex(format!("safe-lanes machine {id}").as_bytes());
     digest[..32].to_owned()
 }
 
