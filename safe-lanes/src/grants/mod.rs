@@ -100,7 +100,9 @@ pub struct Grants {
     /// grants (placeholders' registry, caches' private layers).
     root: Anchor,
     audit: Arc<AuditLog>,
-    /// The registry of effects in flight (`<root>/.ongoing`), opened on first use.
+    /// The registry of effects in flight (`<root>/.ongoing`), opened on first use (by the
+    /// sandbox, which is Linux only).
+    #[cfg(target_os = "linux")]
     ongoing: std::sync::OnceLock<crate::ongoing::Ongoing>,
     host: String,
     /// This machine's identity ([`this_machine`]).
@@ -210,6 +212,7 @@ impl Grants {
             state_root: root.path().to_path_buf(),
             root: root.anchor().try_clone()?,
             audit: root.audit(),
+            #[cfg(target_os = "linux")]
             ongoing: std::sync::OnceLock::new(),
             host: this_host(),
             machine: this_machine(),
