@@ -40,7 +40,7 @@ use rustix::fs::{FlockOperation, Mode, OFlags, SeekFrom};
 use serde::Serialize;
 
 use crate::beneath::{Anchor, Symlinks};
-use crate::copy::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::error::{Error, Result};
 use crate::input::RelPath;
 

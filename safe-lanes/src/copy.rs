@@ -14,6 +14,7 @@ use std::sync::{Condvar, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::beneath::shown_fd;
+use crate::digest::finish_hex;
 use crate::error::{Error, Result};
 
 /// The largest read/write chunk.
@@ -56,7 +57,7 @@ pub(crate) fn copy_hashed(
             finish()?;
             return Ok(Copied {
                 bytes: total,
-                sha256: hex(&hasher.finalize()),
+                sha256: finish_hex(hasher),
             });
         }
         total += n as u64;
@@ -151,7 +152,7 @@ fn read_back(
         written?;
         Ok(Copied {
             bytes: total,
-            sha256: hex(&hashed?.finalize()),
+            sha256: finish_hex(hashed?),
         })
     })
 }
@@ -246,22 +247,6 @@ pub(crate) fn sha256_of(reader: &mut dyn Read) -> Result<Copied> {
     }
     Ok(Copied {
         bytes: total,
-        sha256: hex(&hasher.finalize()),
+        sha256: finish_hex(hasher),
     })
-}
-
-/// Lowercase hexadecimal.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    s
-}
-
-/// SHA-256 of `data`, in lowercase hex.
-pub(crate) fn sha256_hex(data: &[u8]) -> String {
-    hex(&Sha256::digest(data))
 }

@@ -97,6 +97,8 @@ pub mod deposit;
 #[cfg(unix)]
 pub mod desk;
 #[cfg(unix)]
+mod digest;
+#[cfg(unix)]
 pub mod download;
 pub mod error;
 #[cfg(unix)]

@@ -15,7 +15,7 @@ pub(crate) fn random_hex() -> String {
         bytes[..16].copy_from_slice(&now.to_le_bytes());
         bytes[0] ^= std::process::id() as u8;
     }
-    crate::copy::hex(&bytes)
+    crate::digest::hex(&bytes)
 }
 
 /// `getrandom(2)`.

@@ -10,7 +10,8 @@ use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
 
-use super::{Anchor, Symlinks, refusal};
+use super::errno::refusal;
+use super::{Anchor, Symlinks};
 use crate::error::{Error, Result};
 
 /// Why a call may start from a path the primitive does not confine.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rustix::fs::{FileType, Stat};
 
-use super::kind_of;
+use super::stat::{kind_of, link_count};
 use crate::error::{Error, Result, Shown};
 
 /// The status of `fd`, when it is a regular file with exactly one link — what an upload may
@@ -29,7 +29,7 @@ pub fn regular_single_link(fd: BorrowedFd<'_>, shown: &Path) -> Result<Stat> {
     if st.st_nlink != 1 {
         return Err(Error::Hardlinked {
             path: Shown::path(shown),
-            links: super::link_count(&st),
+            links: link_count(&st),
         });
     }
     Ok(st)

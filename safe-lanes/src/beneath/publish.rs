@@ -4,7 +4,9 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 
-use super::{Anchor, name_shown};
+use super::Anchor;
+use super::errno::name_shown;
+use super::stat::mode_bits;
 use crate::error::{Error, Result};
 use crate::input::Name;
 
@@ -39,7 +41,7 @@ impl Anchor {
         let fd = self.create_new(tmp, 0o600)?;
         let written = (|| {
             let shown = name_shown(name.as_os_str());
-            rustix::fs::fchmod(&fd, super::mode_bits(mode))
+            rustix::fs::fchmod(&fd, mode_bits(mode))
                 .map_err(|e| Error::io("fchmod", shown.clone(), e))?;
             crate::fd::write_all(fd.as_fd(), bytes)
                 .map_err(|e| Error::io("write", shown.clone(), e))?;

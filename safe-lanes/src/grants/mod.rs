@@ -100,7 +100,9 @@ pub struct Grants {
     /// grants (placeholders' registry, caches' private layers).
     root: Anchor,
     audit: Arc<AuditLog>,
-    /// The registry of effects in flight (`<root>/.ongoing`), opened on first use.
+    /// The registry of effects in flight (`<root>/.ongoing`), opened on first use (by the
+    /// sandbox, which is Linux only).
+    #[cfg(target_os = "linux")]
     ongoing: std::sync::OnceLock<crate::ongoing::Ongoing>,
     host: String,
     /// This machine's identity ([`this_machine`]).
@@ -210,6 +212,7 @@ impl Grants {
             state_root: root.path().to_path_buf(),
             root: root.anchor().try_clone()?,
             audit: root.audit(),
+            #[cfg(target_os = "linux")]
             ongoing: std::sync::OnceLock::new(),
             host: this_host(),
             machine: this_machine(),
@@ -458,30 +461,17 @@ impl Grants {
         let alias = Alias::new(alias)?;
         let access = toolchain.access(access)?;
         let path = self.canonical_folder(path)?;
-        let grant = self.manifest.update_recorded(
-            &self.audit,
-            |doc| {
-                let mut grant = self.new_grant(doc, alias, path, access)?;
-                toolchain::attach(&mut grant, toolchain, &doc.grants)?;
-                doc.changelog
-                    .push(self.change(Action::Add, actor, reason, &grant.alias, |c| {
-                        c.grant_id = Some(grant.id.clone());
-                        c.path = Some(grant.path.clone());
-                        c.access = Some(access);
-                        c.kind = grant.kind;
-                    }));
-                doc.grants.push(grant.clone());
-                Ok(grant)
-            },
-            |grant| {
-                record(
-                    Action::Add,
-                    actor,
-                    json!({ "reason": clean_reason(reason), "grant": grant }),
-                )
-            },
-        )?;
-        Ok(grant)
+        self.change(Action::Add, actor, reason, |doc, changelog| {
+            let mut grant = self.new_grant(doc, alias, path, access)?;
+            toolchain::attach(&mut grant, toolchain, &doc.grants)?;
+            changelog.add(doc, &grant, |c| {
+                c.path = Some(grant.path.clone());
+                c.access = Some(access);
+                c.kind = grant.kind;
+            });
+            doc.grants.push(grant.clone());
+            Ok(grant)
+        })
     }
 
     /// Change a grant's access (the human's action).
@@ -497,30 +487,17 @@ impl Grants {
         actor: &str,
     ) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
-        let grant = self.manifest.update_recorded(
-            &self.audit,
-            |doc| {
-                let from = find(doc, &alias)?.access;
-                set_access_in(doc, &alias, access)?;
-                widening_needs_a_reason(&alias, Some(from), access, reason)?;
-                let grant = find(doc, &alias)?.clone();
-                doc.changelog
-                    .push(self.change(Action::SetAccess, actor, reason, &alias, |c| {
-                        c.grant_id = Some(grant.id.clone());
-                        c.from = Some(from);
-                        c.access = Some(access);
-                    }));
-                Ok(grant)
-            },
-            |grant| {
-                record(
-                    Action::SetAccess,
-                    actor,
-                    json!({ "reason": clean_reason(reason), "grant": grant }),
-                )
-            },
-        )?;
-        Ok(grant)
+        self.change(Action::SetAccess, actor, reason, |doc, changelog| {
+            let from = find(doc, &alias)?.access;
+            set_access_in(doc, &alias, access)?;
+            widening_needs_a_reason(&alias, Some(from), access, reason)?;
+            let grant = find(doc, &alias)?.clone();
+            changelog.add(doc, &grant, |c| {
+                c.from = Some(from);
+                c.access = Some(access);
+            });
+            Ok(grant)
+        })
     }
 
     /// Lift the protection of `lift` and restore that of `restore` for the grant `alias`
@@ -555,35 +532,22 @@ impl Grants {
                     .into(),
             });
         }
-        let grant = self.manifest.update_recorded(
-            &self.audit,
-            |doc| {
-                let grant = find_mut(doc, &alias)?;
-                let allowed = &mut grant.allow_protected;
-                allowed.retain(|p| !restore.contains(p));
-                for l in lift {
-                    if !allowed.contains(l) {
-                        allowed.push(l.clone());
-                    }
+        self.change(Action::Protect, actor, reason, |doc, changelog| {
+            let grant = find_mut(doc, &alias)?;
+            let allowed = &mut grant.allow_protected;
+            allowed.retain(|p| !restore.contains(p));
+            for l in lift {
+                if !allowed.contains(l) {
+                    allowed.push(l.clone());
                 }
-                allowed.sort();
-                let grant = grant.clone();
-                doc.changelog
-                    .push(self.change(Action::Protect, actor, reason, &alias, |c| {
-                        c.grant_id = Some(grant.id.clone());
-                        c.allow_protected = Some(grant.allow_protected.clone());
-                    }));
-                Ok(grant)
-            },
-            |grant| {
-                record(
-                    Action::Protect,
-                    actor,
-                    json!({ "reason": clean_reason(reason), "grant": grant }),
-                )
-            },
-        )?;
-        Ok(grant)
+            }
+            allowed.sort();
+            let grant = grant.clone();
+            changelog.add(doc, &grant, |c| {
+                c.allow_protected = Some(grant.allow_protected.clone());
+            });
+            Ok(grant)
+        })
     }
 
     /// Revoke a grant: it leaves `folder_access`; the changelog keeps its history.
@@ -593,28 +557,15 @@ impl Grants {
     /// `unknown_alias`, `invalid_manifest`, `io`.
     pub fn revoke(&self, alias: &str, reason: &str, actor: &str) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
-        let grant = self.manifest.update_recorded(
-            &self.audit,
-            |doc| {
-                let grant = find(doc, &alias)?.clone();
-                doc.grants.retain(|g| g.alias != alias);
-                doc.changelog
-                    .push(self.change(Action::Revoke, actor, reason, &alias, |c| {
-                        c.grant_id = Some(grant.id.clone());
-                        c.path = Some(grant.path.clone());
-                        c.from = Some(grant.access);
-                    }));
-                Ok(grant)
-            },
-            |grant| {
-                record(
-                    Action::Revoke,
-                    actor,
-                    json!({ "reason": clean_reason(reason), "grant": grant }),
-                )
-            },
-        )?;
-        Ok(grant)
+        self.change(Action::Revoke, actor, reason, |doc, changelog| {
+            let grant = find(doc, &alias)?.clone();
+            doc.grants.retain(|g| g.alias != alias);
+            changelog.add(doc, &grant, |c| {
+                c.path = Some(grant.path.clone());
+                c.from = Some(grant.access);
+            });
+            Ok(grant)
+        })
     }
 
     /// Adopt on this host a grant that names no host (written by another tool, or restored
@@ -630,41 +581,28 @@ impl Grants {
     /// canonical here; `overlapping_grant`, `invalid_manifest`, `io`.
     pub fn adopt(&self, alias: &str, reason: &str, actor: &str) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
-        let grant = self.manifest.update_recorded(
-            &self.audit,
-            |doc| {
-                let grant = find(doc, &alias)?;
-                let here = match &grant.machine {
-                    Some(machine) => *machine == self.machine,
-                    None => grant.host.as_deref() == Some(self.host.as_str()),
-                };
-                if here {
-                    return Err(Error::InvalidArgument {
-                        what: Shown::text(alias.as_str()),
-                        why: "the grant is bound to this machine already; only a grant without \
-                              a host, or from another machine, can be adopted"
-                            .into(),
-                    });
-                }
-                self.canonical_as_is(&grant.path, "the grant's path is not canonical here")?;
-                let grant = adopt_in(doc, &alias, &self.host, &self.machine)?;
-                doc.changelog
-                    .push(self.change(Action::Adopt, actor, reason, &alias, |c| {
-                        c.grant_id = Some(grant.id.clone());
-                        c.path = Some(grant.path.clone());
-                        c.access = Some(grant.access);
-                    }));
-                Ok(grant)
-            },
-            |grant| {
-                record(
-                    Action::Adopt,
-                    actor,
-                    json!({ "reason": clean_reason(reason), "grant": grant }),
-                )
-            },
-        )?;
-        Ok(grant)
+        self.change(Action::Adopt, actor, reason, |doc, changelog| {
+            let grant = find(doc, &alias)?;
+            let here = match &grant.machine {
+                Some(machine) => *machine == self.machine,
+                None => grant.host.as_deref() == Some(self.host.as_str()),
+            };
+            if here {
+                return Err(Error::InvalidArgument {
+                    what: Shown::text(alias.as_str()),
+                    why: "the grant is bound to this machine already; only a grant without a \
+                          host, or from another machine, can be adopted"
+                        .into(),
+                });
+            }
+            self.canonical_as_is(&grant.path, "the grant's path is not canonical here")?;
+            let grant = adopt_in(doc, &alias, &self.host, &self.machine)?;
+            changelog.add(doc, &grant, |c| {
+                c.path = Some(grant.path.clone());
+                c.access = Some(grant.access);
+            });
+            Ok(grant)
+        })
     }
 
     /// File a request for a new or wider grant (what an agent may do). It grants nothing. A
@@ -728,48 +666,37 @@ impl Grants {
             storable(p)?;
         }
         let reason = clean_reason(reason);
-        let request = self.manifest.update_recorded(
-            &self.audit,
-            |doc| {
-                doc.drop_expired(std::time::SystemTime::now());
-                // A new id for every version: the human approves the request they read, and an
-                // update in between makes that id unknown rather than silently different.
-                let asked = Asked {
-                    access,
-                    path,
-                    toolchain: toolchain.clone(),
-                };
-                let request = new_request(&alias, asked, &reason, actor);
-                match doc.requests.iter().position(|r| r.alias == alias) {
-                    // An update goes to the audit log only: a requester re-filing in a loop must not
-                    // grow the manifest.
-                    Some(at) => doc.requests[at] = request.clone(),
-                    None if doc.requests.len() >= MAX_PENDING_REQUESTS => {
-                        return Err(Error::TooLarge {
-                            what: "the number of pending requests",
-                            limit: MAX_PENDING_REQUESTS as u64,
-                        });
-                    }
-                    None => {
-                        doc.requests.push(request.clone());
-                        doc.changelog.push(self.change(
-                            Action::Request,
-                            actor,
-                            &reason,
-                            &alias,
-                            |c| {
-                                c.request_id = Some(request.id.clone());
-                                c.path = request.path.clone();
-                                c.access = Some(access);
-                            },
-                        ));
-                    }
+        let filed = self.change(Action::Request, actor, &reason, |doc, changelog| {
+            doc.drop_expired(std::time::SystemTime::now());
+            // A new id for every version: the human approves the request they read, and an
+            // update in between makes that id unknown rather than silently different.
+            let asked = Asked {
+                access,
+                path,
+                toolchain: toolchain.clone(),
+            };
+            let filed = Filed(new_request(&alias, asked, &reason, actor));
+            match doc.requests.iter().position(|r| r.alias == alias) {
+                // An update goes to the audit log only: a requester re-filing in a loop must not
+                // grow the manifest.
+                Some(at) => doc.requests[at] = filed.0.clone(),
+                None if doc.requests.len() >= MAX_PENDING_REQUESTS => {
+                    return Err(Error::TooLarge {
+                        what: "the number of pending requests",
+                        limit: MAX_PENDING_REQUESTS as u64,
+                    });
                 }
-                Ok(request)
-            },
-            |request| record(Action::Request, actor, json!({ "request": request })),
-        )?;
-        Ok(request)
+                None => {
+                    doc.requests.push(filed.0.clone());
+                    changelog.add(doc, &filed, |c| {
+                        c.path = filed.0.path.clone();
+                        c.access = Some(access);
+                    });
+                }
+            }
+            Ok(filed)
+        })?;
+        Ok(filed.map(|Filed(request)| request))
     }
 
     /// Approve a pending request (the human's action): with the proposed path, or `path` when
@@ -844,42 +771,27 @@ impl Grants {
     ) -> Result<Recorded<Grant>> {
         // Validate a human-given path before taking the lock.
         let given = path.map(|p| self.canonical_folder(p)).transpose()?;
-        let approved = self.manifest.update_recorded(
-            &self.audit,
-            |doc| {
-                if let Some(seen) = seen {
-                    check_seen(doc, request_id, seen, given.as_ref())?;
-                }
-                refuse_expired(doc, request_id)?;
-                let request = take_request(doc, request_id)?;
-                let folder = match given.clone() {
-                    Some(given) => Some(given),
-                    None => self.proposed_folder(&request)?,
-                };
-                let (grant, from) = self.grant_for(doc, &request, folder)?;
-                widening_needs_a_reason(&grant.alias, from, grant.access, reason)?;
-                doc.changelog.push(self.change(
-                    Action::Approve,
-                    actor,
-                    reason,
-                    &grant.alias,
-                    |c| {
-                        c.grant_id = Some(grant.id.clone());
-                        c.request_id = Some(request.id.clone());
-                        c.path = Some(grant.path.clone());
-                        c.from = from;
-                        c.access = Some(grant.access);
-                    },
-                ));
-                Ok((grant, request))
-            },
-            |(grant, request)| {
-                let fields =
-                    json!({ "reason": clean_reason(reason), "request": request, "grant": grant });
-                record(Action::Approve, actor, fields)
-            },
-        )?;
-        Ok(approved.map(|(grant, _request)| grant))
+        let approved = self.change(Action::Approve, actor, reason, |doc, changelog| {
+            if let Some(seen) = seen {
+                check_seen(doc, request_id, seen, given.as_ref())?;
+            }
+            refuse_expired(doc, request_id)?;
+            let request = take_request(doc, request_id)?;
+            let folder = match given.clone() {
+                Some(given) => Some(given),
+                None => self.proposed_folder(&request)?,
+            };
+            let (grant, from) = self.grant_for(doc, &request, folder)?;
+            widening_needs_a_reason(&grant.alias, from, grant.access, reason)?;
+            let approved = Approved { grant, request };
+            changelog.add(doc, &approved, |c| {
+                c.path = Some(approved.grant.path.clone());
+                c.from = from;
+                c.access = Some(approved.grant.access);
+            });
+            Ok(approved)
+        })?;
+        Ok(approved.map(|approved| approved.grant))
     }
 
     /// Apply approving `request` (with `folder`, if any) to `doc`: the grant as it is then,
@@ -959,35 +871,19 @@ impl Grants {
         reason: &str,
         actor: &str,
     ) -> Result<Recorded<Request>> {
-        let request = self.manifest.update_recorded(
-            &self.audit,
-            |doc| {
-                let at = doc
-                    .requests
-                    .iter()
-                    .position(which)
-                    .ok_or_else(|| Error::NotFound {
-                        path: Shown::text(shown),
-                        why: "no pending request matches".into(),
-                    })?;
-                let request = doc.requests.remove(at);
-                doc.changelog.push(
-                    self.change(Action::Deny, actor, reason, &request.alias, |c| {
-                        c.request_id = Some(request.id.clone());
-                        c.access = Some(request.access);
-                    }),
-                );
-                Ok(request)
-            },
-            |request| {
-                record(
-                    Action::Deny,
-                    actor,
-                    json!({ "reason": clean_reason(reason), "request": request }),
-                )
-            },
-        )?;
-        Ok(request)
+        self.change(Action::Deny, actor, reason, |doc, changelog| {
+            let at = doc
+                .requests
+                .iter()
+                .position(which)
+                .ok_or_else(|| Error::NotFound {
+                    path: Shown::text(shown),
+                    why: "no pending request matches".into(),
+                })?;
+            let request = doc.requests.remove(at);
+            changelog.add(doc, &request, |c| c.access = Some(request.access));
+            Ok(request)
+        })
     }
 
     /// A live session over these grants for the human running this process (its operations
@@ -1066,22 +962,61 @@ impl Grants {
         Ok(grant)
     }
 
-    fn change(
+    /// Make one change to the grants or requests, recorded: `apply` changes the manifest's
+    /// document under its lock and adds the changelog entry with [`Changelog::add`]; the audit
+    /// record of `action` by `actor` is made from what `apply` returns ([`Subject`]). Both go
+    /// through [`Manifest::update_recorded`], so every changelog entry has its record.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `apply` returns; as [`Manifest::update_recorded`] otherwise.
+    fn change<T: Subject>(
         &self,
         action: Action,
         actor: &str,
         reason: &str,
-        alias: &Alias,
-        fill: impl FnOnce(&mut Change),
-    ) -> Change {
+        apply: impl FnOnce(&mut Document, &Changelog<'_>) -> Result<T>,
+    ) -> Result<Recorded<T>> {
+        let changelog = Changelog {
+            action,
+            actor,
+            reason,
+        };
+        self.manifest.update_recorded(
+            &self.audit,
+            |doc| apply(doc, &changelog),
+            |value| Record {
+                event: action.event().to_owned(),
+                actor: actor.to_owned(),
+                fields: value.made().fields(reason),
+            },
+        )
+    }
+}
+
+/// The changelog entry of the change being made ([`Grants::change`]): its action, who makes
+/// it and why.
+struct Changelog<'a> {
+    action: Action,
+    actor: &'a str,
+    reason: &'a str,
+}
+
+impl Changelog<'_> {
+    /// Add to `doc`'s changelog the entry for this change to `subject` (its alias and ids),
+    /// with the details `fill` sets. A change that adds no entry (a request filed again)
+    /// does not call it.
+    fn add<S: Subject>(&self, doc: &mut Document, subject: &S, fill: impl FnOnce(&mut Change)) {
+        let made = subject.made();
+        let (grant, request) = made.parts();
         let mut change = Change {
             at: now(),
-            action,
-            actor: clean_reason(actor),
-            reason: clean_reason(reason),
-            alias: alias.clone(),
-            grant_id: None,
-            request_id: None,
+            action: self.action,
+            actor: clean_reason(self.actor),
+            reason: clean_reason(self.reason),
+            alias: made.alias().clone(),
+            grant_id: grant.map(|g| g.id.clone()),
+            request_id: request.map(|r| r.id.clone()),
             path: None,
             from: None,
             access: None,
@@ -1090,7 +1025,94 @@ impl Grants {
             other_keys: OtherKeys::new(),
         };
         fill(&mut change);
-        change
+        doc.changelog.push(change);
+    }
+}
+
+/// What a change to the grants made, as its changelog entry and its audit record name it.
+#[derive(Clone, Copy)]
+enum Made<'a> {
+    /// A grant added, changed, revoked or adopted: recorded as `{reason, grant}`.
+    Grant(&'a Grant),
+    /// A request as an agent filed it: recorded as `{request}`, whose reason is the request's
+    /// own.
+    Filed(&'a Request),
+    /// A request the human denied: recorded as `{reason, request}`.
+    Denied(&'a Request),
+    /// A request the human approved, and the grant as it is then: recorded as
+    /// `{reason, request, grant}`.
+    Approved(&'a Grant, &'a Request),
+}
+
+impl<'a> Made<'a> {
+    /// The alias the change concerns.
+    fn alias(self) -> &'a Alias {
+        match self {
+            Made::Grant(grant) | Made::Approved(grant, _) => &grant.alias,
+            Made::Filed(request) | Made::Denied(request) => &request.alias,
+        }
+    }
+
+    /// The grant and the request the change concerns, where it concerns them.
+    fn parts(self) -> (Option<&'a Grant>, Option<&'a Request>) {
+        match self {
+            Made::Grant(grant) => (Some(grant), None),
+            Made::Filed(request) | Made::Denied(request) => (None, Some(request)),
+            Made::Approved(grant, request) => (Some(grant), Some(request)),
+        }
+    }
+
+    /// The audit record's fields, `reason` being the one given for the change.
+    fn fields(self, reason: &str) -> serde_json::Value {
+        let reason = clean_reason(reason);
+        match self {
+            Made::Grant(grant) => json!({ "reason": reason, "grant": grant }),
+            Made::Filed(request) => json!({ "request": request }),
+            Made::Denied(request) => json!({ "reason": reason, "request": request }),
+            Made::Approved(grant, request) => {
+                json!({ "reason": reason, "request": request, "grant": grant })
+            }
+        }
+    }
+}
+
+/// What a change to the grants returns ([`Grants::change`]): it says what the change made.
+trait Subject {
+    /// What the change made, for its changelog entry and its audit record.
+    fn made(&self) -> Made<'_>;
+}
+
+impl Subject for Grant {
+    fn made(&self) -> Made<'_> {
+        Made::Grant(self)
+    }
+}
+
+/// A request the human denied.
+impl Subject for Request {
+    fn made(&self) -> Made<'_> {
+        Made::Denied(self)
+    }
+}
+
+/// A request as an agent filed it.
+struct Filed(Request);
+
+impl Subject for Filed {
+    fn made(&self) -> Made<'_> {
+        Made::Filed(&self.0)
+    }
+}
+
+/// A request the human approved, and the grant as it is then.
+struct Approved {
+    grant: Grant,
+    request: Request,
+}
+
+impl Subject for Approved {
+    fn made(&self) -> Made<'_> {
+        Made::Approved(&self.grant, &self.request)
     }
 }
 
@@ -1140,15 +1162,6 @@ fn check_seen(
     match request.map(|r| Proposal::of(r, &doc.grants)) {
         Some(proposal) => seen.check(&proposal, given),
         None => Ok(()),
-    }
-}
-
-/// The audit record of a change by `actor`.
-fn record(action: Action, actor: &str, fields: serde_json::Value) -> Record {
-    Record {
-        event: action.event().to_owned(),
-        actor: actor.to_owned(),
-        fields,
     }
 }
 
@@ -1286,7 +1299,7 @@ fn this_machine() -> String {
     let id = read("/etc")
         .or_else(|| read("/var/lib/dbus"))
         .unwrap_or_else(this_host);
-    let digest = crate::copy::sha256_hex(format!("safe-lanes machine {id}").as_bytes());
+    let digest = crate::digest::sha256_hex(format!("safe-lanes machine {id}").as_bytes());
     digest[..32].to_owned()
 }
 

@@ -153,7 +153,7 @@ impl Proposal {
     pub fn of(request: &Request, grants: &[Grant]) -> Self {
         let change = Proposed::of(request, grants);
         let text = serde_json::json!({ "request": &request.id, "change": &change }).to_string();
-        let digest = crate::copy::sha256_hex(text.as_bytes())[..16].to_owned();
+        let digest = crate::digest::sha256_hex(text.as_bytes())[..16].to_owned();
         Self {
             request: request.clone(),
             change,
