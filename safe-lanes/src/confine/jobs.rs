@@ -182,7 +182,7 @@ impl Jobs {
 }
 
 impl Drop for Jobs {
-    /// Stop every job still running, and wait (up to [`STOP_WAIT`] each) until it has ended
+    /// Stop every job still running, and wait (up to 10 s each) until it has ended
     /// and recorded how: none outlives the gateway that started it, and none is left to be
     /// closed as `ended_unknown`.
     fn drop(&mut self) {
