@@ -6,7 +6,7 @@
 //! 1. [`UploadDeposit::stage`] (bytes) or [`UploadDeposit::stage_source`] (a file that passed
 //!    [`UploadSource`](crate::upload::UploadSource)) writes the content into a fresh private
 //!    directory `.uploads/<random>/` (0700) as one 0600 file with an *inert* name
-//!    ([`inert_name`]: only `[A-Za-z0-9._-]`, from the sanitized hint's safe ASCII letters and
+//!    (only `[A-Za-z0-9._-]`, from the sanitized hint's safe ASCII letters and
 //!    its extension), so the path is never code wherever the uploader puts it;
 //! 2. [`UploadDeposit::run`] runs the uploader with the deposit as its working directory and
 //!    the staged path *relative to the deposit* (`<random>/<inert name>`) as the argument
@@ -43,11 +43,11 @@ use crate::upload::Opened;
 
 /// The placeholder replaced by the staged file's path in the uploader's arguments: always a
 /// whole argument.
-pub const FILE_PLACEHOLDER: &str = "{file}";
+pub(crate) const FILE_PLACEHOLDER: &str = "{file}";
 /// The placeholder replaced by the content's human-facing name (the sanitized hint): the name
 /// as it is when it is a whole argument, shell-quoted inside a larger one (`sh -c 'upload
 /// --title {name} "$1"' sh {file}`).
-pub const NAME_PLACEHOLDER: &str = "{name}";
+pub(crate) const NAME_PLACEHOLDER: &str = "{name}";
 /// The longest inert name's stem, in characters.
 const MAX_INERT_STEM: usize = 100;
 
@@ -170,7 +170,7 @@ fn replace(arg: &OsString, placeholder: &[u8], with: &[u8]) -> OsString {
 /// `_`) and its extension when that is ASCII letters and digits; a name with no ASCII letter
 /// or digit becomes `upload` (with the extension). The human-facing name stays what `{name}`
 /// gives.
-pub fn inert_name(name: &crate::name::SafeName) -> String {
+pub(crate) fn inert_name(name: &crate::name::SafeName) -> String {
     let name = name.as_str();
     let (stem, ext) = match name.rsplit_once('.') {
         Some((stem, ext))

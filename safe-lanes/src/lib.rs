@@ -75,15 +75,15 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 #[cfg(unix)]
-pub mod actor;
+mod actor;
 #[cfg(unix)]
 pub mod audit;
 #[cfg(unix)]
 pub mod beneath;
 #[cfg(unix)]
-pub mod caches;
+mod caches;
 #[cfg(unix)]
-pub mod child;
+mod child;
 #[cfg(unix)]
 pub mod confine;
 #[cfg(unix)]
@@ -119,7 +119,7 @@ pub mod patch;
 #[cfg(unix)]
 pub mod process;
 #[cfg(unix)]
-pub mod protected;
+mod protected;
 #[cfg(unix)]
 mod random;
 #[cfg(unix)]
@@ -145,6 +145,8 @@ pub use unsupported::StateRoot;
 pub use actor::Actor;
 #[cfg(unix)]
 pub use audit::{AuditLog, Verification};
+#[cfg(unix)]
+pub use caches::LayerSize;
 #[cfg(unix)]
 pub use child::{Limits, Outcome};
 #[cfg(unix)]

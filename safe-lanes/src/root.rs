@@ -30,24 +30,24 @@ use crate::error::{Error, Result, Shown};
 use crate::input::{Name, RelPath};
 
 /// The download lane's directory name under the root.
-pub const DOWNLOADS_DIR: &str = ".downloads";
+pub(crate) const DOWNLOADS_DIR: &str = ".downloads";
 /// The upload deposit's directory name under the root.
-pub const UPLOADS_DIR: &str = ".uploads";
+pub(crate) const UPLOADS_DIR: &str = ".uploads";
 /// The human-written upload allowlist file under the root.
-pub const UPLOAD_ROOTS_FILE: &str = ".upload-roots";
+pub(crate) const UPLOAD_ROOTS_FILE: &str = ".upload-roots";
 /// The default grants manifest under the root.
-pub const MANIFEST_FILE: &str = "workflow.json";
+pub(crate) const MANIFEST_FILE: &str = "workflow.json";
 /// The audit log under the root.
-pub const AUDIT_FILE: &str = "audit.jsonl";
+pub(crate) const AUDIT_FILE: &str = "audit.jsonl";
 /// Name of the download lane's registry of savers (see [`crate::download`], "Crash recovery").
-pub const SAVERS_DIR: &str = ".savers";
+pub(crate) const SAVERS_DIR: &str = ".savers";
 /// Name of the registry of placeholders for missing protected paths ([`crate::protected`]).
-pub const PLACEHOLDERS_DIR: &str = ".placeholders";
+pub(crate) const PLACEHOLDERS_DIR: &str = ".placeholders";
 /// Name of the registry of effects in flight: commands and uploads whose end is not recorded
 /// yet (`crate::ongoing`).
-pub const ONGOING_DIR: &str = ".ongoing";
+pub(crate) const ONGOING_DIR: &str = ".ongoing";
 /// Name of the directory holding each cache grant's private layer (`caches/<alias>/`).
-pub const CACHES_DIR: &str = "caches";
+pub(crate) const CACHES_DIR: &str = "caches";
 
 /// The mode of the root and of each lane.
 const DIR_MODE: u32 = 0o700;

@@ -73,7 +73,7 @@ const MAX_LINKS: usize = 40;
 /// How a source is opened: read-only, and without blocking on a FIFO.
 const READ: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
 /// Environment variables naming extra roots, in the order they are read.
-pub const ENV_VARS: [&str; 2] = ["SAFE_LANES_UPLOAD_ROOTS", "GWSA_UPLOAD_ROOTS"];
+pub(crate) const ENV_VARS: [&str; 2] = ["SAFE_LANES_UPLOAD_ROOTS", "GWSA_UPLOAD_ROOTS"];
 
 /// Where an allowed root came from.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -72,7 +72,7 @@ pub fn create_dir_all(path: &Path, mode: u32, _why: Ambient) -> Result<()> {
 ///
 /// `not_found` when nothing is there, `io` otherwise.
 #[cfg(target_os = "linux")]
-pub fn open_path(path: &Path, _why: Ambient) -> Result<OwnedFd> {
+pub(crate) fn open_path(path: &Path, _why: Ambient) -> Result<OwnedFd> {
     rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| refusal(e, path, Symlinks::Beneath, "open"))
 }

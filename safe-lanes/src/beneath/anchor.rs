@@ -30,12 +30,12 @@ pub enum Symlinks {
 /// Linux, which neither reads nor writes and opens any kind of file; elsewhere, with no
 /// `O_PATH`, `O_RDONLY | O_NONBLOCK` (the entry must be readable; a FIFO does not block).
 #[cfg(target_os = "linux")]
-pub const HOLD: OFlags = OFlags::PATH;
+pub(crate) const HOLD: OFlags = OFlags::PATH;
 /// Flags that open an entry only to hold it (to learn what and where it is): `O_PATH` on
 /// Linux, which neither reads nor writes and opens any kind of file; elsewhere, with no
 /// `O_PATH`, `O_RDONLY | O_NONBLOCK` (the entry must be readable; a FIFO does not block).
 #[cfg(not(target_os = "linux"))]
-pub const HOLD: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
+pub(crate) const HOLD: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
 
 /// The flags a lookup really uses: `O_CLOEXEC` always, `O_NOCTTY` unless `O_PATH`, and no
 /// `O_NOFOLLOW` (links are governed by [`Symlinks`]).
@@ -165,7 +165,8 @@ impl Anchor {
 
     /// Opens `path` beneath the anchor with `flags` (`O_CLOEXEC`, and `O_NOCTTY` unless
     /// `O_PATH`, are always added; `O_NOFOLLOW` is ignored: links are governed by `symlinks`).
-    /// [`HOLD`] are the flags to only hold the result, on every system.
+    /// `O_PATH` (on Linux; elsewhere `O_RDONLY | O_NONBLOCK`) are the flags to only hold the
+    /// result, on every system.
     ///
     /// # Errors
     ///

@@ -18,7 +18,7 @@ use crate::error::{Error, Result, Shown};
 /// # Errors
 ///
 /// `not_regular_file`, `hardlinked`, `io`.
-pub fn regular_single_link(fd: BorrowedFd<'_>, shown: &Path) -> Result<Stat> {
+pub(crate) fn regular_single_link(fd: BorrowedFd<'_>, shown: &Path) -> Result<Stat> {
     let st = rustix::fs::fstat(fd).map_err(|e| Error::io("fstat", shown, e))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(Error::NotRegularFile {

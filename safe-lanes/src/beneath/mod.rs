@@ -63,14 +63,16 @@ mod stat;
 mod walk;
 
 #[cfg(target_os = "linux")]
-pub use ambient::open_path;
+pub(crate) use ambient::open_path;
 pub use ambient::{Ambient, create_dir_all};
-pub use anchor::{Anchor, HOLD, Symlinks};
+pub(crate) use anchor::HOLD;
+pub use anchor::{Anchor, Symlinks};
 pub(crate) use errno::shown_fd;
-pub use file::regular_single_link;
+pub(crate) use file::regular_single_link;
 pub use location::location_of;
 pub use mechanism::{Backend, Forced, Publishing, force_backend, force_publishing, publishing};
 pub use probe::openat2_available;
 pub use publish::Publish;
 pub(crate) use stat::mode_bits;
-pub use stat::{identity, kind_of, link_count, permissions, stat_identity};
+pub use stat::{identity, permissions};
+pub(crate) use stat::{kind_of, stat_identity};

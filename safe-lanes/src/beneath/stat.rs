@@ -21,7 +21,7 @@ pub fn identity(fd: BorrowedFd<'_>) -> Result<(u64, u64)> {
 /// `(device, inode)` from a `stat`, in the same width on every system (`st_dev` is 64 bits
 /// on Linux, 32 on macOS).
 #[allow(clippy::unnecessary_cast, clippy::cast_sign_loss)]
-pub fn stat_identity(st: &Stat) -> (u64, u64) {
+pub(crate) fn stat_identity(st: &Stat) -> (u64, u64) {
     (st.st_dev as u64, st.st_ino as u64)
 }
 
@@ -34,7 +34,7 @@ pub fn permissions(st: &Stat) -> u32 {
 
 /// The number of hard links of a `stat`, as a `u64` on every system.
 #[allow(clippy::useless_conversion)]
-pub fn link_count(st: &Stat) -> u64 {
+pub(crate) fn link_count(st: &Stat) -> u64 {
     u64::from(st.st_nlink)
 }
 
@@ -46,7 +46,7 @@ pub(crate) fn mode_bits(mode: u32) -> Mode {
 }
 
 /// A human word for the file type in `stat`, for messages ("a directory", "a FIFO", …).
-pub fn kind_of(stat: &Stat) -> &'static str {
+pub(crate) fn kind_of(stat: &Stat) -> &'static str {
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::RegularFile => "a regular file",
         FileType::Directory => "a directory",

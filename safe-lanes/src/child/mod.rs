@@ -74,8 +74,9 @@ impl Outcome {
 /// A check run while the process runs: `Some(why)` stops it.
 pub(crate) type Watch<'w> = &'w (dyn Fn() -> Option<String> + Sync);
 
-/// How often a stop and `watch` are checked.
-const WATCH_EVERY: Duration = Duration::from_millis(100);
+/// How often a stop and `watch` (a running command's grants compared with the manifest) are
+/// checked.
+pub(crate) const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Spawn `command` (stdin from `/dev/null`, stdout and stderr captured into `control`, in a
 /// new process group), wait at most `limits.timeout` — every 100 ms stopping the process when
@@ -153,7 +154,7 @@ fn wait_for(
         let watchdog = scope.spawn(move || {
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
-                match done_rx.recv_timeout(left.min(WATCH_EVERY)) {
+                match done_rx.recv_timeout(left.min(WATCH_INTERVAL)) {
                     Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
                         let _ = rustix::process::kill_process_group(group, Signal::KILL);
                         return Ended::TimedOut;

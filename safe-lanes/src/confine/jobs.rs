@@ -28,7 +28,7 @@ const START_POLL: Duration = Duration::from_millis(5);
 
 /// The background jobs of one session (module docs).
 #[derive(Debug)]
-pub struct Jobs {
+pub(crate) struct Jobs {
     session: Arc<Session>,
     max: usize,
     next: AtomicU64,
@@ -52,7 +52,7 @@ struct Done {
 
 /// How a job is doing, with the output that is new since its previous report.
 #[derive(Debug)]
-pub struct JobReport {
+pub(crate) struct JobReport {
     /// The job's id.
     pub id: String,
     /// Time since it started.
@@ -65,7 +65,7 @@ pub struct JobReport {
 
 impl Jobs {
     /// Background jobs run in `session`, at most `max` at once.
-    pub fn new(session: Arc<Session>, max: usize) -> Self {
+    pub(crate) fn new(session: Arc<Session>, max: usize) -> Self {
         Self {
             session,
             max,
@@ -80,7 +80,7 @@ impl Jobs {
     ///
     /// `too_many_jobs` when `max` jobs exist; otherwise what [`Confined::run`] refuses before
     /// the command starts (an unknown alias, no sandbox, a program that cannot be started).
-    pub fn start(&self, command: Confined) -> Result<JobReport> {
+    pub(crate) fn start(&self, command: Confined) -> Result<JobReport> {
         let mut jobs = self.lock();
         if jobs.len() >= self.max {
             return Err(Error::TooManyJobs { limit: self.max });
@@ -133,7 +133,7 @@ impl Jobs {
     ///
     /// `not_found` for an id that is unknown (or already reported as ended); an error the
     /// job's command ended with.
-    pub fn report(&self, id: &str, wait: Duration) -> Result<JobReport> {
+    pub(crate) fn report(&self, id: &str, wait: Duration) -> Result<JobReport> {
         let done = Arc::clone(&self.job(id)?.done);
         let ended = done.wait(wait).take();
         let mut jobs = self.lock();
@@ -161,7 +161,7 @@ impl Jobs {
     /// # Errors
     ///
     /// As [`Jobs::report`].
-    pub fn stop(&self, id: &str, why: &str) -> Result<JobReport> {
+    pub(crate) fn stop(&self, id: &str, why: &str) -> Result<JobReport> {
         self.job(id)?.control.stop(why);
         self.report(id, STOP_WAIT)
     }

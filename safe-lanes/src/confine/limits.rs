@@ -60,7 +60,7 @@ pub fn set_scratch_budget(bytes: u64) {
 }
 
 /// The budget in force: what [`set_scratch_budget`] set, or a quarter of the machine's memory.
-pub fn scratch_budget() -> u64 {
+pub(crate) fn scratch_budget() -> u64 {
     let mut budget = crate::sync::lock(&BUDGET);
     budget.get_or_insert_with(default_budget).total
 }
@@ -73,7 +73,7 @@ fn default_budget() -> Budget {
 }
 
 /// The machine's memory in bytes (`sysinfo`), or 4 GiB when it cannot be told.
-pub fn machine_memory() -> u64 {
+pub(crate) fn machine_memory() -> u64 {
     let info = rustix::system::sysinfo();
     (info.totalram as u64)
         .saturating_mul(u64::from(info.mem_unit.max(1)))
@@ -208,7 +208,7 @@ impl ProcessLimit {
 /// initial user namespace), which `RLIMIT_NPROC` does not bind: effective uid 0, mapped to 0
 /// by the user namespace it is in. Root of a user namespace of its own (mapped to an ordinary
 /// user) is bound like that user.
-pub fn is_kernel_root() -> bool {
+pub(crate) fn is_kernel_root() -> bool {
     if !rustix::process::geteuid().is_root() {
         return false;
     }

@@ -35,7 +35,7 @@
 //! # Live narrowing
 //!
 //! A sandbox cannot be changed from outside. So while a command runs, its grants are
-//! re-checked against the manifest every [`WATCH_INTERVAL`]; when a grant it was started with is
+//! re-checked against the manifest every 100 ms; when a grant it was started with is
 //! revoked, narrowed, moved or becomes unavailable, the command is killed and
 //! the outcome says why (`stopped`). No process keeps broader authority than the manifest.
 
@@ -76,13 +76,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 #[cfg(target_os = "linux")]
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 #[cfg(target_os = "linux")]
 use landlock::ABI;
 use serde::Serialize;
 
-pub use jobs::{JobReport, Jobs};
+pub(crate) use jobs::{JobReport, Jobs};
 #[cfg(target_os = "linux")]
 pub use probe::landlock_support;
 #[cfg(not(target_os = "linux"))]
@@ -102,9 +101,6 @@ use crate::grants::Kind;
 use crate::grants::{Access, Alias, Session};
 #[cfg(target_os = "linux")]
 use crate::grants::{Effective, Snapshot, Want};
-
-/// How often a running command's grants are compared with the manifest.
-pub const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Read-only system hierarchies every confined program gets (those that exist).
 #[cfg(target_os = "linux")]

@@ -223,7 +223,7 @@ impl CommandReport {
     }
 
     /// A background job's report: its new output, and how it ended once it has.
-    pub fn job(report: JobReport) -> Self {
+    pub(crate) fn job(report: JobReport) -> Self {
         let (outcome, grants) = match report.ended {
             Some(done) => (Some(done.outcome), done.grants),
             None => (None, Vec::new()),

@@ -36,11 +36,11 @@ use crate::error::{Error, Result, Shown};
 use crate::input::{Name, RelPath};
 
 /// The manifest key holding approved grants.
-pub const GRANTS_KEY: &str = "folder_access";
+pub(crate) const GRANTS_KEY: &str = "folder_access";
 /// The manifest key holding pending requests.
-pub const REQUESTS_KEY: &str = "folder_access_requests";
+pub(crate) const REQUESTS_KEY: &str = "folder_access_requests";
 /// The manifest key holding the changelog.
-pub const CHANGELOG_KEY: &str = "folder_access_changelog";
+pub(crate) const CHANGELOG_KEY: &str = "folder_access_changelog";
 
 /// Why a record was written by a later change ([`Manifest::update_recorded`]).
 const RECOVERED: &str =
@@ -81,7 +81,7 @@ const MAX_MANIFEST_BYTES: u64 = 16 << 20;
 
 /// A manifest file, addressed through a descriptor of its directory.
 #[derive(Debug)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     path: PathBuf,
     dir: Anchor,
     name: OsString,
@@ -113,7 +113,7 @@ impl Manifest {
     ///
     /// `not_found` when the directory is missing, `invalid_manifest` when `path` names no
     /// file.
-    pub fn open(path: &Path) -> Result<Self> {
+    pub(crate) fn open(path: &Path) -> Result<Self> {
         let path = std::path::absolute(path).map_err(|e| Error::io("absolute", path, e))?;
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(Error::InvalidManifest {
@@ -132,7 +132,7 @@ impl Manifest {
     }
 
     /// The manifest's path (its directory canonical).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -141,7 +141,7 @@ impl Manifest {
     /// # Errors
     ///
     /// `io` when the directory cannot be read.
-    pub fn stamp(&self) -> Result<Stamp> {
+    pub(crate) fn stamp(&self) -> Result<Stamp> {
         match self.dir.stat_entry(self.name()?) {
             Ok(st) => Ok(stamp_of(&st)),
             Err(Error::NotFound { .. }) => Ok(Stamp(None)),
@@ -155,7 +155,7 @@ impl Manifest {
     ///
     /// `invalid_manifest` when it is not valid JSON, not an object, too large, a symbolic
     /// link, or breaks a grant rule; `io` when it cannot be read.
-    pub fn load(&self) -> Result<(Stamp, Document)> {
+    pub(crate) fn load(&self) -> Result<(Stamp, Document)> {
         let fd = match self.dir.open_read(self.name()?.as_rel(), Symlinks::Deny) {
             Ok(fd) => fd,
             Err(Error::NotFound { .. }) => return Ok((Stamp(None), Document::default())),
@@ -247,7 +247,7 @@ impl Manifest {
     /// # Errors
     ///
     /// `insecure_root` for a lock file that is not a regular file; `io`.
-    pub fn pending_record(&self) -> Result<bool> {
+    pub(crate) fn pending_record(&self) -> Result<bool> {
         let Some(lock) = self.lock_file(false)? else {
             return Ok(false);
         };

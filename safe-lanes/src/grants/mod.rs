@@ -43,14 +43,15 @@ use serde::Serialize;
 
 pub use agent::AgentGrants;
 pub use folders::{FolderChoice, Folders, MAX_FOLDER_CHOICES};
-pub use manifest::{CHANGELOG_KEY, Document, GRANTS_KEY, Manifest, REQUESTS_KEY, Stamp};
+pub(crate) use manifest::Manifest;
+pub use manifest::{Document, Stamp};
+pub(crate) use model::OtherKeys;
 pub use model::{
-    ALIAS_PATTERN, Access, Action, Alias, Change, ENV_PREFIX, Grant, LiftedPath, MAX_ALIAS_LEN,
-    MAX_REASON_CHARS, OtherKeys, Request, Want,
+    ALIAS_PATTERN, Access, Action, Alias, Change, Grant, LiftedPath, MAX_ALIAS_LEN,
+    MAX_REASON_CHARS, Request, Want,
 };
-pub use outcome::{DEFAULT_REQUEST_TTL, Outcome, REQUEST_TTL_KEY, Status};
+pub use outcome::{Outcome, Status};
 pub use proposal::{Proposal, Proposed, Seen};
-pub use rules::Unusable;
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 pub use toolchain::{HIDDEN_IN_TOOLS, Kind, ToolBin, Toolchain, VarName};
 
@@ -123,7 +124,7 @@ pub struct GrantView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
     /// For a cache: the size of its private layer in the state root, what confined commands
-    /// wrote to it ([`crate::caches`]); filled by [`Grants::measure_caches`].
+    /// wrote to it (`<root>/caches/<alias>/`, ADR 0016); filled by [`Grants::measure_caches`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub private_layer: Option<crate::caches::LayerSize>,
 }
@@ -501,7 +502,7 @@ impl Grants {
     }
 
     /// Lift the protection of `lift` and restore that of `restore` for the grant `alias`
-    /// ([`crate::protected`]): the human's choice of what a confined command may change among
+    /// (ADR 0016): the human's choice of what a confined command may change among
     /// the paths the human's own tools run later. Lifting gives the agent more, so it needs a
     /// reason.
     ///

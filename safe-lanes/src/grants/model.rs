@@ -15,7 +15,7 @@ pub const MAX_ALIAS_LEN: usize = 48;
 /// bound is [`MAX_ALIAS_LEN`]). A test checks the two agree.
 pub const ALIAS_PATTERN: &str = "^[a-z0-9][a-z0-9_-]*$";
 /// The prefix of every grant's environment key.
-pub const ENV_PREFIX: &str = "WORKFLOW_FOLDER_";
+pub(crate) const ENV_PREFIX: &str = "WORKFLOW_FOLDER_";
 /// The longest reason kept, in characters (longer reasons are cut).
 pub const MAX_REASON_CHARS: usize = 1000;
 
@@ -220,7 +220,7 @@ pub struct Grant {
     /// For a tool: the folder inside it put first on confined commands' `PATH`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bin: Option<ToolBin>,
-    /// The protected paths the human lifted for this grant ([`crate::protected`]): each,
+    /// The protected paths the human lifted for this grant (ADR 0016): each,
     /// relative to the folder, lifts every protected path equal to it or inside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_protected: Vec<LiftedPath>,
@@ -413,7 +413,7 @@ pub struct Change {
 /// does not know, with their values exactly as read. They are written back after the entry's
 /// own keys and never in place of one of them; they appear nowhere else (listings, audit
 /// records), so a key written by another tool cannot pose as one of ours.
-pub type OtherKeys = Map<String, Value>;
+pub(crate) type OtherKeys = Map<String, Value>;
 
 /// The entries of the manifest's lists, with the keys they keep for other tools.
 pub(crate) trait Entry: Serialize {

@@ -14,9 +14,9 @@ use super::manifest::Document;
 use super::model::{Access, Action, Alias, Request};
 
 /// How long a request stays pending when the manifest says nothing.
-pub const DEFAULT_REQUEST_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(crate) const DEFAULT_REQUEST_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The manifest's top-level key for how long a request stays pending (a `humantime` duration).
-pub const REQUEST_TTL_KEY: &str = "folder_access_request_ttl";
+pub(crate) const REQUEST_TTL_KEY: &str = "folder_access_request_ttl";
 /// How many decided requests are told back (the most recent).
 const DECIDED_TOLD: usize = 20;
 
@@ -65,7 +65,7 @@ pub struct Outcome {
 }
 
 impl Document {
-    /// How long a request stays pending ([`REQUEST_TTL_KEY`], else the default).
+    /// How long a request stays pending (the manifest's `folder_access_request_ttl`, else the default).
     pub fn request_ttl(&self) -> Duration {
         self.top_level(REQUEST_TTL_KEY)
             .and_then(|v| v.as_str())

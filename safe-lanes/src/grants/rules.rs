@@ -15,7 +15,7 @@ use crate::input::AbsPath;
 
 /// Why a grant cannot be made, or a stored grant cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Unusable {
+pub(crate) enum Unusable {
     /// It is `/`, or covers (or lies inside) the state root, or contains the manifest.
     Placement {
         /// Which of those.

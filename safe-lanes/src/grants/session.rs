@@ -173,7 +173,7 @@ pub struct Effective {
     /// Its kind, the variables set to its path, and a tool's bin folder.
     #[serde(skip)]
     pub toolchain: Toolchain,
-    /// The protected paths the human lifted for it ([`crate::protected`]).
+    /// The protected paths the human lifted for it (ADR 0016).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_protected: Vec<super::LiftedPath>,
     #[serde(skip)]

@@ -73,7 +73,6 @@ on_each_backend! {
     upload: crate::upload::the_source_table_holds;
     grants: crate::grants::resolution_inside_a_grant_refuses_every_escape;
     patch: crate::patch::every_refusal_leaves_everything_unchanged;
-    protected: crate::protected::the_protection_table_holds;
 }
 
 /// Run `case` with this thread forced onto the walk and onto `publishing`.

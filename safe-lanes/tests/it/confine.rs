@@ -679,54 +679,61 @@ fn a_control_shows_output_as_it_comes_and_stops_the_whole_command() {
     assert!(!rw.join("late").exists(), "nothing ran after the stop");
 }
 
-/// Background jobs: output is reported once, as it comes; a finished job is reported one last
-/// time and forgotten; the number is bounded; a stop kills the whole command; a refusal comes
-/// at start; dropping the table stops what still runs.
+/// Background jobs (the agent's desk holds them): output is reported once, as it comes; a
+/// finished job is reported one last time and forgotten; the number is bounded; a stop kills
+/// the whole command; a refusal comes at start; dropping the desk stops what still runs.
 #[test]
 fn background_jobs_report_new_output_and_are_bounded_and_stopped() {
-    use safe_lanes::confine::Jobs;
+    use safe_lanes::desk::{JobStatus, ShellRequest};
+    use safe_lanes::{AgentDesk, DeskOptions};
     let w = World::new();
     let rw = w.p("rw");
-    let jobs = Jobs::new(Arc::new(w.grants.session()), 2);
-    let short = jobs
-        .start(Confined::shell("echo one; sleep 0.3; echo two"))
+    let mut options = DeskOptions::default();
+    options.max_jobs = 2;
+    let root = safe_lanes::StateRoot::open(w.root.path()).unwrap();
+    let desk = AgentDesk::open(root, options).unwrap();
+    let shell = |command: &str, cwd: Option<&str>| ShellRequest {
+        command: command.to_owned(),
+        cwd: cwd.map(str::to_owned),
+        timeout: Duration::from_secs(60),
+    };
+    let short = desk
+        .shell_background(&shell("echo one; sleep 0.3; echo two", None))
         .unwrap();
-    let mut seen = short.output.stdout.clone();
+    let id = short.job_id.clone().unwrap();
+    let mut seen = short.stdout.clone();
     let last = loop {
-        let report = jobs.report(&short.id, Duration::from_secs(5)).unwrap();
-        seen.push_str(&report.output.stdout);
-        if let Some(ended) = report.ended {
-            break ended;
+        let report = desk.job_status(&id, Duration::from_secs(5)).unwrap();
+        seen.push_str(&report.stdout);
+        if report.status == JobStatus::Finished {
+            break report;
         }
     };
     assert_eq!(seen, "one\ntwo\n", "each line reported exactly once");
-    assert_eq!(last.outcome.exit_code, Some(0));
-    let gone = jobs.report(&short.id, Duration::ZERO).unwrap_err();
+    assert_eq!(last.exit_code, Some(0));
+    let gone = desk.job_status(&id, Duration::ZERO).unwrap_err();
     assert_eq!(
         gone.code(),
         safe_lanes::Code::NotFound,
         "forgotten once reported"
     );
 
-    let script = format!(r#"( {HEARTBEAT} ) & sleep 30; echo late > "$1/late""#);
-    let long = || {
-        Confined::new(
-            "/bin/sh",
-            ["-c", script.as_str(), "sh", rw.to_str().unwrap()],
+    let long = |dir: &str| {
+        let beat = HEARTBEAT.replace("$1", &format!("$WORKFLOW_FOLDER_RW/{dir}"));
+        shell(
+            &format!(r#"( {beat} ) & sleep 30; echo late > "$WORKFLOW_FOLDER_RW/{dir}/late""#),
+            None,
         )
     };
-    let first = jobs.start(long()).unwrap();
+    std::fs::create_dir(rw.join("one")).unwrap();
     let two = rw.join("two");
     std::fs::create_dir(&two).unwrap();
-    let second = Confined::new(
-        "/bin/sh",
-        ["-c", script.as_str(), "sh", two.to_str().unwrap()],
-    );
-    jobs.start(second).unwrap();
-    let third = jobs.start(Confined::shell("true")).unwrap_err();
+    let first = desk.shell_background(&long("one")).unwrap();
+    desk.shell_background(&long("two")).unwrap();
+    let third = desk.shell_background(&shell("true", None)).unwrap_err();
     assert_eq!(third.code(), safe_lanes::Code::TooManyJobs);
-    let refused = jobs
-        .start(Confined::shell("true").cwd(alias("revoked")))
+    let refused = desk
+        .shell_background(&shell("true", Some("revoked")))
         .unwrap_err();
     assert_eq!(
         refused.code(),
@@ -735,24 +742,25 @@ fn background_jobs_report_new_output_and_are_bounded_and_stopped() {
     );
 
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !rw.join("beat").exists() {
+    while !rw.join("one/beat").exists() {
         assert!(Instant::now() < deadline, "the job never ran");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let stopped = jobs.stop(&first.id, "stopped by the agent").unwrap();
-    let ended = stopped.ended.expect("a stopped job has ended");
+    let stopped = desk.job_stop(first.job_id.as_deref().unwrap()).unwrap();
     assert_eq!(
-        ended.outcome.stopped.as_deref(),
-        Some("stopped by the agent")
+        stopped.status,
+        JobStatus::Finished,
+        "a stopped job has ended"
     );
+    assert_eq!(stopped.stopped.as_deref(), Some("stopped by the agent"));
     assert!(
-        stops_writing(&rw.join("beat")),
+        stops_writing(&rw.join("one/beat")),
         "the job's background loop died too"
     );
-    assert!(!rw.join("late").exists());
+    assert!(!rw.join("one/late").exists());
 
-    let refused = jobs
-        .start(Confined::shell("true").cwd(alias("revoked")))
+    let refused = desk
+        .shell_background(&shell("true", Some("revoked")))
         .unwrap_err();
     assert_eq!(
         refused.code(),
@@ -764,10 +772,10 @@ fn background_jobs_report_new_output_and_are_bounded_and_stopped() {
         assert!(Instant::now() < deadline, "the second job never ran");
         std::thread::sleep(Duration::from_millis(20));
     }
-    drop(jobs);
+    drop(desk);
     assert!(
         stops_writing(&two.join("beat")),
-        "dropping the table stopped the job"
+        "dropping the desk stopped the job"
     );
 }
 

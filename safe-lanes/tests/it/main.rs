@@ -14,7 +14,6 @@ mod grants;
 mod interop;
 mod name;
 mod patch;
-mod protected;
 mod root;
 mod savers;
 mod shown;

@@ -1,11 +1,11 @@
-//! Protected paths: what `Protection::scan` finds in a read-write grant's folder, and what a
-//! patch may not write. The table runs on both resolution backends (`backends.rs`).
+//! What `Protection::scan` finds in a read-write grant's folder. The table runs on both
+//! resolution backends.
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use safe_lanes::beneath::{Ambient, Anchor};
-use safe_lanes::protected::{Placeholder, Protection, State};
+use super::{Placeholder, Protection, State};
+use crate::beneath::{Ambient, Anchor, Backend, force_backend};
 
 /// A folder holding a repository at its top (with a submodule and a linked worktree), a
 /// repository directly inside it, a checkout whose `.git` is a pointer file, and a folder that
@@ -60,7 +60,15 @@ const EMPTY: Placeholder = Placeholder::File(b"");
 const COMMON: Placeholder = Placeholder::File(b".\n");
 
 /// `case: path => state` for the folder of [`folder`], run on each backend.
-pub(crate) fn the_protection_table_holds() {
+#[test]
+fn the_protection_table_holds_on_both_backends() {
+    for backend in [Backend::Openat2, Backend::Walk] {
+        let _forced = force_backend(backend);
+        the_protection_table_holds();
+    }
+}
+
+fn the_protection_table_holds() {
     let tmp = folder();
     let found = scan(tmp.path(), false, &[]);
     let missing_dir = Some(State::Missing(Placeholder::Dir));
@@ -143,7 +151,7 @@ pub(crate) fn the_protection_table_holds() {
         let refusal = found.refusal(Path::new(rel), &[], "site");
         assert_eq!(refusal.is_some(), refused, "{rel}: {refusal:?}");
         if let Some(e) = refusal {
-            assert_eq!(e.code(), safe_lanes::Code::ProtectedPath, "{rel}");
+            assert_eq!(e.code(), crate::Code::ProtectedPath, "{rel}");
             assert!(e.to_string().contains("--allow-protected"), "{e}");
         }
     }
@@ -239,9 +247,5 @@ fn a_modules_tree_too_large_to_look_at_is_refused_not_half_protected() {
     }
     let anchor = Anchor::open_ambient(tmp.path(), Ambient::because("a test's folder")).unwrap();
     let refused = Protection::scan(&anchor, false, &[]).unwrap_err();
-    assert_eq!(
-        refused.code(),
-        safe_lanes::Code::SandboxUnavailable,
-        "{refused}"
-    );
+    assert_eq!(refused.code(), crate::Code::SandboxUnavailable, "{refused}");
 }

@@ -52,7 +52,7 @@ use crate::input::{Name, RelPath};
 /// What stands in for a protected path that does not exist, so that a confined command cannot
 /// create it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placeholder {
+pub(crate) enum Placeholder {
     /// An empty directory (every tool that looks for a file there finds nothing to read).
     Dir,
     /// A file with this content: what git reads as if the file were absent (`commondir` of
@@ -80,7 +80,7 @@ const IN_GRANT: &[Rule] = &[
 /// The shell and tool start-up files: protected at the top of every read-write grant where
 /// they exist, and where they do not, in a home folder (the only folder a shell reads them
 /// from).
-pub const START_UP_FILES: &[&str] = &[
+pub(crate) const START_UP_FILES: &[&str] = &[
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -118,7 +118,7 @@ const MAX_ENTRIES: usize = 20_000;
 
 /// What a protected path is now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     /// A directory: mounted read-only over itself.
     Dir,
     /// A file (or another node that is not a directory or a link): mounted read-only over
@@ -133,7 +133,7 @@ pub enum State {
 
 /// One protected path of a grant.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Protected {
+pub(crate) struct Protected {
     /// Relative to the grant's folder.
     pub path: PathBuf,
     /// What it is now.
@@ -142,14 +142,14 @@ pub struct Protected {
 
 /// The protected paths of one read-write grant as they are now, and its git directories.
 #[derive(Clone, Debug, Default)]
-pub struct Protection {
+pub(crate) struct Protection {
     entries: Vec<Protected>,
     git_dirs: Vec<PathBuf>,
 }
 
 impl Protection {
     /// Look at the folder of a read-write grant: its top, the repositories in it and their git
-    /// directories. `home` says the folder is a home folder ([`is_home`]); paths equal to or
+    /// directories. `home` says the folder is a home folder (the user's `$HOME`, or a home directory in `/etc/passwd`); paths equal to or
     /// inside one of `lifted` are left out.
     ///
     /// # Errors
@@ -162,7 +162,7 @@ impl Protection {
     /// Everything is looked at beneath `folder` without following a link; what a `.git` file
     /// or a `commondir` names (text a command could have written) only ever adds protection,
     /// and is looked at beneath `folder` too.
-    pub fn scan(folder: &Anchor, home: bool, lifted: &[PathBuf]) -> Result<Self> {
+    pub(crate) fn scan(folder: &Anchor, home: bool, lifted: &[PathBuf]) -> Result<Self> {
         let mut scan = Scan {
             folder,
             out: Protection::default(),
@@ -187,13 +187,15 @@ impl Protection {
     }
 
     /// The protected paths.
-    pub fn entries(&self) -> &[Protected] {
+    #[cfg(any(target_os = "linux", test))]
+    pub(crate) fn entries(&self) -> &[Protected] {
         &self.entries
     }
 
     /// The directories to pin: every directory strictly between the grant's folder and a
     /// protected path, and every git directory.
-    pub fn pins(&self) -> BTreeSet<PathBuf> {
+    #[cfg(any(target_os = "linux", test))]
+    pub(crate) fn pins(&self) -> BTreeSet<PathBuf> {
         let mut pins = BTreeSet::new();
         for p in self.entries.iter().map(|p| &p.path).chain(&self.git_dirs) {
             let mut at = p.as_path();
@@ -213,7 +215,7 @@ impl Protection {
     /// with a patch, if it is protected: equal to or inside a protected path, or inside a git
     /// directory (a patch edits text, not git's internals), unless the human lifted it
     /// (`lifted`, as in [`Protection::scan`]); the message names the grant `alias`.
-    pub fn refusal(&self, path: &Path, lifted: &[PathBuf], alias: &str) -> Option<Error> {
+    pub(crate) fn refusal(&self, path: &Path, lifted: &[PathBuf], alias: &str) -> Option<Error> {
         let path = normal(path);
         if is_lifted(&path, lifted) {
             return None;
@@ -497,7 +499,7 @@ fn state_of(st: &Stat) -> State {
 
 /// Whether `folder` (canonical) is a home folder: the gateway's `$HOME`, or the home of an
 /// account in `/etc/passwd`.
-pub fn is_home(folder: &Path) -> bool {
+pub(crate) fn is_home(folder: &Path) -> bool {
     use std::sync::OnceLock;
     static HOMES: OnceLock<BTreeSet<PathBuf>> = OnceLock::new();
     let homes = HOMES.get_or_init(|| {
@@ -528,3 +530,6 @@ pub fn is_home(folder: &Path) -> bool {
     });
     homes.contains(folder)
 }
+
+#[cfg(test)]
+mod tests;
