@@ -121,7 +121,8 @@ impl GrantRow {
             access: view.grant.access.as_str(),
             read_write: view.grant.access == Access::ReadWrite,
             env: view.env.clone(),
-            kind: (!view.grant.kind.is_folder()).then(|| view.grant.kind.as_str()),
+            kind: (!view.grant.toolchain.kind.is_folder())
+                .then(|| view.grant.toolchain.kind.as_str()),
             unavailable: view.unavailable.clone(),
             lifted: view
                 .grant

@@ -89,7 +89,7 @@ fn list(grants: &Grants) -> Result<Report> {
     let mut text = String::new();
     for g in &listing.grants {
         let unavailable = g.unavailable.as_deref();
-        let kind = match g.grant.kind {
+        let kind = match g.grant.toolchain.kind {
             Kind::Folder => String::new(),
             kind => format!("{kind}: "),
         };

@@ -306,7 +306,7 @@ fn caches(location: &RootLocation, manifest: Option<&Path>) -> Vec<(serde_json::
     listing
         .grants
         .into_iter()
-        .filter(|g| g.grant.kind == safe_lanes::grants::Kind::Cache)
+        .filter(|g| g.grant.toolchain.kind == safe_lanes::grants::Kind::Cache)
         .map(|g| {
             let size = g.private_layer.map_or(0, |l| l.bytes);
             let line = format!(

@@ -267,8 +267,14 @@ impl From<GrantView> for GrantInfo {
             env: g.env,
             available: g.available,
             unavailable: g.unavailable,
-            kind: (!g.grant.kind.is_folder()).then(|| g.grant.kind.to_string()),
-            vars: g.grant.vars.iter().map(ToString::to_string).collect(),
+            kind: (!g.grant.toolchain.kind.is_folder()).then(|| g.grant.toolchain.kind.to_string()),
+            vars: g
+                .grant
+                .toolchain
+                .vars
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             allow_protected: g
                 .grant
                 .allow_protected
@@ -288,7 +294,7 @@ impl From<Request> for RequestInfo {
             reason: r.reason,
             path: r.path.map(|p| p.to_string_lossy().into_owned()),
             requested_at: r.requested_at,
-            kind: (!r.kind.is_folder()).then(|| r.kind.to_string()),
+            kind: (!r.toolchain.kind.is_folder()).then(|| r.toolchain.kind.to_string()),
         }
     }
 }

@@ -327,7 +327,7 @@ impl Grants {
         let caches = listing
             .grants
             .iter_mut()
-            .filter(|v| v.grant.kind == Kind::Cache);
+            .filter(|v| v.grant.toolchain.kind == Kind::Cache);
         let mut opened = None;
         for view in caches {
             let dir = match &opened {
@@ -350,10 +350,13 @@ impl Grants {
         let alias = Alias::new(alias)?;
         let (_, doc) = self.manifest.load()?;
         let grant = find(&doc, &alias)?;
-        if grant.kind != Kind::Cache {
+        if grant.toolchain.kind != Kind::Cache {
             return Err(Error::InvalidArgument {
                 what: Shown::text(alias.as_str()),
-                why: format!("`{alias}` is a {}, not a cache", grant.kind.as_str()),
+                why: format!(
+                    "`{alias}` is a {}, not a cache",
+                    grant.toolchain.kind.as_str()
+                ),
             });
         }
         let caches = crate::caches::Caches::open(&self.root, &self.state_root)?;
@@ -468,7 +471,7 @@ impl Grants {
             changelog.add(doc, &grant, |c| {
                 c.path = Some(grant.path.clone());
                 c.access = Some(access);
-                c.kind = grant.kind;
+                c.kind = grant.toolchain.kind;
             });
             doc.grants.push(grant.clone());
             Ok(grant)
@@ -815,7 +818,7 @@ impl Grants {
             });
         };
         let mut grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
-        toolchain::attach(&mut grant, request.toolchain(), &doc.grants)?;
+        toolchain::attach(&mut grant, request.toolchain.clone(), &doc.grants)?;
         doc.grants.push(grant.clone());
         Ok((grant, None))
     }
@@ -952,9 +955,7 @@ impl Grants {
             created_at: Some(now()),
             host: Some(self.host.clone()),
             machine: Some(self.machine.clone()),
-            kind: Kind::Folder,
-            vars: Vec::new(),
-            bin: None,
+            toolchain: Toolchain::folder(),
             allow_protected: Vec::new(),
             other_keys: OtherKeys::new(),
         };
@@ -1222,7 +1223,7 @@ fn adopt_in(doc: &mut Document, alias: &Alias, host: &str, machine: &str) -> Res
 
 fn set_access_in(doc: &mut Document, alias: &Alias, access: Access) -> Result<()> {
     let grant = find_mut(doc, alias)?;
-    grant.access = grant.kind.access(Some(access))?;
+    grant.access = grant.toolchain.kind.access(Some(access))?;
     let grant = grant.clone();
     check_overlaps(&grant, &doc.grants)
 }
@@ -1270,9 +1271,7 @@ fn new_request(alias: &Alias, asked: Asked<'_>, reason: &str, actor: &str) -> Re
         path: asked.path.map(Path::to_path_buf),
         requested_at: now(),
         requested_by: Some(actor.to_owned()),
-        kind: asked.toolchain.kind,
-        vars: asked.toolchain.vars,
-        bin: asked.toolchain.bin,
+        toolchain: asked.toolchain,
         other_keys: OtherKeys::new(),
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use super::toolchain::{Kind, ToolBin, VarName};
+use super::toolchain::{Kind, Toolchain};
 use crate::error::{Error, Result, Shown};
 
 /// The longest alias, in bytes.
@@ -211,15 +211,10 @@ pub struct Grant {
         skip_serializing_if = "Option::is_none"
     )]
     pub machine: Option<String>,
-    /// What it is for: a folder (the default, not written), a tool or a cache.
-    #[serde(default, skip_serializing_if = "Kind::is_folder")]
-    pub kind: Kind,
-    /// For a tool or a cache: the variables set to its path in confined commands.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub vars: Vec<VarName>,
-    /// For a tool: the folder inside it put first on confined commands' `PATH`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bin: Option<ToolBin>,
+    /// What it is for besides its folder: a tool or a cache, with their variables and bin
+    /// folder (nothing, for a plain folder).
+    #[serde(flatten)]
+    pub toolchain: Toolchain,
     /// The protected paths the human lifted for this grant (ADR 0016): each,
     /// relative to the folder, lifts every protected path equal to it or inside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -296,15 +291,10 @@ pub struct Request {
     /// Who asked: the side, and the agent's client as it named itself (`agent (name 1.2)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
-    /// What is asked for: a folder (the default, not written), a tool or a cache.
-    #[serde(default, skip_serializing_if = "Kind::is_folder")]
-    pub kind: Kind,
-    /// For a tool or a cache: the variables to set to its path.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub vars: Vec<VarName>,
-    /// For a tool: its programs' folder, to put on `PATH`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bin: Option<ToolBin>,
+    /// What is asked for besides a folder: a tool or a cache, with their variables and bin
+    /// folder (nothing, for a plain folder).
+    #[serde(flatten)]
+    pub toolchain: Toolchain,
     /// The keys of the request's entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,
@@ -428,15 +418,6 @@ impl Entry for Grant {
 }
 
 impl Request {
-    /// What the request asks a new grant to add besides its folder.
-    pub fn toolchain(&self) -> super::toolchain::Toolchain {
-        super::toolchain::Toolchain {
-            kind: self.kind,
-            vars: self.vars.clone(),
-            bin: self.bin.clone(),
-        }
-    }
-
     /// The reason as the human reads it: one line per line the requester wrote (stored with
     /// its newlines escaped, or not), each escaped for display ([`Shown::text`]), so no text
     /// in it can pass for anything but the requester's words.

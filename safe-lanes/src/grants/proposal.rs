@@ -64,9 +64,9 @@ impl Proposed {
                 alias: request.alias.clone(),
                 access: request.access,
                 path: request.path.clone(),
-                kind: request.kind,
-                vars: request.vars.clone(),
-                bin: request.bin.clone(),
+                kind: request.toolchain.kind,
+                vars: request.toolchain.vars.clone(),
+                bin: request.toolchain.bin.clone(),
             },
         }
     }

@@ -175,7 +175,7 @@ impl Rules<'_> {
     /// that path.
     pub(crate) fn usable(&self, grant: &Grant, all: &[Grant]) -> Result<Anchor, Unusable> {
         self.placement(&grant.path)?;
-        if grant.kind.access(Some(grant.access)).is_err() {
+        if grant.toolchain.kind.access(Some(grant.access)).is_err() {
             return Err(Unusable::Placement {
                 why: "a tool is read-only and a cache read-write, and this entry says otherwise",
             });

@@ -420,11 +420,7 @@ impl Session {
                     access,
                     env: g.alias.env_key(),
                     unavailable,
-                    toolchain: Toolchain {
-                        kind: g.kind,
-                        vars: g.vars.clone(),
-                        bin: g.bin.clone(),
-                    },
+                    toolchain: g.toolchain.clone(),
                     allow_protected: g.allow_protected.clone(),
                     folder,
                 })

@@ -216,14 +216,19 @@ fn checked(text: &str, why: Option<&'static str>) -> Result<String> {
 }
 
 /// What a grant adds to confined commands besides its folder: its kind, the variables set to
-/// its path, and for a tool the folder put on `PATH`. A plain folder grant has none.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// its path, and for a tool the folder put on `PATH`. A plain folder grant has none. In the
+/// manifest (and a listing) its keys are the grant's or request's own (`kind`, `vars`,
+/// `bin`), each left out when it says nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Toolchain {
-    /// The kind.
+    /// The kind: a folder (the default, not written), a tool or a cache.
+    #[serde(default, skip_serializing_if = "Kind::is_folder")]
     pub kind: Kind,
-    /// The variables set to the grant's path.
+    /// For a tool or a cache: the variables set to the grant's path in confined commands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub vars: Vec<VarName>,
-    /// For a tool, its programs' folder.
+    /// For a tool: its programs' folder, put first on confined commands' `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bin: Option<ToolBin>,
 }
 
@@ -291,7 +296,8 @@ pub(super) fn attach(
 ) -> Result<()> {
     let taken = |v: &VarName| {
         others.iter().find(|g| {
-            g.vars
+            g.toolchain
+                .vars
                 .iter()
                 .any(|o| o.as_str().eq_ignore_ascii_case(v.as_str()))
         })
@@ -308,9 +314,7 @@ pub(super) fn attach(
             why: "a tool whose path holds `:` cannot be put on PATH".into(),
         });
     }
-    grant.kind = toolchain.kind;
-    grant.vars = toolchain.vars;
-    grant.bin = toolchain.bin;
+    grant.toolchain = toolchain;
     Ok(())
 }
 

@@ -292,7 +292,10 @@ fn tools_and_caches_keep_their_kind() {
         .grants
         .add_with("proj-tool", &w.p("proj"), None, tool, "", "alice")
         .unwrap();
-    assert_eq!((added.kind, added.access), (Kind::Tool, Access::ReadOnly));
+    assert_eq!(
+        (added.toolchain.kind, added.access),
+        (Kind::Tool, Access::ReadOnly)
+    );
     assert_eq!(
         code(
             w.grants
@@ -330,7 +333,10 @@ fn tools_and_caches_keep_their_kind() {
             .starts_with("new cache `proj2-cache` read_write")
     );
     let g = w.grants.approve(&r.id, None, "", "alice").unwrap();
-    assert_eq!((g.kind, g.vars[0].as_str()), (Kind::Cache, "PROJ2_CACHE"));
+    assert_eq!(
+        (g.toolchain.kind, g.toolchain.vars[0].as_str()),
+        (Kind::Cache, "PROJ2_CACHE")
+    );
 
     // A tool stored read-write (edited by hand) is not used.
     let text = std::fs::read_to_string(w.manifest()).unwrap();
