@@ -74,98 +74,65 @@
 #![warn(missing_docs)]
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-#[cfg(unix)]
-mod actor;
-#[cfg(unix)]
-pub mod audit;
-#[cfg(unix)]
-pub mod beneath;
-#[cfg(unix)]
-mod caches;
-#[cfg(unix)]
-mod child;
-#[cfg(unix)]
-pub mod confine;
-#[cfg(unix)]
-pub mod control;
-#[cfg(unix)]
-mod copy;
-#[cfg(unix)]
-mod crash;
-#[cfg(unix)]
-pub mod deposit;
-#[cfg(unix)]
-pub mod desk;
-#[cfg(unix)]
-mod digest;
-#[cfg(unix)]
-pub mod download;
 pub mod error;
-#[cfg(unix)]
-mod fd;
-#[cfg(unix)]
-pub mod grants;
-#[cfg(unix)]
-mod held;
-#[cfg(unix)]
-pub mod input;
-#[cfg(unix)]
-mod lossy;
 pub mod name;
-#[cfg(unix)]
-mod ongoing;
-#[cfg(unix)]
-pub mod patch;
-#[cfg(unix)]
-pub mod process;
-#[cfg(unix)]
-mod protected;
-#[cfg(unix)]
-mod random;
-#[cfg(unix)]
-pub mod root;
-#[cfg(unix)]
-mod sync;
-#[cfg(not(unix))]
-mod unsupported;
-#[cfg(unix)]
-pub mod upload;
+
+pub use error::{Code, Error, Result, Shown};
+pub use name::{SafeName, sanitize};
+
+// The platform is chosen once: everything but names and errors needs a Unix (the lanes, the
+// grants, and on Linux the sandbox); elsewhere `StateRoot` refuses (ADR 0012).
+cfg_if::cfg_if! {
+    if #[cfg(unix)] {
+        mod actor;
+        pub mod audit;
+        pub mod beneath;
+        mod caches;
+        mod child;
+        pub mod confine;
+        pub mod control;
+        mod copy;
+        mod crash;
+        pub mod deposit;
+        pub mod desk;
+        mod digest;
+        pub mod download;
+        mod fd;
+        pub mod grants;
+        mod held;
+        pub mod input;
+        mod lossy;
+        mod ongoing;
+        pub mod patch;
+        pub mod process;
+        mod protected;
+        mod random;
+        pub mod root;
+        mod sync;
+        pub mod upload;
+
+        pub use actor::Actor;
+        pub use audit::{AuditLog, Verification};
+        pub use caches::LayerSize;
+        pub use child::{Limits, Outcome};
+        pub use confine::{Confined, ConfinedOutcome, SandboxSupport, sandbox_support};
+        pub use control::Control;
+        pub use deposit::{Staged, UploadDeposit, Uploader};
+        pub use desk::{AgentDesk, DeskOptions};
+        pub use download::{DownloadLane, Durability, Saved};
+        pub use grants::{Access, Alias, Grants, Session, Want};
+        pub use patch::{Patched, apply_patch};
+        pub use process::{Hardening, harden};
+        pub use root::{RootLocation, RootOrigin, StateRoot};
+        pub use upload::{Opened, Source, UploadSource};
+    } else {
+        mod unsupported;
+
+        pub use unsupported::StateRoot;
+    }
+}
 
 /// `docs/embedding.md`, whose every Rust block is compiled and run as a doc test.
 #[cfg(all(doctest, target_os = "linux"))]
 #[doc = include_str!("../../docs/embedding.md")]
 mod embedding_guide {}
-
-pub use error::{Code, Error, Result, Shown};
-pub use name::{SafeName, sanitize};
-#[cfg(not(unix))]
-pub use unsupported::StateRoot;
-
-#[cfg(unix)]
-pub use actor::Actor;
-#[cfg(unix)]
-pub use audit::{AuditLog, Verification};
-#[cfg(unix)]
-pub use caches::LayerSize;
-#[cfg(unix)]
-pub use child::{Limits, Outcome};
-#[cfg(unix)]
-pub use confine::{Confined, ConfinedOutcome, SandboxSupport, sandbox_support};
-#[cfg(unix)]
-pub use control::Control;
-#[cfg(unix)]
-pub use deposit::{Staged, UploadDeposit, Uploader};
-#[cfg(unix)]
-pub use desk::{AgentDesk, DeskOptions};
-#[cfg(unix)]
-pub use download::{DownloadLane, Durability, Saved};
-#[cfg(unix)]
-pub use grants::{Access, Alias, Grants, Session, Want};
-#[cfg(unix)]
-pub use patch::{Patched, apply_patch};
-#[cfg(unix)]
-pub use process::{Hardening, harden};
-#[cfg(unix)]
-pub use root::{RootLocation, RootOrigin, StateRoot};
-#[cfg(unix)]
-pub use upload::{Opened, Source, UploadSource};

@@ -7,9 +7,9 @@
 //! approve, revoke); only commands confined to them are refused. How macOS could confine
 //! them with its own sandbox (Seatbelt) is designed in ADR 0011.
 
-use super::{Confined, ConfinedOutcome, LandlockSupport, SandboxSupport};
+use super::{Confined, ConfinedOutcome, Failure, LandlockSupport, SandboxSupport};
 use crate::control::Control;
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::grants::Session;
 
 /// Why confined commands are refused on this system.
@@ -36,12 +36,15 @@ pub fn sandbox_support() -> SandboxSupport {
 }
 
 impl Confined {
-    /// Refuses: there is no sandbox to run the command in (module documentation).
-    pub(super) fn run_unrecorded(
+    /// Refuses, before anything is recorded as started: there is no sandbox to run the
+    /// command in (module documentation).
+    pub(super) fn run_recorded(
         &self,
         _session: &Session,
         _control: &Control,
-    ) -> Result<ConfinedOutcome> {
-        Err(Error::SandboxUnavailable { why: WHY.into() })
+    ) -> std::result::Result<ConfinedOutcome, Failure> {
+        Err(Failure::Before(Error::SandboxUnavailable {
+            why: WHY.into(),
+        }))
     }
 }

@@ -1,0 +1,589 @@
+//! Confined commands on Linux: the sandbox each command gets (the module table of
+//! [`super`]), its start and end on the record, and what the sandbox must hold while the
+//! command runs.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use landlock::ABI;
+
+use super::probe::landlock_support;
+use super::{
+    Confined, ConfinedOutcome, Failure, LandlockSupport, REQUIRED_ABI, SandboxSupport, layouts,
+    limits, protect, ruleset, sandbox, syscalls,
+};
+use crate::beneath::{self, Ambient};
+use crate::child::run;
+use crate::control::Control;
+use crate::error::{Error, Result, Shown};
+use crate::grants::{Access, Alias, Effective, Kind, Session, Snapshot, Want};
+
+impl Confined {
+    /// What the command's start record says: what it runs, where, with which grants.
+    fn start_fields(&self, grants: &[(Alias, Access)]) -> serde_json::Value {
+        serde_json::json!({
+            "program": self.program.to_string_lossy(),
+            "args": self.args.iter().map(|a| Shown::bytes(a.as_encoded_bytes()).to_string()).collect::<Vec<_>>(),
+            "cwd": self.cwd,
+            "network": self.network,
+            "grants": grants,
+        })
+    }
+
+    pub(super) fn run_recorded(
+        &self,
+        session: &Session,
+        control: &Control,
+    ) -> std::result::Result<ConfinedOutcome, Failure> {
+        let abi = supported_abi().map_err(Failure::Before)?;
+        let (mut command, prepared) = self.command(abi, session).map_err(Failure::Before)?;
+        let grants: Vec<(Alias, Access)> = prepared
+            .used
+            .iter()
+            .map(|(a, access, _)| (a.clone(), *access))
+            .collect();
+        // Recorded before it runs: a gateway killed while it runs leaves its start, which the
+        // next process closes (`crate::ongoing`).
+        let ongoing = session.grants().ongoing().map_err(Failure::Before)?;
+        let started = ongoing
+            .start("exec", session.actor(), self.start_fields(&grants))
+            .map_err(Failure::Before)?;
+        let watch = || still_granted(session, &prepared.used);
+        let ran = run(&mut command, self.limits, control, Some(&watch))
+            .map_err(|e| spawn_failure(e, &self.program));
+        drop(prepared);
+        let mut outcome = match ran {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let error =
+                    serde_json::json!({ "code": e.code(), "message": e.message().to_string() });
+                let _ = started.end(serde_json::json!({ "error": error }));
+                return Err(Failure::After(e));
+            }
+        };
+        outcome.recorded = started
+            .end(serde_json::json!({
+                "exit_code": outcome.exit_code,
+                "signal": outcome.signal,
+                "timed_out": outcome.timed_out,
+                "truncated": outcome.truncated,
+                "stopped": outcome.stopped,
+            }))
+            .inspect_err(|e| tracing::warn!(error = %e, "could not record how a command ended"))
+            .is_ok();
+        Ok(ConfinedOutcome { outcome, grants })
+    }
+
+    /// The command, set up to enter its sandbox, and what must live while it runs.
+    fn command(&self, abi: ABI, session: &Session) -> Result<(Command, Prepared)> {
+        let snapshot = session.snapshot()?;
+        let cwd_grant = match &self.cwd {
+            Some(alias) => Some(snapshot.folder(alias, Want::Read)?),
+            None => None,
+        };
+        let grants: Vec<_> = snapshot.available().collect();
+        let aliases: Vec<Alias> = grants.iter().map(|g| g.alias.clone()).collect();
+        let layout = layouts::layout_for(&snapshot, &aliases, || layout(&grants))?;
+        // Held until the command ends: its placeholders, and its caches' work directories.
+        let protecting = protect::protect(session, &grants)?;
+        let caches = cache_layers(session, &grants)?;
+        let scratch = limits::Scratch::reserve();
+        let processes = limits::ProcessLimit::for_command()?;
+        let cgroup_procs = match &processes {
+            limits::ProcessLimit::Cgroup(cgroup) => Some(
+                rustix::io::dup(&cgroup.procs).map_err(|e| Error::io("dup", "cgroup.procs", e))?,
+            ),
+            limits::ProcessLimit::Rlimit => None,
+        };
+        let plan = prepare(
+            abi,
+            &grants,
+            layout,
+            cwd_grant.map(|g| g.path.as_path()),
+            self.network,
+        )?
+        .protecting(&protecting.mounts())?
+        .overlaying(&overlays(&caches)?)?
+        .bounded(scratch.size_option(), cgroup_procs);
+        // The layers' descriptors are borrowed by the plan's preparation only.
+        let caches: Vec<crate::caches::Layer> =
+            caches.into_iter().map(|(_, layer)| layer).collect();
+
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .env_clear()
+            .env("PATH", child_path(&grants))
+            .env(
+                "LANG",
+                std::env::var_os("LANG").unwrap_or_else(|| "C.UTF-8".into()),
+            )
+            .env("HOME", sandbox::SCRATCH)
+            .env("TMPDIR", sandbox::SCRATCH)
+            .envs(grants.iter().map(|g| (g.env.as_str(), g.path.as_os_str())))
+            .envs(grants.iter().flat_map(|g| {
+                let vars = g.toolchain.vars.iter();
+                vars.map(|v| (v.as_str(), g.path.as_os_str()))
+            }));
+        plan.install(&mut command);
+        let used: Vec<(Alias, Access, PathBuf)> = grants
+            .iter()
+            .map(|g| (g.alias.clone(), g.access, g.path.clone()))
+            .collect();
+        let prepared = Prepared {
+            used,
+            _protecting: protecting,
+            _caches: caches,
+            _scratch: scratch,
+            _processes: processes,
+        };
+        Ok((command, prepared))
+    }
+}
+
+/// Read-only system hierarchies every confined program gets (those that exist).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+];
+
+/// Device files readable by every confined program.
+const READABLE_DEVICES: &[&str] = &["/dev/zero", "/dev/urandom", "/dev/random"];
+
+/// Why the sandbox opens the system set by path: the system's, the same for every command.
+const SYSTEM_SET: Ambient = Ambient::because("the system set every confined command sees");
+
+/// What a failure to run `program` in its sandbox means: a step of the sandbox that failed
+/// (`sandbox_unavailable`), a program the sandbox does not hold ([`missing_program`]), or the
+/// error as it is.
+fn spawn_failure(e: Error, program: &OsStr) -> Error {
+    use std::io::ErrorKind::{NotFound, PermissionDenied};
+    match e {
+        Error::Io {
+            call: "spawn",
+            ref error,
+            ..
+        } if matches!(error.kind(), NotFound | PermissionDenied) => missing_program(program),
+        Error::Io { ref error, .. } => sandbox::failure(error).unwrap_or(e),
+        e => e,
+    }
+}
+
+/// The refusal for a program the sandbox cannot find or run, naming the approval that is
+/// missing: the per-user toolchain of the gateway's home that has it, if one does.
+fn missing_program(program: &OsStr) -> Error {
+    let name = Path::new(program).file_name().unwrap_or(program);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let found =
+        home.and_then(|home| crate::grants::detect::providing(&home, &name.to_string_lossy()));
+    let why = match found {
+        Some((toolchain, bin)) => format!(
+            "the program is not in the sandbox: it is in {} ({}), which no tool grant lets in; \
+             `safe-lanes doctor` prints the commands that would",
+            Shown::path(&bin),
+            toolchain.what
+        ),
+        None => "the program is not in the sandbox, which holds /usr, /bin, /lib*, /etc, the \
+                 granted folders and the approved tools only; a toolchain installed for one \
+                 user must be approved as a tool (`safe-lanes doctor` proposes the commands)"
+            .to_owned(),
+    };
+    Error::NotFound {
+        path: Shown::path(Path::new(program)),
+        why: why.into(),
+    }
+}
+
+/// The `PATH` of a confined command: the bin folder of each available tool, in the
+/// manifest's order, then the system's ([`CHILD_PATH`]).
+fn child_path(grants: &[&crate::grants::Effective]) -> OsString {
+    let mut path = OsString::new();
+    for g in grants {
+        if let Some(bin) = &g.toolchain.bin {
+            path.push(g.path.join(bin.as_str()));
+            path.push(":");
+        }
+    }
+    path.push(CHILD_PATH);
+    path
+}
+
+/// The system's part of the `PATH` of confined programs.
+const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+/// What a command's sandbox needs while the command runs: its grants as they were when it
+/// started (for the watchdog), its placeholders, its caches' work directories, its share of
+/// the scratch budget and its process limit.
+struct Prepared {
+    used: Vec<(Alias, Access, PathBuf)>,
+    _protecting: protect::Protecting,
+    _caches: Vec<crate::caches::Layer>,
+    _scratch: limits::Scratch,
+    _processes: limits::ProcessLimit,
+}
+
+/// The sandbox of a command that sees `grants` (shown as `layout` says), starts in `cwd`
+/// (default: its scratch directory) and may use TCP when `network`. Each grant's folder is
+/// confirmed, now, to still be at its path.
+fn prepare(
+    abi: ABI,
+    grants: &[&Effective],
+    layout: Arc<sandbox::Layout>,
+    cwd: Option<&Path>,
+    network: bool,
+) -> Result<sandbox::Plan> {
+    let system = SystemSet::get();
+    let mut rules = Vec::new();
+    // A cache is an overlay the child makes; its rule is added there.
+    for g in grants.iter().filter(|g| g.toolchain.kind != Kind::Cache) {
+        let access = match g.access {
+            Access::ReadOnly => ruleset::read_only(abi),
+            Access::ReadWrite => ruleset::read_write(abi),
+        };
+        rules.push((g.folder()?.as_fd(), access));
+    }
+    for (_, fd, _) in &system.dirs {
+        rules.push((fd.as_fd(), ruleset::read_only(abi)));
+    }
+    for (_, fd, writable) in &system.devices {
+        rules.push((fd.as_fd(), ruleset::device(abi, *writable)));
+    }
+    sandbox::Plan::new(
+        layout,
+        cwd,
+        network,
+        ruleset::build(abi, &rules, network)?,
+        abi,
+        syscalls::filters(network)?,
+    )?
+    .emptying(&hidden_files(grants)?)
+}
+
+/// The private layer of each cache among `grants`, with a work directory for one command.
+fn cache_layers<'g>(
+    session: &Session,
+    grants: &[&'g Effective],
+) -> Result<Vec<(&'g Effective, crate::caches::Layer)>> {
+    let cache_grants: Vec<&Effective> = grants
+        .iter()
+        .copied()
+        .filter(|g| g.toolchain.kind == Kind::Cache)
+        .collect();
+    if cache_grants.is_empty() {
+        return Ok(Vec::new());
+    }
+    let caches =
+        crate::caches::Caches::open(session.grants().root(), session.grants().root_path())?;
+    let mut out = Vec::new();
+    for g in cache_grants {
+        out.push((g, caches.layer(g.alias.as_str(), &g.id)?));
+    }
+    Ok(out)
+}
+
+/// The overlays of the cache layers `caches`.
+fn overlays<'a>(
+    caches: &'a [(&Effective, crate::caches::Layer)],
+) -> Result<Vec<sandbox::Overlay<'a>>> {
+    let mut out = Vec::new();
+    for (g, layer) in caches {
+        out.push(sandbox::Overlay {
+            path: &g.path,
+            lower: g.folder()?.as_fd(),
+            upper: (&layer.upper, layer.upper_dir.as_fd()),
+            work: (&layer.work, layer.work_dir().as_fd()),
+        });
+    }
+    Ok(out)
+}
+
+/// The files of `grants` a command must not see ([`Kind::hidden`]) that are there now: each
+/// looked up beneath its grant's folder, without following a link (a link is not covered: it
+/// leads nowhere the command may not already read).
+fn hidden_files(grants: &[&Effective]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for g in grants {
+        for name in g.toolchain.kind.hidden() {
+            // Absent is fine; a failure to look is not (the command would see it).
+            let st = match g.folder()?.stat_entry(crate::input::Name::new(name)?) {
+                Ok(st) => st,
+                Err(Error::NotFound { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+            {
+                files.push(g.path.join(name));
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// The layout of the root of a command that sees `grants`: the system set, then the grants
+/// (read-only grants read-only; caches are each command's own overlay, [`cache_layers`]).
+fn layout(grants: &[&Effective]) -> Result<sandbox::Layout> {
+    let system = SystemSet::get();
+    let mut grant_mounts = Vec::new();
+    for g in grants.iter().filter(|g| g.toolchain.kind != Kind::Cache) {
+        grant_mounts.push(sandbox::Mount {
+            path: &g.path,
+            fd: g.folder()?.as_fd(),
+            read_only: g.access == Access::ReadOnly,
+        });
+    }
+    sandbox::Layout::new(&sandbox::View {
+        system: &system.mounts(&system.dirs, true),
+        symlinks: &system.symlinks(),
+        devices: &system.mounts(&system.devices, false),
+        masked: &system.masked(),
+        grants: &grant_mounts,
+        proc: grants.iter().any(|g| g.toolchain.kind == Kind::Tool),
+    })
+}
+
+/// Probe the whole sandbox: a child goes through every step a confined command's child takes
+/// — namespaces, the new root, capabilities, Landlock, seccomp — and stops right before
+/// `exec`. Nothing is run.
+pub fn sandbox_support() -> SandboxSupport {
+    let landlock = landlock_support();
+    let outcome = supported_abi().and_then(|abi| {
+        let processes = limits::ProcessLimit::for_command()?;
+        let cgroup_procs = match &processes {
+            limits::ProcessLimit::Cgroup(cgroup) => Some(
+                rustix::io::dup(&cgroup.procs).map_err(|e| Error::io("dup", "cgroup.procs", e))?,
+            ),
+            limits::ProcessLimit::Rlimit => None,
+        };
+        let plan = prepare(abi, &[], Arc::new(layout(&[])?), None, false)?
+            .bounded(c"1m".to_owned(), cgroup_procs)
+            .probing();
+        let mut command = Command::new("/");
+        plan.install(&mut command);
+        let spawned = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        match spawned {
+            Err(e) if sandbox::probe_reached(&e) => Ok(abi),
+            Err(e) => Err(sandbox::failure(&e).unwrap_or_else(|| Error::io("spawn", "/", e))),
+            Ok(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(Error::SandboxUnavailable {
+                    why: "the sandbox probe was not stopped before exec".into(),
+                })
+            }
+        }
+    });
+    match outcome {
+        Ok(abi) => SandboxSupport {
+            landlock,
+            available: true,
+            layers: vec![
+                "user, mount, PID, IPC, UTS and cgroup namespaces (and network unless asked for)"
+                    .into(),
+                "a root of the system set and the grants only (read-only grants read-only)".into(),
+                "protected paths read-only in read-write grants (.git/config, .git/hooks, \
+                 start-up files …); caches as overlays whose writes stay in the state root"
+                    .into(),
+                "no capabilities (bounding and ambient sets empty, securebits locked)".into(),
+                format!("Landlock ABI {}", abi as i32),
+                "seccomp filter (no set-uid or set-gid bits, device nodes, FIFOs or sockets \
+                 created)"
+                    .into(),
+                format!(
+                    "at most {} processes per command ({}); oom_score_adj 1000",
+                    limits::MAX_PROCESSES,
+                    if limits::is_kernel_root() {
+                        "a pids cgroup"
+                    } else {
+                        "RLIMIT_NPROC in its user namespace"
+                    }
+                ),
+                format!(
+                    "private /tmp of at most {} MiB per command, {} MiB shared by all commands \
+                     of one gateway",
+                    limits::SCRATCH_SIZE >> 20,
+                    limits::scratch_budget() >> 20
+                ),
+            ],
+            problem: None,
+        },
+        Err(e) => SandboxSupport {
+            landlock,
+            available: false,
+            layers: Vec::new(),
+            problem: Some(e.to_string()),
+        },
+    }
+}
+
+/// `None` while every grant in `used` is still in the manifest with the same folder and at least
+/// the same access; otherwise why the command must stop.
+fn still_granted(session: &Session, used: &[(Alias, Access, PathBuf)]) -> Option<String> {
+    let now: Arc<Snapshot> = match session.snapshot() {
+        Ok(now) => now,
+        Err(e) => return Some(format!("the grants can no longer be read: {e}")),
+    };
+    for (alias, access, path) in used {
+        let Some(current) = now.grants.iter().find(|g| &g.alias == alias) else {
+            return Some(format!("grant `{alias}` was revoked"));
+        };
+        if &current.path != path {
+            return Some(format!("grant `{alias}` now points to another folder"));
+        }
+        if current.access < *access {
+            return Some(format!(
+                "grant `{alias}` was narrowed to {}",
+                current.access
+            ));
+        }
+        if !current.is_available() {
+            return Some(format!("grant `{alias}` became unavailable"));
+        }
+    }
+    None
+}
+
+/// The Landlock ABI rulesets are built for: the kernel's (as far as the `landlock` crate
+/// knows it), at least [`REQUIRED_ABI`].
+fn supported_abi() -> Result<ABI> {
+    static SUPPORT: OnceLock<LandlockSupport> = OnceLock::new();
+    let support = SUPPORT.get_or_init(landlock_support);
+    match (support.fully_enforced, support.abi) {
+        (true, Some(abi)) if abi >= REQUIRED_ABI => Ok(ABI::from(abi as i32)),
+        _ => Err(Error::SandboxUnavailable {
+            why: support
+                .problem
+                .clone()
+                .unwrap_or_else(|| "Landlock is not available".to_owned()),
+        }),
+    }
+}
+
+/// The system read-only set as it exists on this host, looked up once per process: the
+/// hierarchies that are real directories (bound read-only), those that are symbolic links
+/// (recreated as links, such as `/bin → usr/bin`), and the device files.
+#[derive(Debug)]
+struct SystemSet {
+    /// `(path, descriptor)` of each directory.
+    dirs: Vec<(&'static Path, std::os::fd::OwnedFd, bool)>,
+    /// `(path, target)` of each symbolic link.
+    links: Vec<(&'static Path, PathBuf)>,
+    /// `(path, descriptor, writable)` of each device.
+    devices: Vec<(&'static Path, std::os::fd::OwnedFd, bool)>,
+    /// `(path, is a directory)` of what is hidden when the gateway runs as root.
+    masked: Vec<(PathBuf, bool)>,
+}
+
+impl SystemSet {
+    fn get() -> &'static SystemSet {
+        static SET: OnceLock<SystemSet> = OnceLock::new();
+        SET.get_or_init(|| {
+            let mut set = SystemSet {
+                dirs: Vec::new(),
+                links: Vec::new(),
+                devices: Vec::new(),
+                masked: Vec::new(),
+            };
+            for dir in SYSTEM_DIRS {
+                let path = Path::new(dir);
+                if let Ok(target) = rustix::fs::readlink(path, Vec::new()) {
+                    set.links
+                        .push((path, PathBuf::from(OsStr::from_bytes(target.as_bytes()))));
+                } else if let Ok(fd) = beneath::open_path(path, SYSTEM_SET) {
+                    set.dirs.push((path, fd, false));
+                }
+            }
+            for (dev, writable) in READABLE_DEVICES
+                .iter()
+                .map(|d| (d, false))
+                .chain([(&"/dev/null", true)])
+            {
+                if let Ok(fd) = beneath::open_path(Path::new(dev), SYSTEM_SET) {
+                    set.devices.push((Path::new(*dev), fd, writable));
+                }
+            }
+            if rustix::process::geteuid().is_root() {
+                owner_only(Path::new(MASKED_HIERARCHY), &mut set.masked);
+            }
+            set
+        })
+    }
+
+    fn mounts<'a>(
+        &self,
+        entries: &'a [(&'static Path, std::os::fd::OwnedFd, bool)],
+        read_only: bool,
+    ) -> Vec<sandbox::Mount<'a>> {
+        entries
+            .iter()
+            .map(|(path, fd, _)| sandbox::Mount {
+                path,
+                fd: fd.as_fd(),
+                read_only,
+            })
+            .collect()
+    }
+
+    fn symlinks(&self) -> Vec<(&Path, &Path)> {
+        self.links.iter().map(|(p, t)| (*p, t.as_path())).collect()
+    }
+
+    fn masked(&self) -> Vec<(&Path, bool)> {
+        self.masked.iter().map(|(p, d)| (p.as_path(), *d)).collect()
+    }
+}
+
+/// Where the system keeps what only root may read (`/etc/shadow`, `/etc/ssl/private`…). The
+/// rest of the system set holds programs and libraries meant for every user.
+const MASKED_HIERARCHY: &str = "/etc";
+
+/// How deep [`owner_only`] looks, and how many entries it reads at most.
+const MASK_DEPTH: usize = 8;
+
+const MASK_ENTRIES: usize = 20_000;
+
+/// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files without `o+r`, directories without `o+rx` (not searched further). Those are the
+/// owner's — root's — alone, and a command of a gateway running as root would own them.
+fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
+    let why = Ambient::because("the system set, searched for what only root may read");
+    let Ok(anchor) = crate::beneath::Anchor::open_ambient(dir, why) else {
+        return;
+    };
+    let mut stack = vec![(anchor, dir.to_path_buf(), 0)];
+    let mut seen = 0;
+    while let Some((anchor, path, depth)) = stack.pop() {
+        let Ok(entries) = anchor.entries() else {
+            continue;
+        };
+        for (name, stat) in entries {
+            seen += 1;
+            if seen > MASK_ENTRIES {
+                return;
+            }
+            let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+            let others = stat.st_mode & 0o7;
+            let child = path.join(&name);
+            match kind {
+                rustix::fs::FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
+                rustix::fs::FileType::Directory if depth + 1 < MASK_DEPTH => {
+                    let sub = crate::input::Name::new(&name).and_then(|name| {
+                        anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny)
+                    });
+                    if let Ok(sub) = sub {
+                        stack.push((sub, child, depth + 1));
+                    }
+                }
+                rustix::fs::FileType::RegularFile if others & 0o4 == 0 => {
+                    out.push((child, false));
+                }
+                _ => {}
+            }
+        }
+    }
+}
