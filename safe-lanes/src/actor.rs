@@ -27,6 +27,30 @@ impl Actor {
             uid: rustix::process::geteuid().as_raw(),
         }
     }
+
+    /// An actor as the audit log or the changelog recorded it, for a person to read: a user
+    /// id (`uid:1000`, perhaps followed by the name `--actor` gave) with its account's name
+    /// first (`alice (uid:1000)`, `alice (uid:1000) as ops bot`); anything else as recorded.
+    /// Escaped once ([`Shown`](crate::Shown)), so a recorded actor cannot pass for page text.
+    pub fn shown(recorded: &str) -> String {
+        let escaped = crate::Shown::text(recorded).to_string();
+        let Some(rest) = recorded.strip_prefix("uid:") else {
+            return escaped;
+        };
+        let (uid, given) = match rest.split_once(' ') {
+            Some((uid, given)) => (uid, Some(given)),
+            None => (rest, None),
+        };
+        let Some(name) = uid.parse::<u32>().ok().and_then(crate::accounts::name_of) else {
+            return escaped;
+        };
+        let name = crate::Shown::text(name);
+        match given.and_then(|g| g.strip_prefix('(')?.strip_suffix(')')) {
+            Some(given) => format!("{name} (uid:{uid}) as {}", crate::Shown::text(given)),
+            None if given.is_none() => format!("{name} (uid:{uid})"),
+            None => format!("{name} ({escaped})"),
+        }
+    }
 }
 
 impl fmt::Display for Actor {

@@ -111,6 +111,19 @@ impl AsRef<Path> for Name<'_> {
     }
 }
 
+/// A folder as a person types it at a prompt or into a form (no shell in between): `~` and
+/// `~/rest` stand for the home folder `home`, as a shell would read them; surrounding
+/// whitespace is dropped; anything else is the path as typed. The result is still checked
+/// wherever it is used (absolute, and where it leads decided by the primitive).
+pub fn typed_folder(typed: &str, home: Option<&Path>) -> std::path::PathBuf {
+    let typed = typed.trim();
+    match (typed, home) {
+        ("~", Some(home)) => home.to_path_buf(),
+        (typed, Some(home)) if typed.starts_with("~/") => home.join(&typed[2..]),
+        (typed, _) => std::path::PathBuf::from(typed),
+    }
+}
+
 /// An absolute path from outside (an upload source, a grant's folder), checked: it starts at
 /// `/`, holds no NUL byte and is at most [`PATH_MAX`] bytes. [`AbsPath::normalized`] also
 /// refuses `.` and `..` components (a path to be stored as it is).

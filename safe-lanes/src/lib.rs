@@ -84,6 +84,7 @@ pub use name::{SafeName, sanitize};
 // grants, and on Linux the sandbox); elsewhere `StateRoot` refuses (ADR 0012).
 cfg_if::cfg_if! {
     if #[cfg(unix)] {
+        mod accounts;
         mod actor;
         pub mod audit;
         pub mod beneath;
@@ -107,6 +108,7 @@ cfg_if::cfg_if! {
         pub mod process;
         mod protected;
         mod random;
+        pub mod risk;
         pub mod root;
         mod sync;
         pub mod upload;

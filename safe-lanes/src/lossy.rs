@@ -11,3 +11,15 @@ use serde::Serializer;
 pub(crate) fn path<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&path.to_string_lossy())
 }
+
+/// `#[serde(serialize_with = "crate::lossy::option_path")]`: `null`, or the path as
+/// [`path`] writes it.
+pub(crate) fn option_path<S: Serializer>(
+    path: &Option<std::path::PathBuf>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(p) => s.serialize_str(&p.to_string_lossy()),
+        None => s.serialize_none(),
+    }
+}

@@ -138,18 +138,18 @@ impl World {
         std::fs::write(p("cache/kept"), "cached").unwrap();
         let grants = Arc::new(Grants::open(&root, None).unwrap());
         grants
-            .add("ro", &p("ro"), Access::ReadOnly, "", "tester")
+            .add("ro", &p("ro"), Access::ReadOnly, "a reason", "tester")
             .unwrap();
         grants
-            .add("rw", &p("rw"), Access::ReadWrite, "", "tester")
+            .add("rw", &p("rw"), Access::ReadWrite, "a reason", "tester")
             .unwrap();
         let tool = Toolchain::parse(Kind::Tool, &[], None).unwrap();
         grants
-            .add_with("tool", &p("tool"), None, tool, "", "tester")
+            .add_with("tool", &p("tool"), None, tool, "a reason", "tester")
             .unwrap();
         let cache = Toolchain::parse(Kind::Cache, &["CACHE_HOME".into()], None).unwrap();
         grants
-            .add_with("cache", &p("cache"), None, cache, "", "tester")
+            .add_with("cache", &p("cache"), None, cache, "a reason", "tester")
             .unwrap();
         Self {
             tmp,

@@ -6,14 +6,14 @@
 //! when the request, or the grant it changes, is no longer what it spells out.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use safe_lanes::grants::{Proposal, Proposed, Seen};
-use safe_lanes::{Alias, Grants, Shown};
+use safe_lanes::grants::{Grant, Proposal, Recorded, Review, Seen};
+use safe_lanes::{Access, Alias, Grants, Shown};
 use serde_json::json;
 
+use super::ask;
 use crate::args::ApproveArgs;
 use crate::output::Report;
 
@@ -24,8 +24,9 @@ pub(crate) struct Where<'a> {
     pub(crate) manifest: Option<&'a Path>,
 }
 
-/// One request as the human reads it: the change first, the reason quoted on its own lines.
-pub(crate) fn block(p: &Proposal, at: Where<'_>) -> String {
+/// One request as the human reads it: the change first, the reason quoted on its own lines,
+/// then what the change would give (the review), and how to approve it.
+pub(crate) fn block(p: &Proposal, review: &Review, at: Where<'_>) -> String {
     let r = &p.request;
     let mut text = format!("request {}\n", r.id);
     let _ = writeln!(text, "  change:  {}", p.change.describe());
@@ -40,6 +41,7 @@ pub(crate) fn block(p: &Proposal, at: Where<'_>) -> String {
     for line in r.reason_lines() {
         let _ = writeln!(text, "    | {line}");
     }
+    text.push_str(&review_text(review));
     let _ = writeln!(text, "  digest:  {}", p.digest);
     let _ = writeln!(
         text,
@@ -49,15 +51,63 @@ pub(crate) fn block(p: &Proposal, at: Where<'_>) -> String {
     text
 }
 
+/// What a change would give, as the terminal shows it: the folder and its size, what the
+/// access allows, the protected paths, every warning and, when it would be refused, why.
+pub(crate) fn review_text(review: &Review) -> String {
+    let mut text = String::new();
+    if let Some(folder) = &review.folder {
+        let size = &folder.size;
+        let at_least = if size.at_least { "at least " } else { "" };
+        let _ = writeln!(
+            text,
+            "  folder:  {}: {at_least}{} files and folders, {at_least}{}{}",
+            Shown::path(&folder.path),
+            size.entries,
+            safe_lanes::risk::bytes_in_words(size.bytes),
+            if folder.repository {
+                "; a git repository"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(text, "  allows:  {}", review.allows);
+    if !review.protected.is_empty() {
+        let listed: Vec<String> = review
+            .protected
+            .iter()
+            .map(|p| {
+                let missing = if p.exists {
+                    ""
+                } else {
+                    " (absent: cannot be made)"
+                };
+                format!("{}{missing}", p.path)
+            })
+            .collect();
+        let _ = writeln!(text, "  kept read-only: {}", listed.join(", "));
+    }
+    for w in &review.warnings {
+        let _ = writeln!(text, "  warning: {}", w.message);
+        if let Some(spelled) = &w.spelled {
+            let _ = writeln!(text, "           spelled out: {spelled}");
+        }
+    }
+    if let Some(why) = &review.refused {
+        let _ = writeln!(text, "  refused as it stands: {why}");
+    }
+    text
+}
+
 /// `grant requests`.
 pub(crate) fn requests(grants: &Grants, at: Where<'_>) -> Result<Report> {
     let proposals = grants.proposals()?;
     let text = if proposals.is_empty() {
-        "no pending requests".to_owned()
+        NOTHING_PENDING.to_owned()
     } else {
         proposals
             .iter()
-            .map(|p| block(p, at))
+            .map(|p| block(p, &grants.review_proposal(p, None), at))
             .collect::<Vec<_>>()
             .join("\n")
     };
@@ -68,12 +118,17 @@ pub(crate) fn requests(grants: &Grants, at: Where<'_>) -> Result<Report> {
     ))
 }
 
+/// What `grant requests` and `grant review` say when nothing is pending.
+const NOTHING_PENDING: &str = "no pending requests";
+
 /// `grant show ID`.
 pub(crate) fn show(grants: &Grants, at: Where<'_>, request_id: &str) -> Result<Report> {
     let proposal = grants.proposal(request_id)?;
+    let review = grants.review_proposal(&proposal, None);
     let mut json = json!(proposal);
     json["approve_with"] = json!(proposal.approve_command(at.root, at.manifest));
-    Ok(Report::ok(json, block(&proposal, at)))
+    json["review"] = json!(review);
+    Ok(Report::ok(json, block(&proposal, &review, at)))
 }
 
 /// `grant approve`: asked on a terminal, spelled out without one.
@@ -84,7 +139,7 @@ pub(crate) fn approve(
     actor: &str,
 ) -> Result<Report> {
     let proposal = grants.proposal(&a.request_id)?;
-    let terminal = std::io::stdin().is_terminal();
+    let terminal = ask::terminal();
     let seen = match (&a.alias, a.access) {
         (Some(alias), Some(access)) => Seen {
             alias: Alias::new(alias)?,
@@ -100,32 +155,32 @@ pub(crate) fn approve(
                 .into(),
         }),
     };
-    if terminal
-        && !confirm(&format!(
-            "{}Approve this change? [y/N] ",
-            block(&proposal, at)
-        ))?
-    {
-        return Ok(Report::ok(json!({ "approved": false }), "not approved"));
-    }
-    let widens = proposal.change.raises_access();
-    let reason = if terminal && widens && a.reason.trim().is_empty() {
-        ask("this raises the grant's access; reason (for the changelog): ")?
+    let reason = if terminal {
+        let review = grants.review_proposal(&proposal, a.path.as_deref());
+        ask::say(&block(&proposal, &review, at));
+        if !ask::yes("Approve this change? [y/N] ")? {
+            return Ok(Report::ok(json!({ "approved": false }), "not approved"));
+        }
+        ask::reason(&a.reason, "reason (for the changelog): ")?
     } else {
         a.reason.clone()
     };
     let grant = grants.approve_seen(&a.request_id, &seen, a.path.as_deref(), &reason, actor)?;
-    let mut text = format!(
+    let mut text = approved_line(&grant);
+    text.push_str(&super::grant::unrecorded_warning(grant.recorded()));
+    let mut json = json!(grant);
+    json["env"] = json!(grant.alias.env_key());
+    Ok(Report::ok(json, text))
+}
+
+fn approved_line(grant: &Recorded<Grant>) -> String {
+    format!(
         "approved {} {} {} ({})",
         grant.alias,
         grant.access,
         Shown::path(&grant.path),
         grant.id
-    );
-    text.push_str(&super::grant::unrecorded_warning(grant.recorded()));
-    let mut json = json!(grant);
-    json["env"] = json!(grant.alias.env_key());
-    Ok(Report::ok(json, text))
+    )
 }
 
 /// The approval of what `proposal` shows, with the folder the human chose.
@@ -139,62 +194,167 @@ fn shown(proposal: &Proposal, chosen: Option<PathBuf>) -> Seen {
     }
 }
 
-/// `grant review`: each pending request in turn, on a terminal.
+/// What the human decided for one request in `grant review`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decision {
+    Approve,
+    Deny,
+    Skip,
+    Quit,
+}
+
+const DECISIONS: &[(&[&str], Decision)] = &[
+    (&["a", "approve"], Decision::Approve),
+    (&["d", "deny"], Decision::Deny),
+    (&["s", "skip"], Decision::Skip),
+    (&["q", "quit"], Decision::Quit),
+];
+
+/// What became of one request in `grant review`.
+enum Done {
+    Approved(Recorded<Grant>),
+    Denied,
+    /// Left pending, and why (skipped, the end of input, a refusal).
+    Left(String),
+}
+
+/// `grant review`: each pending request in turn, on a terminal. No answer derails it: a
+/// question asks again until it gets what it accepts, Ctrl-D leaves the current request
+/// pending and goes on, and a refusal is said and the next request shown.
 pub(crate) fn review(grants: &Grants, at: Where<'_>, actor: &str) -> Result<Report> {
-    if !std::io::stdin().is_terminal() {
+    if !ask::terminal() {
         bail!(safe_lanes::Error::InvalidArgument {
             what: Shown::text("grant review"),
             why: "needs a terminal; without one, use `grant approve` with the change spelled out"
                 .into(),
         });
     }
-    let (mut approved, mut denied) = (Vec::new(), Vec::new());
-    for proposal in grants.proposals()? {
+    let proposals = grants.proposals()?;
+    let (mut approved, mut denied, mut left) = (Vec::new(), Vec::new(), Vec::new());
+    if proposals.is_empty() {
+        let json = json!({ "approved": approved, "denied": denied, "left": left });
+        return Ok(Report::ok(json, NOTHING_PENDING));
+    }
+    let total = proposals.len();
+    let mut quit = false;
+    for (n, proposal) in proposals.iter().enumerate() {
         let id = proposal.request.id.clone();
-        let question = format!(
-            "{}[a]pprove, [d]eny, [s]kip, [q]uit? ",
-            block(&proposal, at)
-        );
-        match ask(&question)?.as_str() {
-            "a" => {
-                let chosen = needs_folder(&proposal.change)
-                    .then(|| ask("folder to grant (absolute path): ").map(PathBuf::from))
-                    .transpose()?;
-                let reason = ask("reason (for the changelog): ")?;
-                let seen = shown(&proposal, chosen.clone());
-                grants.approve_seen(&id, &seen, chosen.as_deref(), &reason, actor)?;
+        let of = format!("{} of {total}", n + 1);
+        if quit {
+            left.push(id);
+            continue;
+        }
+        let review = grants.review_proposal(proposal, None);
+        ask::say(&format!("\n({of}) {}", block(proposal, &review, at)));
+        let decided = ask::choice(
+            "[a]pprove, [d]eny, [s]kip, [q]uit? ",
+            DECISIONS,
+            "please answer a (approve), d (deny), s (skip) or q (quit); Ctrl-D skips",
+        )?;
+        let done = match decided {
+            None => Done::Left("skipped (end of input)".into()),
+            Some(Decision::Skip) => Done::Left("skipped".into()),
+            Some(Decision::Quit) => {
+                quit = true;
+                Done::Left("left pending: quit".into())
+            }
+            Some(Decision::Approve) => approve_one(grants, proposal, actor)?,
+            Some(Decision::Deny) => deny_one(grants, &id, actor)?,
+        };
+        match done {
+            Done::Approved(grant) => {
+                ask::say(&format!("({of}) {}", approved_line(&grant)));
                 approved.push(id);
             }
-            "d" => {
-                let reason = ask("reason (the agent sees it): ")?;
-                grants.deny(&id, &reason, actor)?;
+            Done::Denied => {
+                ask::say(&format!("({of}) denied {id} ({})", proposal.request.alias));
                 denied.push(id);
             }
-            "q" => break,
-            _ => {}
+            Done::Left(why) => {
+                ask::say(&format!("({of}) {why}: {id} stays pending"));
+                left.push(id);
+            }
         }
     }
-    let text = format!("approved {}, denied {}", approved.len(), denied.len());
+    let text = format!(
+        "reviewed {total}: approved {}, denied {}, left pending {}",
+        approved.len(),
+        denied.len(),
+        left.len()
+    );
     Ok(Report::ok(
-        json!({ "approved": approved, "denied": denied }),
+        json!({ "approved": approved, "denied": denied, "left": left }),
         text,
     ))
 }
 
-fn needs_folder(change: &Proposed) -> bool {
-    matches!(change, Proposed::New { path: None, .. })
+/// Approve `proposal` in `grant review`: the folder when the request names none (asked again
+/// until one can be granted, its review shown), the reason (asked again until one is given),
+/// then the library's approval of exactly the change shown.
+fn approve_one(grants: &Grants, proposal: &Proposal, actor: &str) -> Result<Done> {
+    let (_, access, proposed) = proposal.change.target();
+    let chosen = match proposed {
+        Some(_) => None,
+        None => match choose_folder(grants, proposal, access)? {
+            Some(folder) => Some(folder),
+            None => return Ok(Done::Left("skipped (end of input)".into())),
+        },
+    };
+    let Some(reason) = ask::required("reason (for the changelog): ", ask::REASON_NEEDED)? else {
+        return Ok(Done::Left("skipped (end of input)".into()));
+    };
+    let seen = shown(proposal, chosen.clone());
+    let id = &proposal.request.id;
+    match grants.approve_seen(id, &seen, chosen.as_deref(), &reason, actor) {
+        Ok(grant) => Ok(Done::Approved(grant)),
+        Err(e) => Ok(Done::Left(format!(
+            "not approved: {}: {}",
+            e.code(),
+            e.message()
+        ))),
+    }
 }
 
-/// Ask on the terminal; the answer's first line, trimmed.
-fn ask(question: &str) -> Result<String> {
-    let mut err = std::io::stderr().lock();
-    err.write_all(question.as_bytes())?;
-    err.flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    Ok(line.trim().to_owned())
+/// Ask for the folder of a request that names none, until one that can be granted is typed
+/// (`~` is the home folder); its review is shown. `None` at the end of input.
+fn choose_folder(grants: &Grants, proposal: &Proposal, access: Access) -> Result<Option<PathBuf>> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    loop {
+        let Some(typed) = ask::required(
+            "folder to grant (an absolute path, or ~/…; Ctrl-D skips): ",
+            "a folder is needed: the request names none",
+        )?
+        else {
+            return Ok(None);
+        };
+        let folder = safe_lanes::input::typed_folder(&typed, home.as_deref());
+        match grants.check_folder(&folder, access) {
+            Ok(canonical) => {
+                ask::say(&review_text(
+                    &grants.review_proposal(proposal, Some(&canonical)),
+                ));
+                return Ok(Some(canonical));
+            }
+            Err(e) => ask::say(&format!(
+                "that folder cannot be granted: {}: {}; type another",
+                e.code(),
+                e.message()
+            )),
+        }
+    }
 }
 
-fn confirm(question: &str) -> Result<bool> {
-    Ok(matches!(ask(question)?.as_str(), "y" | "yes"))
+/// Deny the request `id` in `grant review`, with a reason (asked again until one is given).
+fn deny_one(grants: &Grants, id: &str, actor: &str) -> Result<Done> {
+    let Some(reason) = ask::required("reason (the agent sees it): ", ask::REASON_NEEDED)? else {
+        return Ok(Done::Left("skipped (end of input)".into()));
+    };
+    match grants.deny(id, &reason, actor) {
+        Ok(_) => Ok(Done::Denied),
+        Err(e) => Ok(Done::Left(format!(
+            "not denied: {}: {}",
+            e.code(),
+            e.message()
+        ))),
+    }
 }

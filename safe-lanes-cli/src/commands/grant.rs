@@ -4,11 +4,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use safe_lanes::grants::{Asked, Change, Grant, Kind, Recorded, Request};
+use safe_lanes::grants::{Asked, Change, Grant, Kind, Recorded, Request, Review};
+use safe_lanes::risk::Warning;
 use safe_lanes::{Grants, Shown, StateRoot};
 use serde_json::json;
 
-use super::approve;
+use super::{approve, ask};
 use crate::args::GrantCommand;
 use crate::output::Report;
 
@@ -42,6 +43,7 @@ pub(crate) fn run(
             reason,
             actor,
         } => {
+            let reason = ask::reason(&reason, "reason (for the audit log): ")?;
             let cleared = grants.clear_cache(&alias, &reason, &who(actor))?;
             let text = if cleared.cleared {
                 format!(
@@ -59,6 +61,7 @@ pub(crate) fn run(
             reason,
             actor,
         } => {
+            let reason = ask::reason(&reason, "reason (the agent sees it): ")?;
             let r = match (request_id, alias) {
                 (Some(id), _) => grants.deny(&id, &reason, &who(actor))?,
                 (None, Some(alias)) => grants.deny_alias(&alias, &reason, &who(actor))?,
@@ -155,6 +158,7 @@ fn request(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
 
 /// The human's changes to a grant: `add`, `set-access`, `revoke`, `adopt`, `approve`.
 fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
+    let mut warnings = Vec::new();
     let (verb, grant) = match cmd {
         GrantCommand::Add {
             alias,
@@ -169,6 +173,13 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             let protection = protection.paths()?;
             let access = access.map(Into::into);
             let actor = who(actor);
+            let chosen = toolchain.access(access)?;
+            let review = grants.review_add(&alias, &path, toolchain.kind, chosen)?;
+            if !confirmed(&review, "Grant this folder? [y/N] ")? {
+                return Ok(not_changed());
+            }
+            warnings = review.warnings;
+            let reason = ask::reason(&reason, REASON)?;
             let mut added = grants.add_with(&alias, &path, access, toolchain, &reason, &actor)?;
             if let Some((lift, restore)) = protection {
                 added = grants.set_protection(&alias, &lift, &restore, &reason, &actor)?;
@@ -184,6 +195,12 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
         } => {
             let protection = protection.paths()?;
             let actor = who(actor);
+            let review = grants.review_set_access(&alias, access.into())?;
+            if review.widens && !confirmed(&review, "Change its access? [y/N] ")? {
+                return Ok(not_changed());
+            }
+            warnings = review.warnings;
+            let reason = ask::reason(&reason, REASON)?;
             let mut changed = grants.set_access(&alias, access.into(), &reason, &actor)?;
             if let Some((lift, restore)) = protection {
                 changed = grants.set_protection(&alias, &lift, &restore, &reason, &actor)?;
@@ -194,12 +211,18 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             alias,
             reason,
             actor,
-        } => ("revoked", grants.revoke(&alias, &reason, &who(actor))?),
+        } => {
+            let reason = ask::reason(&reason, REASON)?;
+            ("revoked", grants.revoke(&alias, &reason, &who(actor))?)
+        }
         GrantCommand::Adopt {
             alias,
             reason,
             actor,
-        } => ("adopted", grants.adopt(&alias, &reason, &who(actor))?),
+        } => {
+            let reason = ask::reason(&reason, REASON)?;
+            ("adopted", grants.adopt(&alias, &reason, &who(actor))?)
+        }
         GrantCommand::List
         | GrantCommand::Requests
         | GrantCommand::Show { .. }
@@ -210,10 +233,28 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
         | GrantCommand::CacheClear { .. }
         | GrantCommand::Deny { .. } => unreachable!("not a change to a grant: {cmd:?}"),
     };
-    Ok(grant_report(verb, grant))
+    Ok(grant_report(verb, grant, &warnings))
 }
 
-fn grant_report(verb: &str, g: Recorded<Grant>) -> Report {
+/// What the reason prompt of a change to a grant asks.
+const REASON: &str = "reason (for the changelog): ";
+
+/// On a terminal, when the change would give the agent a folder with warnings: the review
+/// shown and the human asked. Without a terminal, or without warnings: yes (the warnings are
+/// in the result).
+fn confirmed(review: &Review, question: &str) -> Result<bool> {
+    if review.warnings.is_empty() || !ask::terminal() {
+        return Ok(true);
+    }
+    ask::say(&super::approve::review_text(review));
+    ask::yes(question)
+}
+
+fn not_changed() -> Report {
+    Report::ok(json!({ "changed": false }), "nothing changed")
+}
+
+fn grant_report(verb: &str, g: Recorded<Grant>, warnings: &[Warning]) -> Report {
     let mut text = format!(
         "{verb} {} {} {} ({})",
         g.alias,
@@ -221,9 +262,18 @@ fn grant_report(verb: &str, g: Recorded<Grant>) -> Report {
         g.path.display(),
         g.id
     );
+    for w in warnings {
+        let _ = write!(text, "\nwarning: {}", w.message);
+        if let Some(spelled) = &w.spelled {
+            let _ = write!(text, "\n         spelled out: {spelled}");
+        }
+    }
     text.push_str(&unrecorded_warning(g.recorded()));
     let mut json = json!(g);
     json["env"] = json!(g.alias.env_key());
+    if !warnings.is_empty() {
+        json["warnings"] = json!(warnings);
+    }
     Report::ok(json, text)
 }
 

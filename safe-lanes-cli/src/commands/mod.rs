@@ -1,6 +1,7 @@
 //! One function per command; each is a few lines over one library call.
 
 mod approve;
+mod ask;
 mod confined;
 mod download;
 mod grant;

@@ -48,6 +48,8 @@ fn grant_docs_read_only(env: &Env) -> String {
     let add = [
         "grant",
         "add",
+        "--reason",
+        "test",
         "--alias",
         "docs",
         "--path",
@@ -110,6 +112,8 @@ fn a_pasted_line_is_refused_when_the_change_is_no_longer_what_it_says() {
         [
             "grant",
             "add",
+            "--reason",
+            "test",
             "--alias",
             "docs",
             "--path",
@@ -127,13 +131,18 @@ fn a_pasted_line_is_refused_when_the_change_is_no_longer_what_it_says() {
     let id = request(&env, "docs", "read_write", None, "edit the docs");
     let args = shown_approve(&env, &id);
     // Meanwhile `docs` now names another folder: the same request would widen that one.
-    assert_eq!(env.run(&["grant", "revoke", "docs"], b"").status, 0);
+    assert_eq!(
+        env.run(&["grant", "revoke", "--reason", "test", "docs"], b"")
+            .status,
+        0
+    );
     assert_eq!(
         env.run(&add(&other).each_ref().map(String::as_str), b"")
             .status,
         0
     );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend(["--reason", "edits"]);
     let run = env.run(&args, b"");
     assert_eq!(
         (run.status, run.code()),
@@ -155,6 +164,8 @@ fn a_pasted_line_is_refused_when_the_change_is_no_longer_what_it_says() {
         "--json",
         "grant",
         "approve",
+        "--reason",
+        "test",
         &id,
         "--alias",
         "docs",
@@ -213,7 +224,7 @@ fn on_a_terminal_approve_shows_the_change_and_asks() {
     );
     assert!(screen.contains("Approve this change? [y/N]"), "{screen}");
     assert!(screen.contains("not approved"), "{screen}");
-    let (status, screen) = on_a_terminal(&env, &["grant", "approve", &id], "y");
+    let (status, screen) = on_a_terminal(&env, &["grant", "approve", &id], "y\nread the spec");
     assert_eq!(status, 0, "{screen}");
     assert!(screen.contains("approved docs read_only"), "{screen}");
 }
@@ -293,7 +304,8 @@ fn the_changelog_says_from_what_to_what_and_which_side() {
     );
 }
 
-/// Raising a grant's access needs a reason: refused without one, asked for on a terminal.
+/// Approving needs a reason (raising a grant's access included): refused without one, asked
+/// for on a terminal.
 #[test]
 fn raising_a_grants_access_needs_a_reason() {
     let env = world();
@@ -307,7 +319,7 @@ fn raising_a_grants_access_needs_a_reason() {
         (3, "invalid_argument".to_owned()),
         "{run:?}"
     );
-    assert!(run.stdout.contains("give the reason"), "{}", run.stdout);
+    assert!(run.stdout.contains("gives no reason"), "{}", run.stdout);
     let (status, screen) =
         on_a_terminal(&env, &["grant", "approve", &id], "y\nthe agent fixes typos");
     assert_eq!(status, 0, "{screen}");

@@ -14,6 +14,8 @@ fn world() -> Env {
             &[
                 "grant",
                 "add",
+                "--reason",
+                "test",
                 "--alias",
                 alias,
                 "--path",

@@ -91,11 +91,16 @@ fn refusals_exit_3_with_their_code() {
     let env = world();
     let proj = env.tmp.path().join("proj");
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["grant", "revoke", "nope"], "unknown_alias"),
+        (
+            vec!["grant", "revoke", "--reason", "test", "nope"],
+            "unknown_alias",
+        ),
         (
             vec![
                 "grant",
                 "add",
+                "--reason",
+                "test",
                 "--alias",
                 "Bad",
                 "--path",
@@ -109,6 +114,8 @@ fn refusals_exit_3_with_their_code() {
             vec![
                 "grant",
                 "add",
+                "--reason",
+                "test",
                 "--alias",
                 "root",
                 "--path",
@@ -122,6 +129,8 @@ fn refusals_exit_3_with_their_code() {
             vec![
                 "grant",
                 "add",
+                "--reason",
+                "test",
                 "--alias",
                 "rel",
                 "--path",
@@ -141,7 +150,7 @@ fn refusals_exit_3_with_their_code() {
     }
     let usage = env.run(
         &[
-            "grant", "add", "--alias", "x", "--path", "/tmp", "--access", "all",
+            "grant", "add", "--reason", "test", "--alias", "x", "--path", "/tmp", "--access", "all",
         ],
         b"",
     );
@@ -211,7 +220,7 @@ fn two_processes_adding_grants_at_once_both_keep_theirs() {
         for i in (parity..30).step_by(2) {
             let dir = env.tmp.path().join(format!("d{i}"));
             lines.push(format!(
-                "'{}' --root '{}' grant add --alias d{i} --path '{}' --access read_only || exit 1",
+                "'{}' --root '{}' grant add --alias d{i} --path '{}' --access read_only --reason t || exit 1",
                 env!("CARGO_BIN_EXE_safe-lanes"),
                 env.root().display(),
                 dir.display()
@@ -251,6 +260,8 @@ fn a_custom_manifest_keeps_its_other_keys() {
             manifest.to_str().unwrap(),
             "grant",
             "add",
+            "--reason",
+            "test",
             "--alias",
             "proj",
             "--path",
@@ -375,7 +386,7 @@ fn adopt_a_grant_written_without_a_host() {
     let log = env.run(&["--json", "grant", "log"], b"").json();
     assert_eq!(log["changelog"][0]["action"], "adopt");
     assert_eq!(log["changelog"][0]["reason"], "mine");
-    let text = env.run(&["grant", "adopt", "docs"], b"");
+    let text = env.run(&["grant", "adopt", "--reason", "test", "docs"], b"");
     assert_eq!(text.status, 0, "{text:?}");
     assert!(text.stdout.starts_with("adopted docs"), "{}", text.stdout);
 
@@ -384,7 +395,10 @@ fn adopt_a_grant_written_without_a_host() {
         ("nope", "unknown_alias"),
         ("Bad", "invalid_alias"),
     ] {
-        let run = env.run(&["--json", "grant", "adopt", alias], b"");
+        let run = env.run(
+            &["--json", "grant", "adopt", "--reason", "test", alias],
+            b"",
+        );
         assert_eq!((run.status, run.code()), (3, code.to_owned()), "{alias}");
     }
     assert_eq!(
@@ -409,8 +423,8 @@ fn a_manifest_that_names_a_key_twice_is_refused_untouched() {
     std::fs::write(&manifest, &text).unwrap();
     for args in [
         vec!["--json", "grant", "list"],
-        vec!["--json", "grant", "revoke", "proj"],
-        vec!["--json", "grant", "adopt", "proj"],
+        vec!["--json", "grant", "revoke", "--reason", "test", "proj"],
+        vec!["--json", "grant", "adopt", "--reason", "test", "proj"],
     ] {
         let run = env.run(&args, b"");
         assert_eq!(

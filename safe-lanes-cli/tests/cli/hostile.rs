@@ -42,6 +42,8 @@ impl Lab {
             let run = lab.cli(&[
                 "grant",
                 "add",
+                "--reason",
+                "test",
                 "--alias",
                 alias,
                 "--path",

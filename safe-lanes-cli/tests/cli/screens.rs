@@ -126,7 +126,8 @@ fn grant_log_says_the_action_and_escapes_the_reason_once() {
 fn add(env: &Env, alias: &str, path: &std::path::Path, access: &str) -> crate::util::Run {
     let path = path.to_str().unwrap();
     let args = [
-        "--json", "grant", "add", "--alias", alias, "--path", path, "--access", access,
+        "--json", "grant", "add", "--reason", "test", "--alias", alias, "--path", path, "--access",
+        access,
     ];
     env.run(&args, b"")
 }
@@ -151,7 +152,11 @@ fn an_overlap_names_the_grant_that_was_there() {
     assert!(!message.contains("second"), "{message}");
 
     // A read-write grant around an existing read-only one names the read-only one.
-    assert_eq!(env.run(&["grant", "revoke", "first"], b"").status, 0);
+    assert_eq!(
+        env.run(&["grant", "revoke", "--reason", "test", "first"], b"")
+            .status,
+        0
+    );
     assert_eq!(add(&env, "inner", &inner, "read_only").status, 0);
     let outer = add(&env, "outer", &proj, "read_write");
     assert_eq!(outer.code(), "overlapping_grant", "{outer:?}");
@@ -169,7 +174,7 @@ fn usage_errors_under_json_are_one_json_error_with_exit_2() {
     let env = Env::new();
     for args in [
         &["--json", "grant", "list", "--bogus"][..],
-        &["grant", "add", "--json", "--alias", "a"],
+        &["grant", "add", "--reason", "test", "--json", "--alias", "a"],
         &["download", "save", "--json"],
         &["--json", "no-such-command"],
         &["--json"],

@@ -53,7 +53,7 @@ fn project() -> Env {
 }
 
 fn add(env: &Env, args: &[&str]) {
-    let mut all = vec!["grant", "add"];
+    let mut all = vec!["grant", "add", "--reason", "test"];
     all.extend_from_slice(args);
     let run = env.run(&all, b"");
     assert_eq!(run.status, 0, "{args:?}: {run:?}");
@@ -173,13 +173,16 @@ fn home_beside_a_tool(who: &str, wrapper: &[&str]) {
     let (tool, cache) = (home.join(".toolchain"), home.join(".cache/tool"));
     let (tool_path, cache_path) = (tool.to_str().unwrap(), cache.to_str().unwrap());
     let add_tool = [
-        "grant", "add", "--alias", "tool", "--path", tool_path, "--kind", "tool",
+        "grant", "add", "--reason", "test", "--alias", "tool", "--path", tool_path, "--kind",
+        "tool",
     ];
     let added = run(&[&add_tool[..], &["--bin", "bin", "--var", "TOOL_HOME"]].concat());
     assert_eq!(added.status, 0, "{who}: {added:?}");
     let add_cache = [
         "grant",
         "add",
+        "--reason",
+        "test",
         "--alias",
         "tool-cache",
         "--path",
@@ -235,7 +238,15 @@ fn home_beside_a_tool(who: &str, wrapper: &[&str]) {
     let kept = std::fs::read_to_string(tool.join("credentials.toml")).unwrap();
     assert_eq!(kept, "REGISTRY TOKEN", "{who}");
     // The kind fixes the access: a tool cannot be made writable.
-    let widened = run(&["--json", "grant", "set-access", "tool", "read_write"]);
+    let widened = run(&[
+        "--json",
+        "grant",
+        "set-access",
+        "--reason",
+        "test",
+        "tool",
+        "read_write",
+    ]);
     assert_eq!(widened.code(), "invalid_argument", "{who}: {widened:?}");
 }
 
@@ -252,7 +263,7 @@ fn doctor_proposes_the_rust_toolchain_of_a_home_with_rustup() {
     let text = env.run(&["doctor"], b"");
     let root = env.root();
     let expected = format!(
-        "safe-lanes --root {} grant add --alias rust-cargo --path {} --kind tool --bin bin --var CARGO_HOME",
+        "safe-lanes --root {} grant add --alias rust-cargo --path {} --kind tool --bin bin --var CARGO_HOME --reason 'let confined commands use this toolchain'",
         root.display(),
         home.join(".cargo").display()
     );

@@ -171,7 +171,7 @@ impl Lab {
 /// `grant add --alias ALIAS --path PATH --access ACCESS`.
 fn grant_add<'a>(alias: &'a str, path: &'a str, access: &'a str) -> [&'a str; 8] {
     [
-        "grant", "add", "--alias", alias, "--path", path, "--access", access,
+        "grant", "add", "--reason", "test", "--alias", alias, "--path", path, "--access", access,
     ]
 }
 
@@ -313,7 +313,7 @@ fn a_crash_at_each_step_of_a_grant_change_leaves_every_entry_recorded() {
         let (signal, _) = add("second", &two, Some(point));
         assert_eq!(signal, Some(SIGABRT), "{point}: the process died there");
         // The next change, by another process.
-        let (_, revoked) = lab.run(&["grant", "revoke", "first"], None, b"");
+        let (_, revoked) = lab.run(&["grant", "revoke", "--reason", "test", "first"], None, b"");
         assert_eq!(revoked["alias"], "first", "{point}: {revoked}");
         let manifest = lab.root().join("workflow.json");
         let doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap())

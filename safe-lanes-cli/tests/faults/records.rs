@@ -147,6 +147,8 @@ fn a_replayed_approval_is_recorded_once() {
         let approve = [
             "grant",
             "approve",
+            "--reason",
+            "test",
             id,
             "--alias",
             "docs",

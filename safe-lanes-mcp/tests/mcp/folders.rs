@@ -40,11 +40,12 @@ async fn a_request_stays_inert_until_the_human_approves_it() {
         .await;
     assert_ne!(peek["exit_code"], 0, "{peek}");
     // The human approves through the CLI, with the line the agent handed over (which spells
-    // the change out); the running server sees it on the next call.
+    // the change out) and the human's reason; the running server sees it on the next call.
     let line = asked["approve_with"].as_str().unwrap();
-    let approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
+    let mut approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
         .split_whitespace()
         .collect();
+    approve.extend(["--reason", "looked at it"]);
     assert!(
         line.contains("--alias docs --access read_only --path"),
         "{line}"
@@ -71,6 +72,8 @@ async fn a_grant_revoked_through_the_cli_mid_session_is_refused_next_call() {
     w.cli(&[
         "grant",
         "add",
+        "--reason",
+        "test",
         "--alias",
         "proj",
         "--path",
@@ -133,6 +136,8 @@ async fn patch_and_shell_refusals() {
     w.cli(&[
         "grant",
         "add",
+        "--reason",
+        "test",
         "--alias",
         "docs",
         "--path",
@@ -144,6 +149,8 @@ async fn patch_and_shell_refusals() {
     w.cli(&[
         "grant",
         "add",
+        "--reason",
+        "test",
         "--alias",
         "proj",
         "--path",
@@ -229,9 +236,10 @@ async fn the_agent_asks_the_human_approves_the_agent_reads_and_edits() {
         line, shown["approve_with"],
         "the agent's line is the human's"
     );
-    let approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
+    let mut approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
         .split_whitespace()
         .collect();
+    approve.extend(["--reason", "looked at it"]);
     w.cli(&approve);
     let read = w
         .ok(
@@ -304,9 +312,10 @@ async fn a_tool_asked_for_and_approved_is_on_the_commands_path() {
     let shown = w.cli(&["grant", "show", id]);
     assert_eq!(shown["change"]["grant_kind"], "tool");
     let line = asked["approve_with"].as_str().unwrap();
-    let approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
+    let mut approve: Vec<&str> = line[line.find("grant approve").unwrap()..]
         .split_whitespace()
         .collect();
+    approve.extend(["--reason", "looked at it"]);
     w.cli(&approve);
     let listed = w.ok("folder_grants_list", json!({})).await;
     let tool = &listed["grants"][0];

@@ -17,6 +17,8 @@ async fn narrowed() -> World {
         w.cli(&[
             "grant",
             "add",
+            "--reason",
+            "test",
             "--alias",
             alias,
             "--path",

@@ -27,6 +27,8 @@ async fn granted() -> World {
     w.cli(&[
         "grant",
         "add",
+        "--reason",
+        "test",
         "--alias",
         "proj",
         "--path",

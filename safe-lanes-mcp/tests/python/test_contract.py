@@ -362,7 +362,7 @@ class Refusals(unittest.IsolatedAsyncioTestCase):
         with self.subTest(tool="shell_exec"):
             await expect("unknown_alias", "shell_exec", {"command": "ls", "cwd": "nope"})
             w.grant("gone", share, "read_only")
-            w.cli("grant", "revoke", "gone")
+            w.cli("grant", "revoke", "gone", "--reason", "test")
             await expect("revoked", "shell_exec", {"command": "ls", "cwd": "gone"})
         with self.subTest(tool="shell_job_status"):
             await expect("not_found", "shell_job_status", {"job_id": "job_does_not_exist"})
@@ -604,7 +604,7 @@ class BackgroundJobs(unittest.IsolatedAsyncioTestCase):
             job = await w.ok("shell_exec", {"command": f"sleep 30.{mark}", "cwd": "proj", "background": True},
                              read_timeout_seconds=QUICK)
             self.assertTrue(await wait_for(lambda: processes_with(mark), 3), "the job never started")
-            w.cli("grant", "revoke", "proj")
+            w.cli("grant", "revoke", "proj", "--reason", "test")
 
             async def finished():
                 polled = await w.ok("shell_job_status", {"job_id": job["job_id"], "wait_s": 1},

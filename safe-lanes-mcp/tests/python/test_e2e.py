@@ -171,7 +171,8 @@ class World:
         return json.loads(out.stdout)
 
     def grant(self, alias, path, access):
-        return self.cli("grant", "add", "--alias", alias, "--path", str(path), "--access", access)
+        return self.cli("grant", "add", "--alias", alias, "--path", str(path), "--access", access,
+                        "--reason", "test")
 
 
 class Downloads(unittest.IsolatedAsyncioTestCase):
@@ -327,9 +328,10 @@ class Folders(unittest.IsolatedAsyncioTestCase):
             code = await w.refused("folder_access_request", {"alias": "Bad", "access": "read_only", "reason": "r"})
             # Refused by the schema's pattern or by the library: either code names it.
             self.assertIn(code, {"invalid_alias", "invalid_argument"})
-            # The line the agent hands over spells the change out, so it runs without a terminal.
+            # The line the agent hands over spells the change out, so it runs without a terminal
+            # once the human adds why.
             line = shlex.split(asked["approve_with"])
-            w.cli(*line[line.index("grant"):])
+            w.cli(*line[line.index("grant"):], "--reason", "the agent reads the spec")
             read = await w.ok("shell_exec", {"command": "cat spec.md", "cwd": "docs"})
             self.assertEqual(read["stdout"], "the spec")
             listed = await w.ok("folder_grants_list", {})
@@ -340,7 +342,8 @@ class Folders(unittest.IsolatedAsyncioTestCase):
     async def test_revoked_through_the_cli_mid_session(self):
         async with World(self) as w:
             proj = w.tmp / "proj"
-            w.cli("grant", "add", "--alias", "proj", "--path", str(proj), "--access", "read_write")
+            w.cli("grant", "add", "--alias", "proj", "--path", str(proj), "--access", "read_write",
+                  "--reason", "test")
             (proj / "a.txt").write_text("one\ntwo\n")
             diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"
             patched = await w.ok("folder_patch", {"alias": "proj", "path": "a.txt", "diff": diff})
@@ -348,7 +351,7 @@ class Folders(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((proj / "a.txt").read_text(), "one\nTWO\n")
             code = await w.refused("folder_patch", {"alias": "proj", "path": "a.txt", "diff": diff})
             self.assertEqual(code, "patch_rejected")
-            w.cli("grant", "revoke", "proj")
+            w.cli("grant", "revoke", "proj", "--reason", "test")
             back = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-TWO\n+two\n"
             code = await w.refused("folder_patch", {"alias": "proj", "path": "a.txt", "diff": back})
             self.assertEqual(code, "revoked")

@@ -94,7 +94,7 @@ describe('refusals are tool results with the code in the text and in _meta', () 
   it('shell_exec: unknown_alias, revoked', async () => {
     await w.refused('unknown_alias', 'shell_exec', { command: 'ls', cwd: 'nope' });
     w.grant('gone', w.dir.share, 'read_only');
-    w.cli('grant', 'revoke', 'gone');
+    w.cli('grant', 'revoke', 'gone', '--reason', 'test');
     await w.refused('revoked', 'shell_exec', { command: 'ls', cwd: 'gone' });
   });
 

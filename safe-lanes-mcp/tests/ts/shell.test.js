@@ -179,7 +179,7 @@ describe('background jobs', () => {
         QUICK,
       );
       assert.ok(await waitFor(() => processesWith(mark).length > 0, 3000), 'the job never started');
-      w.cli('grant', 'revoke', 'proj');
+      w.cli('grant', 'revoke', 'proj', '--reason', 'test');
       const last = await waitFor(async () => {
         const polled = await w.ok('shell_job_status', { job_id: job.job_id, wait_s: 1 }, QUICK);
         return polled.status === 'finished' ? polled : null;

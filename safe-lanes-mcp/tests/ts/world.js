@@ -214,7 +214,7 @@ export class World {
   }
 
   grant(alias, dir, access) {
-    return this.cli('grant', 'add', '--alias', alias, '--path', dir, '--access', access);
+    return this.cli('grant', 'add', '--alias', alias, '--path', dir, '--access', access, '--reason', 'test');
   }
 
   /** The JSON-RPC id of the request sent last for `tools/call` of `name`. */

@@ -190,7 +190,7 @@ class Live(Page):
     def test_the_page_follows_the_manifest_without_a_reload(self):
         self.browser.execute_script("window.notReloaded = true")
         self.cli("grant", "add", "--alias", "docs", "--path", str(self.home / "docs"),
-                 "--access", "read_only")
+                 "--access", "read_only", "--reason", "test")
         row = self.wait_for(By.ID, "grant-docs")
         self.assertIn("read_only", row.text)
         rid = self.request("notes", "read_only", "from another process", self.home / "notes")
@@ -203,7 +203,7 @@ class Live(Page):
 class Screens(Page):
     def test_every_page_is_labelled_keyboard_reachable_and_shown(self):
         self.cli("grant", "add", "--alias", "docs", "--path", str(self.home / "docs"),
-                 "--access", "read_write")
+                 "--access", "read_write", "--reason", "test")
         self.request("notes", "read_only", "to read your notes\nfor the weekly summary",
                      self.home / "notes")
         self.request("projects", "read_write", "to run the tests")

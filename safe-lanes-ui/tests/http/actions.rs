@@ -71,7 +71,11 @@ fn every_action_is_the_libraries_and_audited_as_the_humans() {
         &page,
         "/narrow",
         &cookie,
-        &[("csrf", csrf.clone()), ("alias", "docs".into())],
+        &[
+            ("csrf", csrf.clone()),
+            ("alias", "docs".into()),
+            ("reason", "reading is enough".into()),
+        ],
     );
     assert!(narrowed.contains("Narrowed"), "{narrowed}");
     assert_eq!(
@@ -103,7 +107,11 @@ fn every_action_is_the_libraries_and_audited_as_the_humans() {
         &page,
         "/revoke",
         &cookie,
-        &[("csrf", csrf.clone()), ("alias", "docs".into())],
+        &[
+            ("csrf", csrf.clone()),
+            ("alias", "docs".into()),
+            ("reason", "the report is done".into()),
+        ],
     );
     assert!(revoked.contains("Revoked"), "{revoked}");
 
@@ -155,11 +163,11 @@ fn an_approval_of_a_request_changed_since_the_page_was_shown_is_refused() {
     // The grant it changes was changed since: the digest shown no longer matches.
     let grants = page.grants();
     grants
-        .add("shared", &folder, Access::ReadWrite, "", "uid:0")
+        .add("shared", &folder, Access::ReadWrite, "a reason", "uid:0")
         .unwrap();
     let raise = {
         grants
-            .set_access("shared", Access::ReadOnly, "", "uid:0")
+            .set_access("shared", Access::ReadOnly, "a reason", "uid:0")
             .unwrap();
         agent_request(&page, "shared", Access::ReadWrite, None)
     };
@@ -213,7 +221,7 @@ fn the_picker_lists_folders_only_and_refuses_what_a_grant_may_not_be() {
     std::fs::write(home.join("a-file.txt"), "x").unwrap();
     std::os::unix::fs::symlink(&free, home.join("a-link")).unwrap();
     page.grants()
-        .add("granted", &granted, Access::ReadWrite, "", "uid:0")
+        .add("granted", &granted, Access::ReadWrite, "a reason", "uid:0")
         .unwrap();
 
     let body = page

@@ -101,6 +101,7 @@ fn a_cross_origin_or_token_less_post_changes_nothing() {
             ("alias", "docs"),
             ("path", path),
             ("access", "read_write"),
+            ("reason", "the page's own form"),
         ]
         .map(|(k, v)| (k, v.to_owned()))
         .to_vec()

@@ -56,7 +56,8 @@ impl Suggested {
     }
 
     /// The command line that approves it, for the state root `root` (and the manifest
-    /// `manifest` when it is not the default), every path quoted for a POSIX shell.
+    /// `manifest` when it is not the default), every path quoted for a POSIX shell, with the
+    /// reason the changelog keeps.
     pub fn command(&self, root: &Path, manifest: Option<&Path>) -> String {
         let mut line = format!("safe-lanes --root {}", quote(root));
         if let Some(manifest) = manifest {
@@ -74,6 +75,8 @@ impl Suggested {
         for var in &self.vars {
             line.push_str(&format!(" --var {var}"));
         }
+        // Every change of the human's says why; this one says what it is for.
+        line.push_str(" --reason 'let confined commands use this toolchain'");
         line
     }
 }

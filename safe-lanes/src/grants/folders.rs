@@ -88,6 +88,16 @@ impl Grants {
     }
 }
 
+impl Grants {
+    /// Why a new grant of the canonical folder `path` with `access` would be refused now, by
+    /// the checks [`Grants::add`] makes; `None` when it would not (or the manifest cannot be
+    /// read, which making it would say).
+    pub(crate) fn placement_refusal(&self, path: &Path, access: Access) -> Option<String> {
+        let (_, doc) = self.manifest().load().ok()?;
+        refusal(&self.rules(), path, access, &doc.grants)
+    }
+}
+
 fn choice(dir: &Path, name: &OsStr, verdict: &impl Fn(&Path) -> Option<String>) -> FolderChoice {
     let path = dir.join(name);
     FolderChoice {

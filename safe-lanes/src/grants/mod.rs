@@ -4,6 +4,9 @@
 //! - [`Grants`] is the trusted side (the CLI): add, change access, revoke, approve or deny
 //!   requests. Every change is validated, written atomically to the manifest under a lock,
 //!   recorded in the manifest's changelog with actor and reason, and appended to the audit log.
+//!   Every one of the human's changes needs a reason: one whose reason is empty is refused
+//!   (`invalid_argument`) and changes nothing, so the changelog never holds a human action
+//!   without why.
 //! - [`Grants::request`] is the one thing an agent may do: file a pending request. It is inert
 //!   until a human approves it, and approval runs the full validation on the path the human
 //!   confirms.
@@ -31,6 +34,7 @@ mod manifest;
 mod model;
 mod outcome;
 mod proposal;
+mod review;
 mod rules;
 mod session;
 mod strict;
@@ -52,6 +56,7 @@ pub use model::{
 };
 pub use outcome::{Outcome, Status};
 pub use proposal::{Proposal, Proposed, Seen};
+pub use review::{ProtectedPath, Review, allows};
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 pub use toolchain::{HIDDEN_IN_TOOLS, Kind, ToolBin, Toolchain, VarName};
 
@@ -344,10 +349,11 @@ impl Grants {
     ///
     /// # Errors
     ///
-    /// `unknown_alias`; `invalid_argument` when the grant is not a cache; `insecure_root`,
-    /// `io`.
+    /// `unknown_alias`; `invalid_argument` without a reason, or when the grant is not a cache;
+    /// `insecure_root`, `io`.
     pub fn clear_cache(&self, alias: &str, reason: &str, actor: &str) -> Result<CacheCleared> {
         let alias = Alias::new(alias)?;
+        reason_given("grant.cache_clear", "clearing of a cache", reason)?;
         let (_, doc) = self.manifest.load()?;
         let grant = find(&doc, &alias)?;
         if grant.toolchain.kind != Kind::Cache {
@@ -424,8 +430,8 @@ impl Grants {
     ///
     /// # Errors
     ///
-    /// `invalid_alias`, `alias_taken`, `relative_path`, `nul_byte`, `not_found`, `state_root`,
-    /// `overlapping_grant`, `invalid_manifest`, `io`.
+    /// `invalid_argument` without a reason; `invalid_alias`, `alias_taken`, `relative_path`,
+    /// `nul_byte`, `not_found`, `state_root`, `overlapping_grant`, `invalid_manifest`, `io`.
     pub fn add(
         &self,
         alias: &str,
@@ -482,7 +488,8 @@ impl Grants {
     ///
     /// # Errors
     ///
-    /// `unknown_alias`, `overlapping_grant`, `invalid_manifest`, `io`.
+    /// `invalid_argument` without a reason; `unknown_alias`, `overlapping_grant`,
+    /// `invalid_manifest`, `io`.
     pub fn set_access(
         &self,
         alias: &str,
@@ -494,7 +501,6 @@ impl Grants {
         self.change(Action::SetAccess, actor, reason, |doc, changelog| {
             let from = find(doc, &alias)?.access;
             set_access_in(doc, &alias, access)?;
-            widening_needs_a_reason(&alias, Some(from), access, reason)?;
             let grant = find(doc, &alias)?.clone();
             changelog.add(doc, &grant, |c| {
                 c.from = Some(from);
@@ -511,8 +517,8 @@ impl Grants {
     ///
     /// # Errors
     ///
-    /// `unknown_alias`; `invalid_argument` for a lift without a reason, or for a path lifted
-    /// and restored at once; `invalid_manifest`, `io`.
+    /// `unknown_alias`; `invalid_argument` without a reason, or for a path lifted and
+    /// restored at once; `invalid_manifest`, `io`.
     pub fn set_protection(
         &self,
         alias: &str,
@@ -526,14 +532,6 @@ impl Grants {
             return Err(Error::InvalidArgument {
                 what: Shown::text(both.as_str()),
                 why: "a path is either lifted or protected again, not both".into(),
-            });
-        }
-        if !lift.is_empty() && reason.trim().is_empty() {
-            return Err(Error::InvalidArgument {
-                what: Shown::text(alias.as_str()),
-                why: "lifting a protected path lets the agent change what your own tools run \
-                      later: give the reason (--reason), for the changelog"
-                    .into(),
             });
         }
         self.change(Action::Protect, actor, reason, |doc, changelog| {
@@ -558,7 +556,7 @@ impl Grants {
     ///
     /// # Errors
     ///
-    /// `unknown_alias`, `invalid_manifest`, `io`.
+    /// `invalid_argument` without a reason; `unknown_alias`, `invalid_manifest`, `io`.
     pub fn revoke(&self, alias: &str, reason: &str, actor: &str) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
         self.change(Action::Revoke, actor, reason, |doc, changelog| {
@@ -579,7 +577,8 @@ impl Grants {
     ///
     /// # Errors
     ///
-    /// `unknown_alias`; `invalid_argument` when the grant is bound to this machine already;
+    /// `unknown_alias`; `invalid_argument` without a reason, or when the grant is bound to
+    /// this machine already;
     /// every folder
     /// refusal of [`Grants::add`] for its path, and `symlink_escape` when that path is not
     /// canonical here; `overlapping_grant`, `invalid_manifest`, `io`.
@@ -709,7 +708,7 @@ impl Grants {
     /// # Errors
     ///
     /// `not_found` (no such request, or no path), and every error of [`Grants::add`] or
-    /// [`Grants::set_access`].
+    /// [`Grants::set_access`] (`invalid_argument` without a reason among them).
     pub fn approve(
         &self,
         request_id: &str,
@@ -786,7 +785,6 @@ impl Grants {
                 None => self.proposed_folder(&request)?,
             };
             let (grant, from) = self.grant_for(doc, &request, folder)?;
-            widening_needs_a_reason(&grant.alias, from, grant.access, reason)?;
             let approved = Approved { grant, request };
             changelog.add(doc, &approved, |c| {
                 c.path = Some(approved.grant.path.clone());
@@ -852,7 +850,8 @@ impl Grants {
     ///
     /// # Errors
     ///
-    /// `not_found` when there is no such request; `invalid_manifest`, `io`.
+    /// `invalid_argument` without a reason; `not_found` when there is no such request;
+    /// `invalid_manifest`, `io`.
     pub fn deny(&self, request_id: &str, reason: &str, actor: &str) -> Result<Recorded<Request>> {
         self.deny_where(|r| r.id == request_id, request_id, reason, actor)
     }
@@ -909,6 +908,22 @@ impl Grants {
             host: &self.host,
             machine: &self.machine,
         }
+    }
+
+    /// Check the folder `path` for a new grant with `access`, as adding or approving would
+    /// (absolute, an existing directory, canonical placement, storable, no overlap with the
+    /// grants as they are), without changing anything: its canonical path.
+    ///
+    /// # Errors
+    ///
+    /// `relative_path`, `nul_byte`, `not_found`, `state_root`, `overlapping_grant`,
+    /// `invalid_manifest`, `io`.
+    pub fn check_folder(&self, path: &Path, access: Access) -> Result<PathBuf> {
+        let canonical = self.canonical_folder(path)?;
+        let (_, doc) = self.manifest.load()?;
+        rules::collision_new(&canonical, access, &doc.grants)
+            .map_err(|why| why.refusal(&canonical))?;
+        Ok(canonical)
     }
 
     /// Validate a folder for a grant and return its canonical path.
@@ -979,6 +994,9 @@ impl Grants {
         reason: &str,
         apply: impl FnOnce(&mut Document, &Changelog<'_>) -> Result<T>,
     ) -> Result<Recorded<T>> {
+        if action.is_humans() {
+            reason_given(action.event(), action.described(), reason)?;
+        }
         let changelog = Changelog {
             action,
             actor,
@@ -1118,26 +1136,21 @@ impl Subject for Approved {
     }
 }
 
-/// A change that raises an existing grant's access (`from` → `to`) must say why: the
-/// changelog is what the human reads later to know why an agent may write there.
-fn widening_needs_a_reason(
-    alias: &Alias,
-    from: Option<Access>,
-    to: Access,
-    reason: &str,
-) -> Result<()> {
-    let widens = from.is_some_and(|from| from.is_raised_to(to));
-    if widens && reason.trim().is_empty() {
-        return Err(Error::InvalidArgument {
-            what: Shown::text(alias.as_str()),
-            why: format!(
-                "this raises its access from {} to {to}: give the reason (--reason), for the \
-                 changelog",
-                from.map_or("", Access::as_str)
-            ),
-        });
+/// Every change the human makes says why: the changelog (and the audit log) is what the human
+/// reads later to know why an agent may use a folder, or may no longer. The one rule, for
+/// every caller (the command line, the page, a gateway of the human's): a human change whose
+/// reason is empty once cleaned ([`clean_reason`]) is refused, and nothing changes.
+fn reason_given(event: &str, change: &str, reason: &str) -> Result<()> {
+    if !clean_reason(reason).is_empty() {
+        return Ok(());
     }
-    Ok(())
+    Err(Error::InvalidArgument {
+        what: Shown::text(event),
+        why: format!(
+            "every change of yours is recorded with why, and this {change} gives no reason: give \
+             one (--reason on the command line, the note on the page)"
+        ),
+    })
 }
 
 /// Refuse the request `request_id` if it expired: the agent can ask again.

@@ -337,6 +337,26 @@ impl Action {
         }
     }
 
+    /// Whether the human makes this change (every action but a request, which an agent
+    /// files): such a change must give a reason.
+    pub fn is_humans(self) -> bool {
+        self != Action::Request
+    }
+
+    /// The change in words, for messages (`addition of a grant`, …).
+    pub fn described(self) -> &'static str {
+        match self {
+            Action::Add => "addition of a grant",
+            Action::SetAccess => "change of access",
+            Action::Revoke => "revocation",
+            Action::Request => "request",
+            Action::Approve => "approval",
+            Action::Deny => "denial",
+            Action::Adopt => "adoption",
+            Action::Protect => "change of protected paths",
+        }
+    }
+
     /// The audit event name (`grant.add`, …).
     pub fn event(self) -> &'static str {
         match self {

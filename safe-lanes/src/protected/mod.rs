@@ -187,7 +187,6 @@ impl Protection {
     }
 
     /// The protected paths.
-    #[cfg(any(target_os = "linux", test))]
     pub(crate) fn entries(&self) -> &[Protected] {
         &self.entries
     }
@@ -497,39 +496,7 @@ fn state_of(st: &Stat) -> State {
     }
 }
 
-/// Whether `folder` (canonical) is a home folder: the gateway's `$HOME`, or the home of an
-/// account in `/etc/passwd`.
-pub(crate) fn is_home(folder: &Path) -> bool {
-    use std::sync::OnceLock;
-    static HOMES: OnceLock<BTreeSet<PathBuf>> = OnceLock::new();
-    let homes = HOMES.get_or_init(|| {
-        let mut homes: BTreeSet<PathBuf> = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .into_iter()
-            .collect();
-        let why = crate::beneath::Ambient::because("the accounts' home folders");
-        let passwd = Anchor::open_ambient(Path::new("/etc"), why)
-            .and_then(|etc| etc.open_read(RelPath::new("passwd")?, Symlinks::Beneath));
-        if let Ok(fd) = passwd {
-            let mut text = Vec::new();
-            let read = ReadAt::new(std::os::fd::AsFd::as_fd(&fd))
-                .take(16 << 20)
-                .read_to_end(&mut text);
-            if read.is_ok() {
-                for line in text.split(|b| *b == b'\n') {
-                    if let Some(home) = line.split(|b| *b == b':').nth(5)
-                        && home.starts_with(b"/")
-                        && home.len() > 1
-                    {
-                        homes.insert(PathBuf::from(OsStr::from_bytes(home)));
-                    }
-                }
-            }
-        }
-        homes
-    });
-    homes.contains(folder)
-}
+pub(crate) use crate::accounts::is_home;
 
 #[cfg(test)]
 mod tests;

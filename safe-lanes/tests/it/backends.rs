@@ -308,7 +308,7 @@ fn a_forced_backend_reaches_the_anchors_the_library_opens_on_this_thread_only() 
         let root = StateRoot::open(&tmp.path().join(format!("state-{backend:?}"))).unwrap();
         let grants = Arc::new(Grants::open(&root, None).unwrap());
         grants
-            .add("folder", &folder, Access::ReadWrite, "", "test")
+            .add("folder", &folder, Access::ReadWrite, "a reason", "test")
             .unwrap();
         let snapshot = grants.session().snapshot().unwrap();
         assert_eq!(

@@ -909,7 +909,7 @@ fn a_tools_credentials_are_empty_in_every_command_even_when_they_appear_later() 
     std::fs::write(w.p("rw/credentials.toml"), "FOLDER FILE").unwrap();
     let as_tool = Toolchain::parse(Kind::Tool, &[], None).unwrap();
     w.grants
-        .add_with("tool", &tool, None, as_tool, "", "tester")
+        .add_with("tool", &tool, None, as_tool, "a reason", "tester")
         .unwrap();
     let session = w.grants.session();
     let read = |name: &str| {
@@ -1024,7 +1024,7 @@ fn a_path_the_human_lifted_is_writable_and_lifting_needs_a_reason() {
     w.denied(r#"echo x > "$1/.envrc/x""#, &[&rw]);
     // Protected again: read-only again, and both changes are on the record.
     w.grants
-        .set_protection("rw", &[], &vscode, "", "tester")
+        .set_protection("rw", &[], &vscode, "a reason", "tester")
         .unwrap();
     w.denied(r#"echo x > "$1/.vscode/settings.json""#, &[&rw]);
     let log = w.grants.changelog().unwrap();
@@ -1091,7 +1091,7 @@ fn a_cache_is_an_overlay_whose_writes_stay_in_the_state_root() {
     std::fs::write(cache.join("crate.rs"), "fn original() {}").unwrap();
     let as_cache = Toolchain::parse(Kind::Cache, &["CACHE_HOME".into()], None).unwrap();
     w.grants
-        .add_with("cache", &cache, None, as_cache, "", "tester")
+        .add_with("cache", &cache, None, as_cache, "a reason", "tester")
         .unwrap();
     let script = r#"cat "$CACHE_HOME/crate.rs"; echo 'fn planted() {}' > "$CACHE_HOME/crate.rs" &&
         echo new > "$CACHE_HOME/new" && rm "$CACHE_HOME/crate.rs" && echo again > "$CACHE_HOME/crate.rs" && echo wrote"#;
@@ -1129,14 +1129,17 @@ fn a_cache_is_an_overlay_whose_writes_stay_in_the_state_root() {
         w.ok(r#"cat "$CACHE_HOME/crate.rs""#, &[]),
         "fn original() {}"
     );
-    let not_a_cache = w.grants.clear_cache("rw", "", "tester").unwrap_err();
+    let not_a_cache = w
+        .grants
+        .clear_cache("rw", "a reason", "tester")
+        .unwrap_err();
     assert_eq!(not_a_cache.code(), safe_lanes::Code::InvalidArgument);
     // A cache granted again under the alias starts from an empty layer.
     w.ok(r#"echo mine > "$CACHE_HOME/crate.rs""#, &[]);
-    w.grants.revoke("cache", "", "tester").unwrap();
+    w.grants.revoke("cache", "a reason", "tester").unwrap();
     let as_cache = Toolchain::parse(Kind::Cache, &["CACHE_HOME".into()], None).unwrap();
     w.grants
-        .add_with("cache", &cache, None, as_cache, "", "tester")
+        .add_with("cache", &cache, None, as_cache, "a reason", "tester")
         .unwrap();
     assert_eq!(
         w.ok(r#"cat "$CACHE_HOME/crate.rs""#, &[]),

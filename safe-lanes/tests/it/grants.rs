@@ -145,7 +145,9 @@ fn path_rules() {
         (w.tmp.path().to_path_buf(), Code::StateRoot),
     ];
     for (path, want) in cases {
-        let got = w.grants.add("x", &path, Access::ReadOnly, "", "alice");
+        let got = w
+            .grants
+            .add("x", &path, Access::ReadOnly, "a reason", "alice");
         assert_eq!(code(got), want, "{}", path.display());
     }
     // Each refusal says how the folder meets the state root.
@@ -156,13 +158,18 @@ fn path_rules() {
             "it covers the safe-lanes state root",
         ),
     ] {
-        let refused = w.grants.add("x", &path, Access::ReadOnly, "", "alice");
+        let refused = w
+            .grants
+            .add("x", &path, Access::ReadOnly, "a reason", "alice");
         let message = refused.unwrap_err().to_string();
         assert!(message.ends_with(why), "{message}");
     }
     let nul = Path::new(std::ffi::OsStr::new("/tmp/a\0b"));
     assert_eq!(
-        code(w.grants.add("x", nul, Access::ReadOnly, "", "alice")),
+        code(
+            w.grants
+                .add("x", nul, Access::ReadOnly, "a reason", "alice")
+        ),
         Code::NulByte
     );
     assert!(
@@ -177,7 +184,7 @@ fn a_grant_that_would_contain_the_manifest_is_refused() {
     let manifest = w.p("proj/workflow.json");
     let grants = Grants::open(&w.root, Some(&manifest)).unwrap();
     let err = grants
-        .add("proj", &w.p("proj"), Access::ReadWrite, "", "alice")
+        .add("proj", &w.p("proj"), Access::ReadWrite, "a reason", "alice")
         .unwrap_err();
     assert_eq!(err.code(), Code::StateRoot);
     assert!(
@@ -209,18 +216,24 @@ fn overlapping_grants() {
     w.add("src", "proj/src", Access::ReadWrite).unwrap();
     // …but narrowing the inner one to read-only inside the outer read-write cannot.
     assert_eq!(
-        code(w.grants.set_access("src", Access::ReadOnly, "", "alice")),
+        code(
+            w.grants
+                .set_access("src", Access::ReadOnly, "a reason", "alice")
+        ),
         Code::OverlappingGrant
     );
     w.grants
         .set_access("proj", Access::ReadOnly, "narrow", "alice")
         .unwrap();
     w.grants
-        .set_access("src", Access::ReadOnly, "", "alice")
+        .set_access("src", Access::ReadOnly, "a reason", "alice")
         .unwrap();
     // Widening the outer one again would now hold a read-only grant inside a read-write one.
     assert_eq!(
-        code(w.grants.set_access("proj", Access::ReadWrite, "", "alice")),
+        code(
+            w.grants
+                .set_access("proj", Access::ReadWrite, "a reason", "alice")
+        ),
         Code::OverlappingGrant
     );
 }
@@ -253,14 +266,14 @@ fn the_folder_picker_offers_exactly_what_granting_accepts() {
                 .iter()
                 .map(|f| (f.path.clone(), f.refused.clone()));
             for (path, refused) in rows.chain([here]) {
-                let granted = w.grants.add("probe", &path, access, "", "alice");
+                let granted = w.grants.add("probe", &path, access, "a reason", "alice");
                 assert_eq!(
                     refused.is_none(),
                     granted.is_ok(),
                     "{path:?} {access}: {refused:?} vs {granted:?}"
                 );
                 if granted.is_ok() {
-                    w.grants.revoke("probe", "", "alice").unwrap();
+                    w.grants.revoke("probe", "a reason", "alice").unwrap();
                 }
                 checked += 1;
             }
@@ -290,7 +303,7 @@ fn tools_and_caches_keep_their_kind() {
     let tool = Toolchain::parse(Kind::Tool, &vars(&["PROJ_HOME"]), Some("src")).unwrap();
     let added = w
         .grants
-        .add_with("proj-tool", &w.p("proj"), None, tool, "", "alice")
+        .add_with("proj-tool", &w.p("proj"), None, tool, "a reason", "alice")
         .unwrap();
     assert_eq!(
         (added.toolchain.kind, added.access),
@@ -299,20 +312,20 @@ fn tools_and_caches_keep_their_kind() {
     assert_eq!(
         code(
             w.grants
-                .set_access("proj-tool", Access::ReadWrite, "", "alice")
+                .set_access("proj-tool", Access::ReadWrite, "a reason", "alice")
         ),
         Code::InvalidArgument
     );
     let same_var = Toolchain::parse(Kind::Cache, &vars(&["proj_home"]), None).unwrap();
     let clash = w
         .grants
-        .add_with("c", &w.p("other"), None, same_var, "", "alice");
+        .add_with("c", &w.p("other"), None, same_var, "a reason", "alice");
     assert_eq!(code(clash), Code::InvalidArgument);
     // The state root's rules hold for tools too.
     let home_tool = Toolchain::parse(Kind::Tool, &[], None).unwrap();
     let at_root = w
         .grants
-        .add_with("t", w.tmp.path(), None, home_tool, "", "alice");
+        .add_with("t", w.tmp.path(), None, home_tool, "a reason", "alice");
     assert_eq!(code(at_root), Code::StateRoot);
 
     // An agent asks for a cache; approving it makes exactly that cache.
@@ -332,7 +345,7 @@ fn tools_and_caches_keep_their_kind() {
             .describe()
             .starts_with("new cache `proj2-cache` read_write")
     );
-    let g = w.grants.approve(&r.id, None, "", "alice").unwrap();
+    let g = w.grants.approve(&r.id, None, "a reason", "alice").unwrap();
     assert_eq!(
         (g.toolchain.kind, g.toolchain.vars[0].as_str()),
         (Kind::Cache, "PROJ2_CACHE")
@@ -488,7 +501,7 @@ fn concurrent_writers_never_lose_a_change() {
                             &format!("d{i}"),
                             &w.p(&format!("d{i}")),
                             Access::ReadOnly,
-                            "",
+                            "a reason",
                             "t",
                         )
                         .unwrap();
@@ -537,12 +550,12 @@ fn a_request_is_inert_until_approved() {
     assert_eq!(
         code(
             w.grants
-                .approve(&r.id, Some(&w.p("proj/docs")), "", "alice")
+                .approve(&r.id, Some(&w.p("proj/docs")), "a reason", "alice")
         ),
         Code::NotFound
     );
     assert_eq!(
-        code(w.grants.approve(&r2.id, None, "", "alice")),
+        code(w.grants.approve(&r2.id, None, "a reason", "alice")),
         Code::InvalidArgument
     );
     let g = w
@@ -571,7 +584,7 @@ fn approval_runs_the_full_validation_and_denial_records_why() {
         )
         .unwrap();
     assert_eq!(
-        code(w.grants.approve(&bad.id, None, "", "alice")),
+        code(w.grants.approve(&bad.id, None, "a reason", "alice")),
         Code::StateRoot
     );
     assert_eq!(
@@ -1007,7 +1020,10 @@ fn a_folder_whose_path_is_not_utf8_cannot_be_stored() {
     let odd = w.tmp.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
     std::fs::create_dir(&odd).unwrap();
     assert_eq!(
-        code(w.grants.add("odd", &odd, Access::ReadOnly, "", "alice")),
+        code(
+            w.grants
+                .add("odd", &odd, Access::ReadOnly, "a reason", "alice")
+        ),
         Code::InvalidManifest
     );
     let proposal = w
@@ -1080,7 +1096,7 @@ fn a_request_updated_after_the_human_read_it_cannot_be_approved_by_the_old_id() 
         .unwrap();
     assert_ne!(seen.id, changed.id);
     assert_eq!(
-        code(w.grants.approve(&seen.id, None, "", "alice")),
+        code(w.grants.approve(&seen.id, None, "a reason", "alice")),
         Code::NotFound
     );
     assert!(w.grants.list().unwrap().grants.is_empty());
@@ -1107,7 +1123,7 @@ fn a_proposed_path_that_is_not_canonical_needs_an_explicit_path() {
         )
         .unwrap();
     assert_eq!(
-        code(w.grants.approve(&r.id, None, "", "alice")),
+        code(w.grants.approve(&r.id, None, "a reason", "alice")),
         Code::SymlinkEscape
     );
     assert!(w.grants.list().unwrap().grants.is_empty());
@@ -1125,7 +1141,7 @@ fn a_proposed_path_that_is_not_canonical_needs_an_explicit_path() {
     // The human names the folder: granted as named.
     let g = w
         .grants
-        .approve(&r.id, Some(&w.p("proj/docs")), "", "alice")
+        .approve(&r.id, Some(&w.p("proj/docs")), "a reason", "alice")
         .unwrap();
     assert_eq!(g.path, w.p("proj/docs"));
 }
@@ -1139,7 +1155,7 @@ fn a_request_for_an_existing_alias_cannot_move_it() {
         .request("proj", Access::ReadWrite, "", Some(&w.p("other")), "agent")
         .unwrap();
     assert_eq!(
-        code(w.grants.approve(&r.id, None, "", "alice")),
+        code(w.grants.approve(&r.id, None, "a reason", "alice")),
         Code::AliasTaken
     );
     let r = w
@@ -1147,7 +1163,10 @@ fn a_request_for_an_existing_alias_cannot_move_it() {
         .request("proj", Access::ReadWrite, "", None, "agent")
         .unwrap();
     assert_eq!(
-        code(w.grants.approve(&r.id, Some(&w.p("other")), "", "alice")),
+        code(
+            w.grants
+                .approve(&r.id, Some(&w.p("other")), "a reason", "alice")
+        ),
         Code::AliasTaken
     );
     let listed = w.grants.list().unwrap();
@@ -1281,7 +1300,7 @@ fn re_filing_does_not_grow_the_manifest_and_the_human_can_deny_by_alias() {
     assert_eq!(denied.reason, "try 19");
     assert!(w.grants.list().unwrap().requests.is_empty());
     assert_eq!(
-        code(w.grants.deny_alias("docs", "", "alice")),
+        code(w.grants.deny_alias("docs", "a reason", "alice")),
         Code::NotFound
     );
 }
@@ -1425,23 +1444,23 @@ fn keys_that_are_not_ours_are_kept_inside_every_entry_through_every_write() {
     check("request");
     w.grants.deny(&r.id, "no", "alice").unwrap();
     check("deny");
-    w.grants.revoke("other", "", "alice").unwrap();
+    w.grants.revoke("other", "a reason", "alice").unwrap();
     check("revoke");
     let r = w
         .grants
         .request("bad", Access::ReadOnly, "", Some(&w.p("state")), "agent")
         .unwrap();
     assert_eq!(
-        code(w.grants.approve(&r.id, None, "", "alice")),
+        code(w.grants.approve(&r.id, None, "a reason", "alice")),
         Code::StateRoot,
         "a refused change writes nothing"
     );
-    w.grants.deny(&r.id, "", "alice").unwrap();
+    w.grants.deny(&r.id, "a reason", "alice").unwrap();
     let r = w
         .grants
         .request("proj", Access::ReadOnly, "", None, "agent")
         .unwrap();
-    w.grants.approve(&r.id, None, "", "alice").unwrap();
+    w.grants.approve(&r.id, None, "a reason", "alice").unwrap();
     check("approve");
     let proj = stored(&w)["folder_access"][0].clone();
     assert_eq!(
@@ -1543,7 +1562,7 @@ fn a_key_named_twice_anywhere_is_refused_and_the_file_left_untouched() {
             "{key}"
         );
         assert_eq!(
-            code(w.grants.revoke("a", "", "alice")),
+            code(w.grants.revoke("a", "a reason", "alice")),
             Code::InvalidManifest
         );
         assert_eq!(
@@ -1618,7 +1637,7 @@ fn a_grant_without_a_host_is_unavailable_until_the_human_adopts_it() {
     assert_eq!(seed.host.as_deref(), Some(w.grants.host()));
     assert!(humantime::parse_rfc3339(seed.created_at.as_deref().unwrap()).is_ok());
     assert!(session.at("seed", ".", Want::Write).is_ok(), "live");
-    let empty = w.grants.adopt("empty", "", "alice").unwrap();
+    let empty = w.grants.adopt("empty", "a reason", "alice").unwrap();
     assert_eq!(empty.created_at.as_deref(), Some("2026-01-02T03:04:05Z"));
     let listing = w.grants.list().unwrap();
     let available: Vec<(&str, bool)> = listing
@@ -1681,7 +1700,7 @@ fn only_a_grant_without_a_host_can_be_adopted_and_its_folder_is_checked() {
     ];
     for (alias, expected) in cases {
         assert_eq!(
-            code(w.grants.adopt(alias, "", "alice")),
+            code(w.grants.adopt(alias, "a reason", "alice")),
             expected,
             "{alias}"
         );
@@ -1752,7 +1771,13 @@ fn a_change_sweeps_the_temporary_files_of_killed_writers_and_nothing_else() {
     std::fs::write(&theirs, "").unwrap();
     std::fs::write(&not_theirs, "").unwrap();
     grants
-        .add("other", &w.p("other"), Access::ReadOnly, "", "alice")
+        .add(
+            "other",
+            &w.p("other"),
+            Access::ReadOnly,
+            "a reason",
+            "alice",
+        )
         .unwrap();
     assert!(!theirs.exists());
     assert!(not_theirs.exists());
@@ -1893,7 +1918,7 @@ fn the_agent_learns_what_became_of_its_requests_and_old_ones_expire() {
     );
     assert!(w.grants.proposals().unwrap().is_empty());
     assert_eq!(
-        code(w.grants.approve(&old.id, None, "", "alice")),
+        code(w.grants.approve(&old.id, None, "a reason", "alice")),
         Code::NotFound
     );
     // A longer time in the manifest keeps it pending.
@@ -1911,4 +1936,75 @@ fn the_agent_learns_what_became_of_its_requests_and_old_ones_expire() {
             .status,
         Status::Pending
     );
+}
+
+/// Every change the human makes needs a reason (issue: add, approve, revoke, narrow and adopt
+/// recorded `reason: ""`): each, with no reason or only blanks, is refused `invalid_argument`,
+/// and neither the manifest nor the audit log changes. The agent's request is not the human's
+/// change and needs none.
+#[test]
+fn every_change_of_the_humans_needs_a_reason() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    w.add("cache", "other", Access::ReadWrite).unwrap();
+    let asked = w
+        .grants
+        .request("docs", Access::ReadOnly, "", Some(&w.p("proj2")), "agent")
+        .unwrap();
+    let lifted = [safe_lanes::grants::LiftedPath::new(".vscode").unwrap()];
+    for blank in ["", "   ", "\n\t"] {
+        let before = std::fs::read(w.manifest()).unwrap();
+        let audit_before = std::fs::read(w.root.audit().path()).unwrap();
+        let g = &w.grants;
+        let refusals: Vec<(&str, Code)> = vec![
+            (
+                "add",
+                code(g.add("new", &w.p("sibling"), Access::ReadOnly, blank, "alice")),
+            ),
+            (
+                "narrow",
+                code(g.set_access("proj", Access::ReadOnly, blank, "alice")),
+            ),
+            ("revoke", code(g.revoke("proj", blank, "alice"))),
+            ("adopt", code(g.adopt("proj", blank, "alice"))),
+            ("approve", code(g.approve(&asked.id, None, blank, "alice"))),
+            ("deny", code(g.deny(&asked.id, blank, "alice"))),
+            ("deny by alias", code(g.deny_alias("docs", blank, "alice"))),
+            (
+                "protect",
+                code(g.set_protection("proj", &[], &lifted, blank, "alice")),
+            ),
+            ("cache-clear", code(g.clear_cache("cache", blank, "alice"))),
+        ];
+        for (what, got) in refusals {
+            assert_eq!(got, Code::InvalidArgument, "{what} with {blank:?}");
+        }
+        assert_eq!(std::fs::read(w.manifest()).unwrap(), before, "{blank:?}");
+        assert_eq!(
+            std::fs::read(w.root.audit().path()).unwrap(),
+            audit_before,
+            "{blank:?}: nothing recorded"
+        );
+    }
+    let message = w
+        .grants
+        .revoke("proj", "", "alice")
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("gives no reason"), "{message}");
+    // With a reason, each goes through; no human entry of the changelog is without one.
+    w.grants
+        .approve(&asked.id, None, "the agent reads the notes", "alice")
+        .unwrap();
+    w.grants
+        .set_access("proj", Access::ReadOnly, "done editing", "alice")
+        .unwrap();
+    w.grants
+        .revoke("proj", "no longer needed", "alice")
+        .unwrap();
+    for change in w.grants.changelog().unwrap() {
+        if change.action.is_humans() {
+            assert!(!change.reason.trim().is_empty(), "{change:?}");
+        }
+    }
 }

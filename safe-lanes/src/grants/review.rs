@@ -1,0 +1,262 @@
+//! A change to the grants as the human judges it before confirming: from what to what, the
+//! folder (its size, whether it is a repository), what the access lets the agent do in plain
+//! words, the protected paths that stay read-only, and the warnings of [`crate::risk`].
+//!
+//! Every screen shows a [`Review`] as it is: the command line prints it above its question,
+//! the page on the step that confirms. Computing it changes nothing; the change itself is
+//! still made, and checked, by [`Grants::approve_seen`], [`Grants::add`] or
+//! [`Grants::set_access`].
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::proposal::{Proposal, Proposed};
+use super::{Access, Alias, Grants, Kind};
+use crate::beneath::{self, Ambient, Anchor};
+use crate::error::{Result, Shown};
+use crate::input::AbsPath;
+use crate::protected::{Protection, State};
+use crate::risk::{self, FolderFacts, Warning};
+
+/// A change to the grants, as the human judges it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Review {
+    /// The grant.
+    pub alias: Alias,
+    /// What it is for (a folder, a tool, a cache).
+    pub kind: Kind,
+    /// The folder, canonical when it could be opened; `None` while the human has not chosen
+    /// one for a request that names none.
+    #[serde(serialize_with = "crate::lossy::option_path")]
+    pub path: Option<PathBuf>,
+    /// The access it has now; `None` for a new grant.
+    pub from: Option<Access>,
+    /// The access it would have.
+    pub to: Access,
+    /// Whether the change gives the agent more than it has: a new grant, or a raised access.
+    pub widens: bool,
+    /// What the access lets confined commands, and so the agent, do there, in words.
+    pub allows: &'static str,
+    /// The folder looked at: its size, whether it is a repository, its warnings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folder: Option<FolderFacts>,
+    /// For a read-write folder: the protected paths, kept read-only to confined commands
+    /// (`docs/threat-model.md`, "What a command leaves behind").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub protected: Vec<ProtectedPath>,
+    /// Every warning about the folder (those of `folder`, or of its path alone when it could
+    /// not be opened), most serious first.
+    pub warnings: Vec<Warning>,
+    /// Why the change would be refused as it stands (the folder is not where the request
+    /// says, cannot be opened, or breaks a grant rule), if it would.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+/// One protected path of a read-write grant, as a review lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProtectedPath {
+    /// Relative to the folder, escaped.
+    pub path: String,
+    /// Whether it exists now (a missing one is kept from being created while a command runs).
+    pub exists: bool,
+}
+
+/// What a grant of `kind` with `access` lets confined commands do, in words.
+pub fn allows(kind: Kind, access: Access) -> &'static str {
+    match (kind, access) {
+        (Kind::Tool, _) => {
+            "confined commands may read this folder and run its programs (its bin folder first \
+             on PATH); nothing in it can be changed, and its credentials files are shown empty"
+        }
+        (Kind::Cache, _) => {
+            "confined commands may read this folder and write to it, but what they write goes \
+             to a private layer in the state root: the folder itself is never changed"
+        }
+        (Kind::Folder, Access::ReadOnly) => {
+            "confined commands, and so the agent, may read, list and run everything in this \
+             folder; nothing in it can be created, changed, renamed or removed"
+        }
+        (Kind::Folder, Access::ReadWrite) => {
+            "confined commands, and so the agent, may read, create, change, rename and delete \
+             anything in this folder, and the agent may patch its files; only its protected \
+             paths stay read-only, and what is written stays after the command ends"
+        }
+    }
+}
+
+/// What a review is of, before the folder is looked at.
+struct Planned<'a> {
+    alias: &'a Alias,
+    kind: Kind,
+    path: Option<&'a Path>,
+    from: Option<Access>,
+    to: Access,
+    lifted: Vec<PathBuf>,
+    /// The path must already be canonical (a folder a request proposes).
+    exact: bool,
+}
+
+impl Grants {
+    /// The review of approving the proposal `p`, with the folder `chosen` by the human for a
+    /// request that names none.
+    pub fn review_proposal(&self, p: &Proposal, chosen: Option<&Path>) -> Review {
+        let (alias, to, proposed) = p.change.target();
+        let (kind, from, lifted) = match &p.change {
+            Proposed::New { kind, .. } => (*kind, None, Vec::new()),
+            Proposed::Change { from, .. } => {
+                let lifted = self.lifted(alias);
+                (self.kind_of(alias).unwrap_or_default(), Some(*from), lifted)
+            }
+        };
+        let folder = proposed.or(chosen);
+        self.review(Planned {
+            alias,
+            kind,
+            path: folder,
+            from,
+            to,
+            lifted,
+            exact: proposed.is_some() && matches!(p.change, Proposed::New { .. }),
+        })
+    }
+
+    /// The review of adding the grant `alias` of `kind` for the folder `path` with `access`
+    /// (the human's own path, opened following links).
+    ///
+    /// # Errors
+    ///
+    /// `invalid_alias`.
+    pub fn review_add(
+        &self,
+        alias: &str,
+        path: &Path,
+        kind: Kind,
+        access: Access,
+    ) -> Result<Review> {
+        let alias = Alias::new(alias)?;
+        Ok(self.review(Planned {
+            alias: &alias,
+            kind,
+            path: Some(path),
+            from: None,
+            to: access,
+            lifted: Vec::new(),
+            exact: false,
+        }))
+    }
+
+    /// The review of changing the access of the grant `alias` to `access`.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_alias`, `unknown_alias`, `invalid_manifest`, `io`.
+    pub fn review_set_access(&self, alias: &str, access: Access) -> Result<Review> {
+        let alias = Alias::new(alias)?;
+        let (_, doc) = self.manifest().load()?;
+        let grant = super::find(&doc, &alias)?;
+        Ok(self.review(Planned {
+            alias: &alias,
+            kind: grant.toolchain.kind,
+            path: Some(&grant.path),
+            from: Some(grant.access),
+            to: access,
+            lifted: grant
+                .allow_protected
+                .iter()
+                .map(|l| l.as_path().to_path_buf())
+                .collect(),
+            exact: true,
+        }))
+    }
+
+    fn review(&self, plan: Planned<'_>) -> Review {
+        let widens = plan.from.is_none_or(|from| from.is_raised_to(plan.to));
+        let mut review = Review {
+            alias: plan.alias.clone(),
+            kind: plan.kind,
+            path: plan.path.map(Path::to_path_buf),
+            from: plan.from,
+            to: plan.to,
+            widens,
+            allows: allows(plan.kind, plan.to),
+            folder: None,
+            protected: Vec::new(),
+            warnings: Vec::new(),
+            refused: None,
+        };
+        let Some(path) = plan.path else {
+            return review;
+        };
+        let home = crate::accounts::own_home();
+        let opened = AbsPath::new(path).and_then(|_| {
+            let dir = Anchor::open_ambient(path, Ambient::because("a folder the human judges"))?;
+            let canonical = beneath::location_of(dir.as_fd())?;
+            Ok((dir, canonical))
+        });
+        let (dir, canonical) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                review.warnings = risk::path_warnings(path, home.as_deref());
+                review.refused = Some(e.to_string());
+                return review;
+            }
+        };
+        if plan.exact && canonical != path {
+            review.refused = Some(format!(
+                "{} leads elsewhere through a symbolic link or `..` (to {}): approve it with the \
+                 folder named explicitly",
+                Shown::path(path),
+                Shown::path(&canonical)
+            ));
+        } else if plan.from.is_none() {
+            review.refused = self.placement_refusal(&canonical, plan.to);
+        }
+        let mut facts = risk::facts(&dir, &canonical, home.as_deref());
+        if !plan.kind.is_folder() {
+            // Toolchains live in hidden folders (`~/.cargo`): that is where they are, not a
+            // risk of its own.
+            facts.warnings.retain(|w| w.risk != risk::Risk::Hidden);
+        }
+        review.warnings = facts.warnings.clone();
+        review.path = Some(canonical.clone());
+        if plan.kind == Kind::Folder && plan.to == Access::ReadWrite {
+            let scanned =
+                Protection::scan(&dir, crate::accounts::is_home(&canonical), &plan.lifted);
+            if let Ok(protection) = scanned {
+                review.protected = protection
+                    .entries()
+                    .iter()
+                    .map(|p| ProtectedPath {
+                        path: Shown::path(&p.path).to_string(),
+                        exists: !matches!(p.state, State::Missing(_)),
+                    })
+                    .collect();
+            }
+        }
+        review.folder = Some(facts);
+        review
+    }
+
+    /// The protected paths the human lifted for the grant `alias`, if it exists.
+    fn lifted(&self, alias: &Alias) -> Vec<PathBuf> {
+        let Ok((_, doc)) = self.manifest().load() else {
+            return Vec::new();
+        };
+        super::find(&doc, alias)
+            .map(|g| {
+                g.allow_protected
+                    .iter()
+                    .map(|l| l.as_path().to_path_buf())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The kind of the grant `alias`, if it exists.
+    fn kind_of(&self, alias: &Alias) -> Option<Kind> {
+        let (_, doc) = self.manifest().load().ok()?;
+        super::find(&doc, alias).ok().map(|g| g.toolchain.kind)
+    }
+}
