@@ -386,8 +386,9 @@ impl AuditLog {
     }
 
     /// Record a refusal (`<what>.refused`) of an operation on `subject`, then hand the error back.
-    /// An `io` error is not a refusal (nothing was decided, the system failed) and is handed
-    /// back unrecorded. A failure to write the record is logged and does not hide the refusal.
+    /// An error that is not a refusal (`io`, `fetch_failed`: nothing was decided, something
+    /// failed; see [`crate::Code::is_refusal`]) is handed back unrecorded. A failure to write
+    /// the record is logged and does not hide the refusal.
     pub fn refused(
         &self,
         what: &str,
@@ -395,7 +396,7 @@ impl AuditLog {
         subject: &str,
         error: crate::error::Error,
     ) -> crate::error::Error {
-        if error.code() == crate::error::Code::Io {
+        if !error.code().is_refusal() {
             return error;
         }
         let fields = serde_json::json!({
