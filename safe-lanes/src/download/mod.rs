@@ -363,13 +363,28 @@ impl DownloadLane {
     /// save never replaces or writes through anything that exists.
     pub fn save(&self, hint: impl AsRef<[u8]>, reader: impl Read) -> Result<Saved> {
         let hint = hint.as_ref();
-        self.save_unrecorded(hint, reader).map_err(|e| {
+        let record = |saved: &Saved| self.audit.append("download.save", self.actor, saved);
+        self.save_recorded(hint, reader, record).map_err(|e| {
             self.audit
                 .refused("download", self.actor, &String::from_utf8_lossy(hint), e)
         })
     }
 
-    fn save_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Saved> {
+    /// The size cap ([`DownloadLane::with_max_bytes`]), if any.
+    pub fn max_bytes(&self) -> Option<u64> {
+        self.max_bytes
+    }
+
+    /// Save as [`DownloadLane::save`] does, but with `record` writing the file's one audit
+    /// record (in place of `download.save`), and no refusal recorded: the caller records the
+    /// operation the save is part of (a fetch, `download.fetch`). When `record` fails, the file
+    /// is removed, as when `download.save` cannot be written.
+    pub(crate) fn save_recorded(
+        &self,
+        hint: &[u8],
+        mut reader: impl Read,
+        record: impl FnOnce(&Saved) -> Result<()>,
+    ) -> Result<Saved> {
         self.recover_once();
         self.register()?;
         let name = sanitize(hint);
@@ -400,7 +415,7 @@ impl DownloadLane {
             bytes: copied.bytes,
             sha256: copied.sha256,
         };
-        if let Err(e) = self.audit.append("download.save", self.actor, &saved) {
+        if let Err(e) = record(&saved) {
             // Nothing unrecorded stays in the lane: remove the name, if it is still this file.
             let ours = crate::beneath::identity(staged.fd.as_fd())?;
             let name = Name::new(&saved.name)?;
