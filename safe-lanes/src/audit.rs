@@ -396,14 +396,30 @@ impl AuditLog {
         subject: &str,
         error: crate::error::Error,
     ) -> crate::error::Error {
+        self.refused_with(what, actor, subject, error, &[])
+    }
+
+    /// [`AuditLog::refused`], with `extra` fields in the record (a fetch's whole URL, which
+    /// the escaped `subject` may shorten).
+    pub(crate) fn refused_with(
+        &self,
+        what: &str,
+        actor: impl std::fmt::Display,
+        subject: &str,
+        error: crate::error::Error,
+        extra: &[(&str, &str)],
+    ) -> crate::error::Error {
         if !error.code().is_refusal() {
             return error;
         }
-        let fields = serde_json::json!({
+        let mut fields = serde_json::json!({
             "subject": crate::error::Shown::text(subject).as_str(),
             "code": error.code().as_str(),
             "message": error.to_string(),
         });
+        for (name, value) in extra {
+            fields[*name] = serde_json::Value::from(*value);
+        }
         if let Err(e) = self.append(&format!("{what}.refused"), actor, fields) {
             tracing::warn!(error = %e, "could not record a refusal in the audit log");
         }

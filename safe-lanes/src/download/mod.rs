@@ -375,6 +375,18 @@ impl DownloadLane {
         self.max_bytes
     }
 
+    /// The audit log the lane records to.
+    #[cfg_attr(not(all(target_os = "linux", feature = "fetch")), allow(dead_code))]
+    pub(crate) fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// The actor the lane records.
+    #[cfg_attr(not(all(target_os = "linux", feature = "fetch")), allow(dead_code))]
+    pub(crate) fn actor(&self) -> Actor {
+        self.actor
+    }
+
     /// Save as [`DownloadLane::save`] does, but with `record` writing the file's one audit
     /// record (in place of `download.save`), and no refusal recorded: the caller records the
     /// operation the save is part of (a fetch, `download.fetch`). When `record` fails, the file

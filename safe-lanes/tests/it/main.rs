@@ -8,6 +8,8 @@ mod beneath;
 mod confine;
 mod deposit;
 mod download;
+#[cfg(feature = "fetch")]
+mod fetch;
 mod grants;
 #[cfg(feature = "cap-std")]
 mod interop;
