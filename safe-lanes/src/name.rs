@@ -19,7 +19,11 @@
 //!    U+FF0F, U+29F8, U+A789, U+FF1A, the fullwidth forms, …) with `_`.
 //! 6. Collapse every run of white space to one ASCII space.
 //! 7. Strip leading `.`, `-` and spaces and trailing `.` and spaces: never hidden, never
-//!    option-like, never a Windows "trailing dot" alias.
+//!    option-like, never a Windows "trailing dot" alias. A dot that rule 2 made leading is not
+//!    stripped: when all that stood before the first dot of the component was characters
+//!    rule 2 dropped, dashes and white space (at least one dropped), that text becomes the stem
+//!    `download`, so `"\u{378}\u{40001}.mp3"` keeps its extension as `download.mp3` (as
+//!    `___.mp3` does).
 //! 8. Split off the extension: the text after the last `.`, when it is 1–16 letters or digits.
 //!    The stem loses trailing dots and spaces.
 //! 9. A shortcut-like extension (`lnk`, `url`, `desktop`, `webloc`, `scf`, `local`, …) gets
@@ -275,9 +279,40 @@ fn as_plain_ascii(hint: &[u8]) -> Option<&str> {
 /// Every rule, in order, on any hint.
 fn sanitize_any(hint: &[u8]) -> SafeName {
     let decoded = String::from_utf8_lossy(hint);
-    let normalized = to_nfc(drop_invisible(&decoded));
+    let visible = drop_invisible(&decoded);
+    let stem_dropped = matches!(visible, Cow::Owned(_)) && stem_was_dropped(&decoded);
+    let normalized = to_nfc(visible);
     let flat = flatten(last_component(&normalized));
-    assemble(trim(&flat))
+    match flat.find('.') {
+        Some(dot) if stem_dropped => assemble(trim(&[FALLBACK_STEM, &flat[dot..]].concat())),
+        _ => assemble(trim(&flat)),
+    }
+}
+
+/// Rule 7's exception, on the text before rule 2: in the last component that rule 2 leaves
+/// non-empty, all that comes before the first dot is characters rule 2 drops, dashes and white
+/// space, at least one of them dropped.
+///
+/// Rules 3–6 change none of this (NFC composes nothing with a dot, a separator, a dash or
+/// white space, and white space stays white space), so the condition holds of the text those
+/// rules give exactly when it holds here.
+fn stem_was_dropped(text: &str) -> bool {
+    let Some(component) = text
+        .rsplit(SEPARATORS)
+        .find(|part| part.chars().any(|c| !is_invisible(c)))
+    else {
+        return false;
+    };
+    let Some((before, _)) = component.split_once('.') else {
+        return false;
+    };
+    let mut dropped = false;
+    let only_dropped_dashes_and_spaces = before.chars().all(|c| {
+        let invisible = is_invisible(c);
+        dropped |= invisible;
+        invisible || c == '-' || c.is_whitespace()
+    });
+    only_dropped_dashes_and_spaces && dropped
 }
 
 /// Rule 4: the last non-empty component for both separators, or `""`.

@@ -25,15 +25,35 @@ fn a_numbered_name_of_the_longest_name_fits_255_bytes() {
 /// new `String`: the specification the faster [`sanitize`] is checked against.
 fn by_the_rules(hint: &[u8]) -> SafeName {
     let decoded = String::from_utf8_lossy(hint);
-    let visible: String = decoded
+    // `None` where rule 2 drops a character.
+    let marked: Vec<Option<char>> = decoded
         .chars()
-        .filter(|&c| !invisible_by_category(c))
+        .map(|c| (!invisible_by_category(c)).then_some(c))
         .collect();
+    let visible: String = marked.iter().flatten().collect();
     let normalized: String = visible.nfc().collect();
     let last = normalized
         .rsplit(['/', '\\'])
         .find(|part| !part.is_empty())
         .unwrap_or_default();
+    // Rule 7's exception, found in the marked text: the last component with something left
+    // after rule 2, where only dropped characters, dashes and white space (at least one
+    // dropped) come before the first dot.
+    let stem_dropped = marked
+        .split(|&c| c == Some('/') || c == Some('\\'))
+        .rfind(|part| part.iter().any(Option::is_some))
+        .and_then(|part| {
+            let dot = part.iter().position(|&c| c == Some('.'))?;
+            let before = &part[..dot];
+            Some(
+                before.iter().any(Option::is_none)
+                    && before
+                        .iter()
+                        .flatten()
+                        .all(|&c| c == '-' || c.is_whitespace()),
+            )
+        })
+        .unwrap_or(false);
     let mut flat = String::new();
     let mut in_space = false;
     for c in last.chars() {
@@ -46,6 +66,10 @@ fn by_the_rules(hint: &[u8]) -> SafeName {
             flat.push(if REPLACED.contains(&c) { '_' } else { c });
             in_space = false;
         }
+    }
+    if stem_dropped {
+        let dot = flat.find('.').expect("the component has a dot");
+        flat = format!("download{}", &flat[dot..]);
     }
     let trimmed = flat
         .trim_start_matches(['.', '-', ' '])
@@ -422,5 +446,34 @@ fn device_names_are_found_without_allocating_as_by_lowercasing() {
             .trim_end_matches(' ');
         let by_lowercase = DEVICE_NAMES.contains(&stem.to_lowercase().as_str());
         assert_eq!(is_device_name(&base), by_lowercase, "{base:?}");
+    }
+}
+
+/// What rule 7's exception relies on ([`stem_was_dropped`] looks at the text before NFC): NFC
+/// joins nothing to a dot, a separator, a dash or white space, and white space stays white
+/// space.
+#[test]
+fn nfc_joins_nothing_to_dots_separators_dashes_and_white_space() {
+    use unicode_normalization::char::canonical_combining_class;
+    let all = || (0..=u32::from(char::MAX)).filter_map(char::from_u32);
+    let joiners: Vec<char> = all()
+        .filter(|&c| {
+            canonical_combining_class(c) != 0
+                || is_nfc_quick(std::iter::once(c)) != IsNormalized::Yes
+        })
+        .collect();
+    let bases = ['.', '/', '\\', '-']
+        .into_iter()
+        .chain(all().filter(|c| c.is_whitespace()));
+    for base in bases {
+        for &joiner in &joiners {
+            let nfc: Vec<char> = [base, joiner].into_iter().nfc().collect();
+            let alone: Vec<char> = std::iter::once(joiner).nfc().collect();
+            let kept = nfc[0] == base || (base.is_whitespace() && nfc[0].is_whitespace());
+            assert!(
+                kept && nfc[1..] == alone,
+                "{base:?} {joiner:?} gives {nfc:?}"
+            );
+        }
     }
 }

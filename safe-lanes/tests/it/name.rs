@@ -91,6 +91,16 @@ const TABLE: &[(&str, &str)] = &[
     ("___", "download"),
     ("___.pdf", "download.pdf"),
     ("\u{1F389}\u{1F389}.png", "download.png"),
+    // A stem rule 2 empties keeps its place: the extension stays an extension.
+    ("\u{378}\u{40001}.mp3", "download.mp3"),
+    ("\u{202E}.pdf", "download.pdf"),
+    ("\u{200B} -.tar.gz", "download.tar.gz"),
+    ("\u{1b}.lnk", "download.lnk.download"),
+    ("dir/\u{FEFF}.txt", "download.txt"),
+    // …but only when all that stood before the first dot was dropped, dashes or spaces.
+    (".\u{202E}.mp3", "mp3"),
+    ("\u{202E}/.mp3", "mp3"),
+    ("\u{202E}-rf.sh", "rf.sh"),
     // Private use, noncharacters.
     ("\u{E000}private.txt", "private.txt"),
     ("\u{FFFF}nonchar\u{FDD0}.txt", "nonchar.txt"),
