@@ -26,8 +26,11 @@
 //!    `___.mp3` does).
 //! 8. Split off the extension: the text after the last `.`, when it is 1–16 letters or digits.
 //!    The stem loses trailing dots and spaces.
-//! 9. A shortcut-like extension (`lnk`, `url`, `desktop`, `webloc`, `scf`, `local`, …) gets
-//!    `.download` appended, so no file manager treats the file as a launcher.
+//! 9. A shortcut-like extension (`lnk`, `url`, `desktop`, `webloc`, `scf`, `local`, …) or a
+//!    shell-namespace one (the text after the last dot in braces, `{…}`: a CLSID as in
+//!    `My Computer.{20D04FE0-3AEA-1069-A2D8-08002B30309D}`, or anything else in braces) gets
+//!    `.download` appended, so no file manager treats the file as a launcher, and the Windows
+//!    shell neither takes it for one of its namespace folders nor picks its handler by CLSID.
 //! 10. A stem with no letter or digit becomes `download`.
 //! 11. A Windows device name (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`, the
 //!     superscript-digit forms, `CONIN$`, `CONOUT$`, `CLOCK$`), with any extension, gets a `_`
@@ -55,7 +58,7 @@ const MAX_EXTENSION_CHARS: usize = 16;
 /// The name a stem without any letter or digit becomes.
 const FALLBACK_STEM: &str = "download";
 
-/// The extension appended to a name whose own extension is a shortcut's.
+/// The extension appended to a name whose own extension is a shortcut's or a namespace's.
 const SHORTCUT_SUFFIX: &str = "download";
 
 /// What a name may not start with (rule 7).
@@ -426,12 +429,12 @@ fn assemble(trimmed: &str) -> SafeName {
 /// Rules 8–10: the stem and the extension of a trimmed name.
 ///
 /// The extension is the text after the last dot when it is 1–16 letters or digits and the stem
-/// before it is not empty; the stem loses trailing dots and spaces. A shortcut-like extension
-/// stays in the stem and the extension becomes [`SHORTCUT_SUFFIX`]. A stem with no letter or
-/// digit becomes [`FALLBACK_STEM`].
+/// before it is not empty; the stem loses trailing dots and spaces. A shortcut-like or
+/// shell-namespace extension stays in the stem and the extension becomes [`SHORTCUT_SUFFIX`].
+/// A stem with no letter or digit becomes [`FALLBACK_STEM`].
 fn stem_and_extension(name: &str) -> (&str, Option<&str>) {
     let (stem, ext) = match split_at_last_dot(name) {
-        Some((_, tail)) if is_shortcut(tail) => (name, Some(SHORTCUT_SUFFIX)),
+        Some((_, tail)) if shell_acts_on(tail) => (name, Some(SHORTCUT_SUFFIX)),
         Some((before, tail)) => {
             let stem = before.trim_end_matches(TRAILING);
             if is_extension(tail) && !stem.is_empty() {
@@ -491,6 +494,17 @@ fn is_extension(ext: &str) -> bool {
         c.is_alphanumeric()
     });
     alphanumeric && (1..=MAX_EXTENSION_CHARS).contains(&count)
+}
+
+/// Rule 9: what follows a name's last dot makes the shell act on the file: a shortcut-like
+/// extension, or one in braces (a shell namespace's CLSID, or anything else in braces).
+fn shell_acts_on(tail: &str) -> bool {
+    is_shortcut(tail) || is_braced(tail)
+}
+
+/// `{…}`: Windows reads an extension in braces as a CLSID.
+fn is_braced(tail: &str) -> bool {
+    tail.len() >= 2 && tail.starts_with('{') && tail.ends_with('}')
 }
 
 /// The first characters of the [`SHORTCUT_EXTENSIONS`], as a bit set.
@@ -596,7 +610,7 @@ fn truncate_stem(stem: &mut String, ext: Option<&str>) {
     stem.truncate(kept);
     if ext.is_none()
         && let Some(dot) = stem.rfind('.')
-        && (is_extension(&stem[dot + 1..]) || is_shortcut(&stem[dot + 1..]))
+        && (is_extension(&stem[dot + 1..]) || shell_acts_on(&stem[dot + 1..]))
     {
         stem.replace_range(dot..=dot, "_");
     }

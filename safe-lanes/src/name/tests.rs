@@ -76,7 +76,7 @@ fn by_the_rules(hint: &[u8]) -> SafeName {
         .trim_end_matches(['.', ' ']);
     let (mut stem, mut ext) = split_extension(trimmed);
     if let Some((_, tail)) = trimmed.rsplit_once('.')
-        && is_shortcut(tail)
+        && (is_shortcut(tail) || (tail.len() > 1 && tail.starts_with('{') && tail.ends_with('}')))
     {
         stem = trimmed.to_owned();
         ext = Some("download".to_owned());
@@ -174,6 +174,9 @@ const ASCII_PIECES: &[&str] = &[
     ".exe",
     ".0123456789abcdef",
     ".0123456789abcdefg",
+    ".{",
+    "}",
+    ".{20D04FE0-3AEA-1069-A2D8-08002B30309D}",
     "download",
     "/",
     "\\",

@@ -69,6 +69,17 @@ const TABLE: &[(&str, &str)] = &[
     ("app.exe.local", "app.exe.local.download"),
     ("a.appref-ms", "a.appref-ms.download"),
     ("CON.lnk", "_CON.lnk.download"),
+    // Shell-namespace extensions: a CLSID, or anything in braces.
+    (
+        "My Computer.{20D04FE0-3AEA-1069-A2D8-08002B30309D}",
+        "My Computer.{20D04FE0-3AEA-1069-A2D8-08002B30309D}.download",
+    ),
+    ("harmless.{not-a-guid}", "harmless.{not-a-guid}.download"),
+    ("x.{}", "x.{}.download"),
+    ("CON.{x}", "_CON.{x}.download"),
+    ("harmless.{mismatched-", "harmless.{mismatched-"),
+    ("a.{b}.txt", "a.{b}.txt"),
+    ("{no-dot}", "{no-dot}"),
     // Reserved characters and look-alikes of separators and colons.
     ("what?.txt", "what_.txt"),
     ("a<b>c|d\"e*f:g%h.txt", "a_b_c_d_e_f_g_h.txt"),
@@ -169,6 +180,17 @@ fn long_names_are_truncated_keeping_the_extension() {
         format!("{}_lnk", "b".repeat(MAX_NAME_BYTES - 4))
     );
     assert_eq!(sanitize(tricky.as_str()), tricky);
+    // So does a cut that would leave a namespace extension (`.{x}`).
+    let braced = sanitize(format!(
+        "{}.{{x}}{}",
+        "b".repeat(MAX_NAME_BYTES - 4),
+        "!".repeat(40)
+    ));
+    assert_eq!(
+        braced.as_str(),
+        format!("{}_{{x}}", "b".repeat(MAX_NAME_BYTES - 4))
+    );
+    assert_eq!(sanitize(braced.as_str()), braced);
 }
 
 fn is_device(name: &str) -> bool {
@@ -214,6 +236,12 @@ fn check_invariants(input: &[u8]) -> Result<(), TestCaseError> {
     prop_assert!(!s.ends_with(['.', ' ']), "trailing in {s:?}");
     prop_assert!(!is_device(s), "device name {s:?}");
     prop_assert!(s.chars().any(char::is_alphanumeric));
+    if let Some((_, tail)) = s.rsplit_once('.') {
+        prop_assert!(
+            !(tail.starts_with('{') && tail.ends_with('}')),
+            "namespace extension in {s:?}"
+        );
+    }
     prop_assert_eq!(&sanitize(s), &name, "not idempotent");
     let oracle = sanitize_filename::OptionsForCheck {
         windows: true,
@@ -243,7 +271,7 @@ proptest! {
 
     #[test]
     fn hostile_alphabet_gives_a_safe_name(
-        input in "[./\\\\ \\-:*?\"<>|%\u{202E}\u{200B}\u{FEFF}\u{2215}\u{FF0F}aCoNl1\u{301}e\u{B9}$]{0,64}"
+        input in "[./\\\\ \\-:*?\"<>|%\u{202E}\u{200B}\u{FEFF}\u{2215}\u{FF0F}aCoNl1\u{301}e\u{B9}${}]{0,64}"
     ) {
         check_invariants(input.as_bytes())?;
     }
