@@ -41,6 +41,14 @@
 //!
 //! The result is never empty, and `sanitize(sanitize(x)) == sanitize(x)` for every `x`
 //! (checked by property tests and a fuzz target).
+//!
+//! # Collision names
+//!
+//! [`SafeName::numbered`] builds the names a download takes when its name is taken: ` (n)`
+//! goes before the extension (`report (1).pdf`), or before a compound extension of
+//! [`COMPOUND_EXTENSIONS`], a compressed tar archive's (`test (1).tar.gz`, never
+//! `test.tar (1).gz`), when what comes before it is a stem that does not end with a dot or a
+//! space.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -57,6 +65,13 @@ const MAX_EXTENSION_CHARS: usize = 16;
 
 /// The name a stem without any letter or digit becomes.
 const FALLBACK_STEM: &str = "download";
+
+/// Compound extensions, compared without regard to ASCII case, that a collision number goes
+/// before as a whole: a tar archive and its compression. The only list of them.
+pub const COMPOUND_EXTENSIONS: &[&str] = &[
+    "tar.gz", "tar.bz2", "tar.bz", "tar.xz", "tar.zst", "tar.lz", "tar.lz4", "tar.lzma", "tar.lzo",
+    "tar.z", "tar.br",
+];
 
 /// The extension appended to a name whose own extension is a shortcut's or a namespace's.
 const SHORTCUT_SUFFIX: &str = "download";
@@ -157,16 +172,37 @@ impl SafeName {
         self.dot.map(|d| &self.name[d + 1..])
     }
 
-    /// The `n`th collision variant, built from the stem: `stem (n).ext`; `n == 0` is the name
-    /// itself. Always one component of at most 255 bytes.
+    /// The `n`th collision variant, built from the stem: `stem (n).ext`, or `stem (n).tar.gz`
+    /// for a compound extension of [`COMPOUND_EXTENSIONS`]; `n == 0` is the name itself.
+    /// Always one component of at most 255 bytes.
     pub fn numbered(&self, n: u32) -> String {
         if n == 0 {
             return self.name.clone();
         }
-        match self.extension() {
-            Some(ext) => format!("{} ({n}).{ext}", self.stem()),
-            None => format!("{} ({n})", self.stem()),
-        }
+        let (before, after) = self.name.split_at(self.number_at());
+        format!("{before} ({n}){after}")
+    }
+
+    /// Where a collision number goes: at the dot of a compound extension when the name ends
+    /// with one after a stem that does not end with a dot or a space, else at the extension's
+    /// dot, else at the end.
+    fn number_at(&self) -> usize {
+        let name = self.name.as_str();
+        let Some(dot) = self.dot else {
+            return name.len();
+        };
+        COMPOUND_EXTENSIONS
+            .iter()
+            .find_map(|compound| {
+                let at = name.len().checked_sub(compound.len() + 1)?;
+                let stem = name.get(..at)?;
+                let compound_here = name.as_bytes()[at] == b'.'
+                    && name[at + 1..].eq_ignore_ascii_case(compound)
+                    && !stem.is_empty()
+                    && !stem.ends_with(TRAILING);
+                compound_here.then_some(at)
+            })
+            .unwrap_or(dot)
     }
 }
 

@@ -15,9 +15,49 @@ fn numbered_keeps_the_extension_after_the_suffix() {
 }
 
 #[test]
+fn numbered_goes_before_a_compound_extension() {
+    for (hint, first, second) in [
+        ("test.tar.gz", "test (1).tar.gz", "test (2).tar.gz"),
+        ("Backup.TAR.XZ", "Backup (1).TAR.XZ", "Backup (2).TAR.XZ"),
+        ("src.tar.zst", "src (1).tar.zst", "src (2).tar.zst"),
+        ("old.tar.Z", "old (1).tar.Z", "old (2).tar.Z"),
+        // Not a compressed tar archive: the number goes before the last extension.
+        ("photo.jpg.gz", "photo.jpg (1).gz", "photo.jpg (2).gz"),
+        (
+            "archive.tar.gz.pdf",
+            "archive.tar.gz (1).pdf",
+            "archive.tar.gz (2).pdf",
+        ),
+        ("data.tgz", "data (1).tgz", "data (2).tgz"),
+        // No stem before the compound extension, or one ending with a space.
+        (".tar.gz", "tar (1).gz", "tar (2).gz"),
+        ("a .tar.gz", "a .tar (1).gz", "a .tar (2).gz"),
+    ] {
+        let name = sanitize(hint);
+        assert_eq!(name.numbered(0), name.as_str(), "{hint:?}");
+        assert_eq!(name.numbered(1), first, "{hint:?}");
+        assert_eq!(name.numbered(2), second, "{hint:?}");
+        assert_eq!(sanitize(first).as_str(), first, "a fixed point: {hint:?}");
+    }
+    // Compared without regard to ASCII case, one entry per compression.
+    for compound in COMPOUND_EXTENSIONS {
+        assert_eq!(*compound, compound.to_ascii_lowercase());
+        let name = sanitize(format!("x.{}", compound.to_ascii_uppercase()));
+        assert_eq!(
+            name.numbered(7),
+            format!("x (7).{}", compound.to_ascii_uppercase())
+        );
+    }
+}
+
+#[test]
 fn a_numbered_name_of_the_longest_name_fits_255_bytes() {
     let name = sanitize("é".repeat(400) + ".tar");
     assert!(name.as_str().len() <= MAX_NAME_BYTES);
+    assert!(name.numbered(u32::MAX).len() <= 255);
+    let name = sanitize("a".repeat(MAX_NAME_BYTES - ".tar.lzma".len()) + ".tar.lzma");
+    assert_eq!(name.as_str().len(), MAX_NAME_BYTES);
+    assert!(name.numbered(u32::MAX).ends_with("a (4294967295).tar.lzma"));
     assert!(name.numbered(u32::MAX).len() <= 255);
 }
 
