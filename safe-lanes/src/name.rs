@@ -34,7 +34,8 @@
 //! 10. A stem with no letter or digit becomes `download`.
 //! 11. A Windows device name (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`, the
 //!     superscript-digit forms, `CONIN$`, `CONOUT$`, `CLOCK$`), with any extension, gets a `_`
-//!     prefix.
+//!     prefix; so does a name the Windows shell reads as its own, `desktop.ini` or
+//!     `thumbs.db` (in any case), so a copied file never sets how Explorer shows a folder.
 //! 12. Truncate to [`MAX_NAME_BYTES`] on a character boundary, keeping the extension whole,
 //!     which leaves room for a collision suffix ` (N)` within the 255-byte limit of Linux file
 //!     systems.
@@ -142,6 +143,10 @@ const DEVICE_NAMES: &[&str] = &[
     "com4", "com5", "com6", "com7", "com8", "com9", "com¹", "com²", "com³", "lpt0", "lpt1", "lpt2",
     "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9", "lpt¹", "lpt²", "lpt³",
 ];
+
+/// Whole names (stem, extension) the Windows shell reads as its own files, compared without
+/// regard to ASCII case: a folder's display settings, and its thumbnail cache.
+const SHELL_FILES: &[(&str, &str)] = &[("desktop", "ini"), ("thumbs", "db")];
 
 /// A single, safe file name produced by [`sanitize`].
 ///
@@ -440,7 +445,7 @@ fn flatten(text: &str) -> Cow<'_, str> {
 /// The name is built in one allocation.
 fn assemble(trimmed: &str) -> SafeName {
     let (stem, ext) = stem_and_extension(trimmed);
-    let device = is_device_name(stem);
+    let device = is_device_name(stem) || is_shell_file(stem, ext);
     let ext_len = ext.map_or(0, |e| e.len() + 1);
     // Room for the device prefix and the whole stem, which truncation then shortens.
     let mut name = String::with_capacity(1 + stem.len() + ext_len);
@@ -625,6 +630,15 @@ fn is_device_name(stem: &str) -> bool {
     DEVICE_NAMES
         .iter()
         .any(|d| d.chars().eq(lower.iter().copied()))
+}
+
+/// Rule 11: `stem.ext` is one of the [`SHELL_FILES`].
+fn is_shell_file(stem: &str, ext: Option<&str>) -> bool {
+    ext.is_some_and(|ext| {
+        SHELL_FILES
+            .iter()
+            .any(|(s, e)| stem.eq_ignore_ascii_case(s) && ext.eq_ignore_ascii_case(e))
+    })
 }
 
 /// Shorten `stem` on a character boundary so that `stem.ext` fits [`MAX_NAME_BYTES`].

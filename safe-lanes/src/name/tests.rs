@@ -129,7 +129,10 @@ fn by_the_rules(hint: &[u8]) -> SafeName {
         .next()
         .unwrap_or_default()
         .trim_end_matches(' ');
-    if DEVICE_NAMES.contains(&base.to_lowercase().as_str()) {
+    let whole = format!("{stem}.{}", ext.as_deref().unwrap_or_default()).to_lowercase();
+    if DEVICE_NAMES.contains(&base.to_lowercase().as_str())
+        || ["desktop.ini", "thumbs.db"].contains(&whole.as_str())
+    {
         stem.insert(0, '_');
     }
     truncate_stem(&mut stem, ext.as_deref());
@@ -218,6 +221,10 @@ const ASCII_PIECES: &[&str] = &[
     "}",
     ".{20D04FE0-3AEA-1069-A2D8-08002B30309D}",
     "download",
+    "desktop",
+    "Thumbs",
+    ".ini",
+    ".DB",
     "/",
     "\\",
     ":",

@@ -59,6 +59,13 @@ const TABLE: &[(&str, &str)] = &[
     ("CON .txt", "_CON.txt"),
     ("\u{0000}nul.txt", "_nul.txt"),
     ("CONSOLE.txt", "CONSOLE.txt"),
+    // The Windows shell's own files.
+    ("desktop.ini", "_desktop.ini"),
+    ("Desktop.INI", "_Desktop.INI"),
+    ("desktop .ini", "_desktop.ini"),
+    ("Thumbs.db", "_Thumbs.db"),
+    ("desktop.ini.txt", "desktop.ini.txt"),
+    ("my desktop.ini", "my desktop.ini"),
     ("COM10", "COM10"),
     // Shortcut-like extensions.
     ("evil.lnk", "evil.lnk.download"),
@@ -235,6 +242,11 @@ fn check_invariants(input: &[u8]) -> Result<(), TestCaseError> {
     prop_assert!(!s.starts_with(['.', '-', ' ']), "leading in {s:?}");
     prop_assert!(!s.ends_with(['.', ' ']), "trailing in {s:?}");
     prop_assert!(!is_device(s), "device name {s:?}");
+    let lower = s.to_lowercase();
+    prop_assert!(
+        lower != "desktop.ini" && lower != "thumbs.db",
+        "shell file {s:?}"
+    );
     prop_assert!(s.chars().any(char::is_alphanumeric));
     if let Some((_, tail)) = s.rsplit_once('.') {
         prop_assert!(
