@@ -18,6 +18,32 @@ pub fn interleaved(n: u64, mut measured: impl FnMut(), mut other: impl FnMut()) 
     total
 }
 
+/// Time `n` runs of `measured` in blocks of `block` runs, each block after as many runs of
+/// `other` (untimed): [`interleaved`] for operations too short to time one at a time, so that
+/// two functions compared with each other still see the same load.
+pub fn interleaved_blocks(
+    n: u64,
+    block: u64,
+    mut measured: impl FnMut(),
+    mut other: impl FnMut(),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = n;
+    while left > 0 {
+        let runs = left.min(block);
+        for _ in 0..runs {
+            other();
+        }
+        let start = Instant::now();
+        for _ in 0..runs {
+            measured();
+        }
+        total += start.elapsed();
+        left -= runs;
+    }
+    total
+}
+
 /// The hint sets of the `sanitize` benchmarks, shared with the instruction-count driver
 /// (`examples/sanitize_instructions.rs`) so both measure the same names.
 pub mod hints {
