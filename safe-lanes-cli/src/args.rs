@@ -312,6 +312,36 @@ pub(crate) enum GrantCommand {
     },
 }
 
+/// `upload roots add | remove`: the human's changes to `.upload-roots`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RootsCommand {
+    /// Allow FOLDER as an upload root: its canonical path becomes a line of `.upload-roots`
+    /// (every other line kept). `/`, a home folder or a folder holding one is refused.
+    Add {
+        /// An absolute path to a directory.
+        #[arg(value_name = "FOLDER", allow_hyphen_values = true)]
+        path: PathBuf,
+        /// Why, for the audit log (asked on a terminal when missing).
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the audit log (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Stop allowing FOLDER: every line of `.upload-roots` naming it is removed.
+    Remove {
+        /// The folder, as written in the file or any path to it.
+        #[arg(value_name = "FOLDER", allow_hyphen_values = true)]
+        path: PathBuf,
+        /// Why, for the audit log (asked on a terminal when missing).
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the audit log (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum UploadCommand {
     /// Check that PATH may be uploaded; print its canonical path, root, size and SHA-256.
@@ -320,8 +350,12 @@ pub(crate) enum UploadCommand {
         #[arg(value_name = "PATH", allow_hyphen_values = true)]
         path: PathBuf,
     },
-    /// List the effective upload roots with their origin, and the ignored entries with why.
-    Roots,
+    /// List the effective upload roots with their origin, and the ignored entries with why;
+    /// or add or remove a line of `.upload-roots`.
+    Roots {
+        #[command(subcommand)]
+        change: Option<RootsCommand>,
+    },
     /// Check PATH, stage a copy in the deposit, run UPLOADER there, erase the copy.
     ///
     /// `{file}` in the uploader's arguments becomes the staged file's path relative to the
@@ -373,6 +407,46 @@ pub(crate) enum DownloadCommand {
 pub(crate) enum AuditCommand {
     /// Walk the hash chain and report the first line that breaks it.
     Verify,
+    /// The log as a person reads it: one line per record (local time, actor, event, outcome,
+    /// the subject escaped), newest last.
+    Show {
+        /// Only refusals (what was tried and not let through).
+        #[arg(long)]
+        refused: bool,
+        /// Only events that start with PREFIX (`upload`, `grant.`, `exec`).
+        #[arg(long, value_name = "PREFIX")]
+        op: Option<String>,
+        /// Only records whose actor contains WHO (`agent`, `uid:1000`, a user's name).
+        #[arg(long, value_name = "WHO")]
+        actor: Option<String>,
+        /// Only records since a time ago (`2h`, `3days`) or a time (`2026-12-01T09:00:00Z`).
+        #[arg(long, value_name = "DURATION|TIME", value_parser = since)]
+        since: Option<std::time::SystemTime>,
+        /// At most N records, the newest.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Keep watching: print each new record as it is written (until interrupted).
+        #[arg(long)]
+        follow: bool,
+    },
+    /// What was done and tried: per operation and outcome, counts, and every refusal listed.
+    Summary {
+        /// Only records since a time ago (`2h`, `3days`) or a time (`2026-12-01T09:00:00Z`).
+        #[arg(long, value_name = "DURATION|TIME", value_parser = since)]
+        since: Option<std::time::SystemTime>,
+    },
+}
+
+/// `--since`: a duration back from now (`2h`), or a time (RFC 3339, UTC when no offset).
+fn since(text: &str) -> Result<std::time::SystemTime, String> {
+    if let Ok(ago) = humantime::parse_duration(text) {
+        return std::time::SystemTime::now()
+            .checked_sub(ago)
+            .ok_or_else(|| format!("{text}: too far back"));
+    }
+    humantime::parse_rfc3339_weak(text).map_err(|_| {
+        format!("{text}: neither a duration (`2h`, `30min`) nor a time (`2026-12-01T09:00:00Z`)")
+    })
 }
 
 /// `grant approve`: the request, and the change as the human saw it.

@@ -14,6 +14,9 @@ pub(crate) struct Report {
     pub(crate) text: String,
     /// Whether the command ran but failed (a failing uploader or command): exit status 1.
     pub(crate) failed: bool,
+    /// Whether the `--json` form is JSON lines: each element of the `json` array on its own
+    /// line (`audit show`).
+    pub(crate) json_lines: bool,
 }
 
 impl Report {
@@ -22,6 +25,15 @@ impl Report {
             json,
             text: text.into(),
             failed: false,
+            json_lines: false,
+        }
+    }
+
+    /// A result whose `--json` form is one JSON object per line.
+    pub(crate) fn lines(objects: Vec<Value>, text: impl Into<String>) -> Self {
+        Self {
+            json_lines: true,
+            ..Self::ok(Value::Array(objects), text)
         }
     }
 }
@@ -113,7 +125,14 @@ pub(crate) fn finish(result: anyhow::Result<Report>, json: bool) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     match result {
         Ok(report) => {
-            let written = if json {
+            let written = if json && report.json_lines {
+                report
+                    .json
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .try_for_each(|object| writeln!(stdout, "{object}"))
+            } else if json {
                 writeln!(stdout, "{}", report.json)
             } else if report.text.is_empty() {
                 Ok(())

@@ -55,6 +55,20 @@ pub(crate) fn is_home(folder: &Path) -> bool {
         || accounts().iter().any(|a| a.home.as_deref() == Some(folder))
 }
 
+/// The home folders of people (not of system services): `$HOME`, root's, and those of the
+/// user accounts (user ids from 1000, but `nobody`'s). A service's home (`/var/www`,
+/// `/usr/sbin`) is not one.
+pub(crate) fn people_homes() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = own_home().into_iter().collect();
+    homes.extend(
+        accounts()
+            .iter()
+            .filter(|a| a.uid == 0 || (1000..65534).contains(&a.uid))
+            .filter_map(|a| a.home.clone()),
+    );
+    homes
+}
+
 fn read_passwd() -> Vec<u8> {
     let why = Ambient::because("the accounts' names and home folders");
     let passwd = Anchor::open_ambient(Path::new("/etc"), why)

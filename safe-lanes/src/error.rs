@@ -488,7 +488,11 @@ impl fmt::Display for Message<'_> {
             ),
             Error::NulByte { input, .. } => write!(f, "{input}: contains a NUL byte"),
             Error::OutsideAllowlist { path, .. } => {
-                write!(f, "{path}: not inside any allowed upload root")
+                write!(
+                    f,
+                    "{path}: not inside any allowed upload root (the human allows a folder with \
+                     `safe-lanes upload roots add FOLDER`)"
+                )
             }
             Error::StateRoot { path, why, .. } => write!(f, "{path}: {why}"),
             Error::SymlinkEscape { path, why, .. } => write!(f, "{path}: {why}"),

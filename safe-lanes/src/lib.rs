@@ -90,6 +90,7 @@ cfg_if::cfg_if! {
         mod accounts;
         mod actor;
         pub mod audit;
+        pub mod audit_view;
         pub mod beneath;
         mod caches;
         mod child;
@@ -117,6 +118,7 @@ cfg_if::cfg_if! {
         pub mod root;
         mod sync;
         pub mod upload;
+        pub mod upload_roots;
 
         pub use actor::Actor;
         pub use audit::{AuditLog, Verification};

@@ -3,7 +3,7 @@
 //! (the command line before it asks, the page on the step that confirms).
 //!
 //! A warning never refuses anything — the rules that do are the grant rules
-//! (`grants/rules.rs`) and the upload-root rule ([`crate::upload::root_refusal`]). It names
+//! (`grants/rules.rs`) and the upload-root rule ([`crate::upload_roots::too_broad`]). It names
 //! what the human might not see in a path:
 //!
 //! | risk | when |
@@ -106,6 +106,8 @@ pub enum Risk {
     Large,
     /// A name that may pass for another.
     LookAlike,
+    /// An upload root that holds the safe-lanes state root.
+    StateRoot,
 }
 
 impl Risk {
@@ -118,6 +120,7 @@ impl Risk {
             Risk::Hidden => "hidden",
             Risk::Large => "large",
             Risk::LookAlike => "look_alike",
+            Risk::StateRoot => "state_root",
         }
     }
 }

@@ -286,6 +286,12 @@ impl UploadSource {
                 return;
             }
         };
+        // The one rule on roots too broad to be one: `/`, a home folder, a folder holding one.
+        if let Some(why) = crate::upload_roots::too_broad(&path) {
+            self.ignored.push(ignore(why));
+            return;
+        }
+
         let root = AllowedRoot {
             covers_state_root: is_within(&self.state_root, &path),
             path,

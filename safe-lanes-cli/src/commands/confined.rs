@@ -66,6 +66,7 @@ pub(crate) fn exec(
     text.push_str(&crate::output::Unrecorded::End.warning(report.recorded));
     Ok(Report {
         failed: !report.success(),
+        json_lines: false,
         json: json!(report),
         text: text.trim_end().to_owned(),
     })

@@ -98,6 +98,7 @@ fn prune(lane: &DownloadLane, older_than: Duration) -> Result<Report> {
     }
     Ok(Report {
         failed: !pruned.failed.is_empty(),
+        json_lines: false,
         json: json!({
             "dry_run": false,
             "removed": pruned.removed,

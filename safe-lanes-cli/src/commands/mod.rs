@@ -2,6 +2,7 @@
 
 mod approve;
 mod ask;
+mod audit;
 mod confined;
 mod download;
 mod grant;
@@ -44,6 +45,24 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
             confined::patch(root, cli.manifest.as_deref(), &alias, &file, diff)
         }
         Command::Audit(AuditCommand::Verify) => root::audit_verify(root, cli.manifest.as_deref()),
+        Command::Audit(AuditCommand::Show {
+            refused,
+            op,
+            actor,
+            since,
+            limit,
+            follow,
+        }) => {
+            let filter = safe_lanes::audit_view::Filter {
+                refused,
+                op,
+                actor,
+                since,
+                limit,
+            };
+            audit::show(root, &filter, follow, cli.json)
+        }
+        Command::Audit(AuditCommand::Summary { since }) => audit::summary(root, since),
         Command::Ui { port, idle, open } => {
             let page = ui::Page { port, idle, open };
             ui::run(root, cli.manifest.as_deref(), page, cli.json)

@@ -100,6 +100,7 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
     });
     Ok(Report {
         failed: !problems.is_empty(),
+        json_lines: false,
         json,
         text,
     })
@@ -242,6 +243,7 @@ pub(crate) fn audit_verify(flag: Option<&Path>, manifest: Option<&Path>) -> Resu
     );
     Ok(Report {
         failed: !verification.is_intact(),
+        json_lines: false,
         json: json!({
             "path": path(audit.path()),
             "lines": verification.lines,

@@ -5,10 +5,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
-use safe_lanes::{Limits, StateRoot, UploadDeposit, UploadSource, Uploader};
+use safe_lanes::{Limits, Shown, StateRoot, UploadDeposit, UploadSource, Uploader};
 use serde_json::json;
 
-use crate::args::UploadCommand;
+use super::{ask, grant::who};
+use crate::args::{RootsCommand, UploadCommand};
 use crate::output::{self, Report};
 
 pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
@@ -26,7 +27,10 @@ pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
             );
             Ok(Report::ok(json!(checked), text))
         }
-        UploadCommand::Roots => Ok(roots(&source)),
+        UploadCommand::Roots { change: None } => Ok(roots(&root, &source)),
+        UploadCommand::Roots {
+            change: Some(change),
+        } => change_roots(&root, change),
         UploadCommand::Send {
             path,
             timeout,
@@ -42,11 +46,20 @@ pub(crate) fn run(flag: Option<&Path>, cmd: UploadCommand) -> Result<Report> {
     }
 }
 
-/// `upload roots`: the allowed roots and the ignored entries.
-fn roots(source: &UploadSource) -> Report {
+/// `upload roots`: the allowed roots (each with what to look twice at) and the ignored
+/// entries.
+fn roots(state: &StateRoot, source: &UploadSource) -> Report {
     let mut text = String::new();
+    let mut roots = Vec::new();
     for r in source.roots() {
-        let _ = writeln!(text, "{:<9}  {}", r.origin.as_str(), r.path.display());
+        let _ = writeln!(text, "{:<9}  {}", r.origin.as_str(), Shown::path(&r.path));
+        let warnings = safe_lanes::upload_roots::warnings(&r.path, state.path());
+        for w in &warnings {
+            let _ = writeln!(text, "           warning: {}", w.message);
+        }
+        let mut json = json!(r);
+        json["warnings"] = json!(warnings);
+        roots.push(json);
     }
     for i in source.ignored() {
         let _ = writeln!(
@@ -55,8 +68,45 @@ fn roots(source: &UploadSource) -> Report {
             i.entry, i.origin, i.at, i.why
         );
     }
-    let json = json!({ "roots": source.roots(), "ignored": source.ignored() });
+    let json = json!({ "roots": roots, "ignored": source.ignored() });
     Report::ok(json, text)
+}
+
+/// `upload roots add | remove`.
+fn change_roots(root: &StateRoot, change: RootsCommand) -> Result<Report> {
+    let (verb, changed) = match change {
+        RootsCommand::Add {
+            path,
+            reason,
+            actor,
+        } => {
+            let reason = ask::reason(&reason, "reason (for the audit log): ")?;
+            (
+                "allowed",
+                root.add_upload_root(&path, &reason, &who(actor))?,
+            )
+        }
+        RootsCommand::Remove {
+            path,
+            reason,
+            actor,
+        } => {
+            let reason = ask::reason(&reason, "reason (for the audit log): ")?;
+            (
+                "no longer allowed",
+                root.remove_upload_root(&path, &reason, &who(actor))?,
+            )
+        }
+    };
+    let mut text = if changed.changed {
+        format!("{verb} {}", Shown::path(&changed.path))
+    } else {
+        format!("{} is allowed already", Shown::path(&changed.path))
+    };
+    for w in &changed.warnings {
+        let _ = write!(text, "\nwarning: {}", w.message);
+    }
+    Ok(Report::ok(json!(changed), text))
 }
 
 /// `upload send`: stage `path` and hand it to `uploader`; the staged copy is always erased.
@@ -106,6 +156,7 @@ fn send(
     });
     Ok(Report {
         failed: !outcome.success(),
+        json_lines: false,
         json,
         text,
     })

@@ -175,6 +175,9 @@ fn a_pasted_line_is_refused_when_the_change_is_no_longer_what_it_says() {
     assert_eq!(env.run(&wrong, b"").code(), "invalid_argument");
 }
 
+/// Ctrl-D as the terminal receives it: the end of input for the question being asked.
+const CTRL_D: &str = "\u{4}";
+
 /// Run `safe-lanes --root R ARGS` on a pseudo-terminal (`script`), typing `input`.
 fn on_a_terminal(env: &Env, args: &[&str], input: &str) -> (i32, String) {
     let mut command = format!(
@@ -196,9 +199,14 @@ fn on_a_terminal(env: &Env, args: &[&str], input: &str) -> (i32, String) {
         .expect("script (util-linux) runs a command on a pseudo-terminal");
     let mut stdin = child.stdin.take().unwrap();
     for line in input.lines() {
-        // One answer at a time, as a person types.
+        // One answer at a time, as a person types; Ctrl-D (EOT) alone, as a key.
         std::thread::sleep(std::time::Duration::from_millis(300));
-        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        let typed = if line == CTRL_D {
+            CTRL_D.to_owned()
+        } else {
+            format!("{line}\n")
+        };
+        stdin.write_all(typed.as_bytes()).unwrap();
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
     drop(stdin);
@@ -259,6 +267,97 @@ fn review_approves_and_denies_on_a_terminal() {
         .unwrap();
     assert_eq!(denied["reason"], "not needed");
     let _ = (first, second, third);
+}
+
+/// Regression: in `grant review`, an empty reason, a folder typed as `~/…` or a relative one
+/// ended the review with an error and never showed the remaining requests; `approve`, `yes`
+/// or `x` silently skipped; there was no "n of N", no result after each decision, and with
+/// nothing pending it said `approved 0, denied 0`. Every question now asks again, Ctrl-D
+/// skips the current request only, and the review ends with a summary, exit 0.
+#[test]
+fn review_cannot_be_derailed() {
+    let env = world();
+    std::fs::create_dir(env.home().join("assets")).unwrap();
+    request(&env, "docs", "read_only", Some("docs"), "read the spec");
+    let other = request(&env, "other", "read_write", Some("other"), "scratch space");
+    request(&env, "assets", "read_only", None, "a folder you pick");
+    let input = [
+        // 1 of 3: two answers it does not take, then the word; an empty reason, then one.
+        "x",
+        "yes",
+        "approve",
+        "",
+        "the spec is needed",
+        // 2 of 3: Ctrl-D at the question skips this request only.
+        CTRL_D,
+        // 3 of 3: a relative folder, then one typed from the home folder; a reason.
+        "a",
+        "assets",
+        "~/assets",
+        "",
+        "its pictures",
+    ]
+    .join("\n");
+    let (status, screen) = on_a_terminal(&env, &["grant", "review"], &input);
+    assert_eq!(status, 0, "{screen}");
+    for said in [
+        "(1 of 3) request",
+        "(2 of 3) request",
+        "(3 of 3) request",
+        "please answer a (approve), d (deny), s (skip) or q (quit)",
+        "a reason is needed",
+        "(1 of 3) approved docs read_only",
+        &format!("(2 of 3) skipped (end of input): {other} stays pending"),
+        "that folder cannot be granted: relative_path",
+        "(3 of 3) approved assets read_only",
+        "reviewed 3: approved 2, denied 0, left pending 1",
+    ] {
+        assert!(screen.contains(said), "{said:?} not in {screen}");
+    }
+    assert_eq!(
+        screen.matches("please answer a (approve)").count(),
+        2,
+        "`x` and `yes` are asked again, `approve` is taken: {screen}"
+    );
+    let list = env.run(&["--json", "grant", "list"], b"").json();
+    let granted: Vec<(&str, &str)> = list["grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["alias"].as_str().unwrap(), g["path"].as_str().unwrap()))
+        .collect();
+    let assets = env.home().join("assets").display().to_string();
+    assert_eq!(
+        granted,
+        [
+            ("docs", path(&env, "docs").as_str()),
+            ("assets", assets.as_str())
+        ]
+    );
+    let log = env.run(&["--json", "grant", "log"], b"").json();
+    let reasons: Vec<&str> = log["changelog"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] == "approve")
+        .map(|c| c["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["the spec is needed", "its pictures"]);
+
+    // The one left: denied, its empty reason asked again.
+    let (status, screen) = on_a_terminal(&env, &["grant", "review"], "d\n\nnot needed");
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("(1 of 1) request"), "{screen}");
+    assert!(screen.contains("a reason is needed"), "{screen}");
+    assert!(
+        screen.contains(&format!("(1 of 1) denied {other}")),
+        "{screen}"
+    );
+    // Nothing pending: said as `grant requests` says it.
+    let (status, screen) = on_a_terminal(&env, &["grant", "review"], "");
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("no pending requests"), "{screen}");
+    assert!(!screen.contains("approved 0"), "{screen}");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! written outside the state root.
 
 mod approve;
+mod audit;
 mod confined;
 mod download;
 mod grant;

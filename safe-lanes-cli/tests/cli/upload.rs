@@ -1,5 +1,7 @@
 //! `upload check | roots | send`.
 
+use std::path::Path;
+
 use crate::util::{Env, tree};
 
 /// A state root with a received file, a token, an allowed folder and a secret outside it.
@@ -197,4 +199,209 @@ fn a_refused_source_never_runs_the_uploader() {
     assert_eq!(run.code(), "outside_allowlist");
     assert!(!marker.exists(), "the uploader never ran");
     assert!(tree(&env.root().join(".uploads")).is_empty());
+}
+
+/// The records of the audit log whose event starts with `prefix`.
+fn audited(env: &Env, prefix: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(env.root().join("audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["event"].as_str().unwrap_or("").starts_with(prefix))
+        .collect()
+}
+
+/// Regression: `upload roots` could only list; the file had to be edited by hand. `upload
+/// roots add` and `remove` change whole lines of `.upload-roots` (comments and the other
+/// lines kept), need a reason, and are audited; an addition of a folder allowed already
+/// writes nothing.
+#[test]
+fn upload_roots_add_and_remove_keep_the_humans_file() {
+    let env = world();
+    let file = env.root().join(".upload-roots");
+    let docs = env.tmp.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("notes.txt"), "notes").unwrap();
+    let docs_s = docs.to_str().unwrap();
+    let before = std::fs::read_to_string(&file).unwrap();
+    let check = ["--json", "upload", "check", &format!("{docs_s}/notes.txt")];
+    assert_eq!(env.run(&check, b"").code(), "outside_allowlist");
+
+    // No reason and no terminal: refused, nothing written, nothing recorded.
+    let run = env.run(&["--json", "upload", "roots", "add", docs_s], b"");
+    assert_eq!(
+        (run.status, run.code()),
+        (3, "invalid_argument".into()),
+        "{run:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+    assert!(audited(&env, "upload_roots.").is_empty());
+
+    let add = [
+        "--json",
+        "upload",
+        "roots",
+        "add",
+        docs_s,
+        "--reason",
+        "share the notes",
+    ];
+    let run = env.run(&add, b"");
+    assert_eq!(run.status, 0, "{run:?}");
+    assert_eq!(run.json()["changed"], true);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!("{before}{docs_s}\n")
+    );
+    assert_eq!(env.run(&check, b"").status, 0);
+    // Named again (through `..`): allowed already, the file as it was.
+    let again = format!("{docs_s}/../docs");
+    let run = env.run(
+        &["--json", "upload", "roots", "add", &again, "--reason", "r"],
+        b"",
+    );
+    assert_eq!(run.json()["changed"], false, "{run:?}");
+    assert_eq!(audited(&env, "upload_roots.add").len(), 1);
+
+    let share = env.tmp.path().join("share");
+    let remove = [
+        "upload",
+        "roots",
+        "remove",
+        share.to_str().unwrap(),
+        "--reason",
+        "done",
+    ];
+    let run = env.run(&remove, b"");
+    assert_eq!(run.status, 0, "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!("# mine\nnot/absolute\n{docs_s}\n"),
+        "only its line removed"
+    );
+    let run = env.run(
+        &[
+            "--json",
+            "upload",
+            "roots",
+            "remove",
+            share.to_str().unwrap(),
+            "--reason",
+            "x",
+        ],
+        b"",
+    );
+    assert_eq!(run.code(), "not_found", "{run:?}");
+
+    let records = audited(&env, "upload_roots.");
+    let said: Vec<(&str, &str, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["event"].as_str().unwrap(),
+                r["path"].as_str().unwrap(),
+                r["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let share_s = share.to_str().unwrap();
+    assert_eq!(
+        said,
+        [
+            ("upload_roots.add", docs_s, "share the notes"),
+            ("upload_roots.remove", share_s, "done")
+        ]
+    );
+}
+
+/// Regression: `/` was accepted as an upload root without a word (and with it the
+/// gateway's own files). One rule: `/`, a home folder and a folder holding one are refused by
+/// `upload roots add` and ignored, with why, when written in the file or the environment; the
+/// state root inside a root is a warning.
+#[test]
+fn over_broad_upload_roots_are_refused_by_one_rule() {
+    let env = world();
+    let file = env.root().join(".upload-roots");
+    let before = std::fs::read_to_string(&file).unwrap();
+    let home = env.home();
+    let holds_home = env.tmp.path().to_path_buf();
+    for (folder, says) in [
+        (Path::new("/"), "the whole file system"),
+        (home.as_path(), "is a home folder"),
+        (holds_home.as_path(), "holds the home folder"),
+    ] {
+        let folder = folder.to_str().unwrap();
+        let run = env.run(
+            &["--json", "upload", "roots", "add", folder, "--reason", "r"],
+            b"",
+        );
+        assert_eq!(run.code(), "invalid_argument", "{folder}: {run:?}");
+        assert!(run.stdout.contains(says), "{folder}: {run:?}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+
+    // Written by hand, or in the environment: ignored, and said.
+    std::fs::write(&file, format!("{before}/\n{}\n", home.display())).unwrap();
+    let vars = [("SAFE_LANES_UPLOAD_ROOTS", holds_home.to_str().unwrap())];
+    let run = env.run_env(&["--json", "upload", "roots"], b"", &vars);
+    let json = run.json();
+    let mut roots: Vec<&str> = json["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["origin"].as_str().unwrap())
+        .collect();
+    roots.sort_unstable();
+    assert_eq!(
+        roots,
+        ["downloads", "file"],
+        "only share and the lane: {run:?}"
+    );
+    let ignored = json["ignored"].as_array().unwrap();
+    assert_eq!(ignored.len(), 4, "{run:?}");
+    for (entry, says) in [
+        ("/", "the whole file system"),
+        (home.to_str().unwrap(), "is a home folder"),
+        (holds_home.to_str().unwrap(), "holds the home folder"),
+    ] {
+        assert!(
+            ignored
+                .iter()
+                .any(|i| i["entry"] == entry && i["why"].as_str().unwrap().contains(says)),
+            "{entry}: {run:?}"
+        );
+    }
+    let hostname = ["--json", "upload", "check", "/etc/hostname"];
+    let run = env.run_env(&hostname, b"", &vars);
+    assert_eq!(run.code(), "outside_allowlist", "{run:?}");
+    assert!(
+        run.stdout.contains("safe-lanes upload roots add FOLDER"),
+        "the refusal says which command allows a folder: {run:?}"
+    );
+
+    // The state root itself: allowed (the hard guard still keeps it), with a warning.
+    std::fs::write(&file, &before).unwrap();
+    let state = env.root();
+    let add = [
+        "--json",
+        "upload",
+        "roots",
+        "add",
+        state.to_str().unwrap(),
+        "--reason",
+        "r",
+    ];
+    let run = env.run(&add, b"");
+    assert_eq!(run.status, 0, "{run:?}");
+    let json = run.json();
+    let risks: Vec<&str> = json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["risk"].as_str().unwrap())
+        .collect();
+    assert!(risks.contains(&"state_root"), "{run:?}");
+    let token = state.join("token");
+    let token = ["--json", "upload", "check", token.to_str().unwrap()];
+    assert_eq!(env.run(&token, b"").code(), "state_root");
 }

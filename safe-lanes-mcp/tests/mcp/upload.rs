@@ -91,7 +91,10 @@ async fn resolve_tells_nothing_about_what_exists_outside_the_roots() {
         let text = &result.content[0].as_text().unwrap().text;
         assert_eq!(
             text,
-            &format!("outside_allowlist: {path}: not inside any allowed upload root")
+            &format!(
+                "outside_allowlist: {path}: not inside any allowed upload root (the human allows \
+                 a folder with `safe-lanes upload roots add FOLDER`)"
+            )
         );
         assert!(path.contains(&leaked) || !text.contains(&leaked), "{text}");
     }

@@ -68,7 +68,7 @@ use crate::input::{AbsPath, RelPath};
 use crate::random::random_hex;
 use crate::root::StateRoot;
 use manifest::Record;
-use model::clean_reason;
+pub(crate) use model::clean_reason;
 use serde_json::json;
 
 /// The most requests pending at once; the human approves or denies before more can be filed.
@@ -1140,7 +1140,7 @@ impl Subject for Approved {
 /// reads later to know why an agent may use a folder, or may no longer. The one rule, for
 /// every caller (the command line, the page, a gateway of the human's): a human change whose
 /// reason is empty once cleaned ([`clean_reason`]) is refused, and nothing changes.
-fn reason_given(event: &str, change: &str, reason: &str) -> Result<()> {
+pub(crate) fn reason_given(event: &str, change: &str, reason: &str) -> Result<()> {
     if !clean_reason(reason).is_empty() {
         return Ok(());
     }

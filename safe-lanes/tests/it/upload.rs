@@ -533,7 +533,11 @@ fn outside_the_roots_nothing_is_told_about_what_exists() {
             );
             assert_eq!(
                 message,
-                format!("{}: not inside any allowed upload root", asked.display()),
+                format!(
+                    "{}: not inside any allowed upload root{}",
+                    asked.display(),
+                    " (the human allows a folder with `safe-lanes upload roots add FOLDER`)"
+                ),
                 "{backend:?}"
             );
             if let Some(leads) = leads {

@@ -1,0 +1,357 @@
+//! The audit log as a person reads it: one [`Entry`] per record — when (in local time, with
+//! the offset), who, what, how it ended, on what — filtered ([`Filter`]) and summed up
+//! ([`Summary`]: per operation and outcome, with the refusals listed, which is what an agent
+//! tried and was not let do). The command line (`audit show`, `audit summary`) and the page
+//! show these as they are.
+//!
+//! Every string of a record (the subject, the actor, a message) came from outside: what would
+//! be hidden on a screen (control and format characters, line breaks) is escaped here
+//! ([`Shown::message`]; what the record holds escaped already passes unchanged, so nothing is
+//! escaped twice): a name holding a terminal escape or a line break cannot pass for another
+//! line or paint the screen.
+
+use std::time::SystemTime;
+
+use chrono::{DateTime, Local, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::audit::AuditLog;
+use crate::error::{Result, Shown};
+
+/// How an operation ended, as its record's event says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// It was done.
+    Done,
+    /// It was refused (`<op>.refused`): a rule said no.
+    Refused,
+    /// It failed (`<op>.failed`, `<op>_failed`): nothing was decided, something broke.
+    Failed,
+}
+
+impl Outcome {
+    /// `done`, `refused`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Refused => "refused",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// The fields that name what a record is about, in the order they are looked for.
+const SUBJECT_FIELDS: &[&str] = &[
+    "subject", "path", "name", "alias", "url", "argv", "command", "request", "id",
+];
+/// The most characters of a subject or message shown on a line.
+const MAX_SHOWN: usize = 300;
+
+/// One record of the audit log, as a person reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// Its place in the chain.
+    pub seq: u64,
+    /// When, as recorded (UTC, RFC 3339).
+    pub ts: String,
+    /// When, in local time with the offset (`2026-12-02 09:14:03 +01:00`); as recorded when
+    /// it cannot be read.
+    pub local: String,
+    /// The event as recorded (`upload.refused`), escaped.
+    pub event: String,
+    /// The operation: the event without its outcome (`upload`).
+    pub operation: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Who, as recorded (`agent`, `uid:1000`), escaped.
+    pub actor: String,
+    /// Who, for a person (`alice (uid:1000)`), escaped.
+    pub actor_shown: String,
+    /// What it was about (a path, a name, an alias, a command), escaped and shortened.
+    pub subject: String,
+    /// The error code of a refusal or failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Its message, escaped and shortened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The reason recorded with a human's change, escaped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip)]
+    at: Option<DateTime<Utc>>,
+}
+
+impl Entry {
+    /// The entry of the record `record` (a JSON object of the log).
+    pub fn of(record: &Value) -> Self {
+        let text = |key: &str| record.get(key).and_then(Value::as_str).unwrap_or("");
+        let event = text("event");
+        let (operation, outcome) = split_event(event);
+        let ts = text("ts");
+        let at = DateTime::parse_from_rfc3339(ts)
+            .ok()
+            .map(|t| t.with_timezone(&Utc));
+        let local = local_time(ts);
+        let shown = |s: &str| shorten(Shown::message(s).as_str());
+        let optional = |key: &str| record.get(key).and_then(Value::as_str).map(shown);
+        Self {
+            seq: record.get("seq").and_then(Value::as_u64).unwrap_or(0),
+            ts: Shown::message(ts).to_string(),
+            local,
+            event: Shown::message(event).to_string(),
+            operation: Shown::message(operation).to_string(),
+            outcome,
+            actor: Shown::message(text("actor")).to_string(),
+            actor_shown: crate::Actor::shown(text("actor")),
+            subject: shown(&subject_of(record)),
+            code: optional("code"),
+            message: optional("message").or_else(|| optional("why")),
+            reason: optional("reason").filter(|r| !r.is_empty()),
+            at,
+        }
+    }
+
+    /// The entry on one line: local time, actor, event, outcome, subject, and for a refusal
+    /// its code and message. Never more than one line: everything in it is escaped.
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "{}  {}  {}  {}",
+            self.local,
+            self.actor_shown,
+            self.event,
+            self.outcome.as_str()
+        );
+        if !self.subject.is_empty() {
+            line.push_str("  ");
+            line.push_str(&self.subject);
+        }
+        if let Some(code) = &self.code {
+            line.push_str(&format!("  [{code}]"));
+        }
+        if let (Outcome::Refused | Outcome::Failed, Some(message)) = (self.outcome, &self.message) {
+            line.push_str(&format!(": {message}"));
+        }
+        if let Some(reason) = &self.reason {
+            line.push_str(&format!("  reason: {reason}"));
+        }
+        line
+    }
+
+    /// When it was recorded, if the record says so readably.
+    pub fn at(&self) -> Option<SystemTime> {
+        self.at.map(SystemTime::from)
+    }
+}
+
+/// A time recorded in RFC 3339 (`2026-12-01T10:00:00.000Z`), in local time with the offset
+/// (`2026-12-01 11:00:00 +01:00`); escaped as recorded when it cannot be read.
+pub fn local_time(ts: &str) -> String {
+    DateTime::parse_from_rfc3339(ts).map_or_else(
+        |_| Shown::message(ts).to_string(),
+        |t| {
+            t.with_timezone(&Local)
+                .format("%Y-%m-%d %H:%M:%S %:z")
+                .to_string()
+        },
+    )
+}
+
+/// The operation and outcome an event names: `upload.refused` → (`upload`, refused),
+/// `grant.cache_clear_failed` → (`grant.cache_clear`, failed), `grant.add` → itself, done.
+fn split_event(event: &str) -> (&str, Outcome) {
+    if let Some(op) = event.strip_suffix(".refused") {
+        (op, Outcome::Refused)
+    } else if let Some(op) = event
+        .strip_suffix(".failed")
+        .or_else(|| event.strip_suffix("_failed"))
+    {
+        (op, Outcome::Failed)
+    } else {
+        (event, Outcome::Done)
+    }
+}
+
+/// What a record is about: the first of [`SUBJECT_FIELDS`] it has (an array, such as a
+/// command's words, joined by spaces).
+fn subject_of(record: &Value) -> String {
+    for key in SUBJECT_FIELDS {
+        match record.get(*key) {
+            Some(Value::String(s)) if !s.is_empty() => return s.clone(),
+            Some(Value::Array(words)) if !words.is_empty() => {
+                return words
+                    .iter()
+                    .map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+            }
+            _ => {}
+        }
+    }
+    String::new()
+}
+
+fn shorten(s: &str) -> String {
+    if s.chars().count() <= MAX_SHOWN {
+        return s.to_owned();
+    }
+    let mut short: String = s.chars().take(MAX_SHOWN).collect();
+    short.push('…');
+    short
+}
+
+/// Which entries to show.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Only refusals.
+    pub refused: bool,
+    /// Only operations whose event starts with this (`upload`, `grant.`).
+    pub op: Option<String>,
+    /// Only records whose actor, as recorded or shown, contains this (`agent`, `uid:1000`,
+    /// a user's name).
+    pub actor: Option<String>,
+    /// Only records from this time on.
+    pub since: Option<SystemTime>,
+    /// At most this many, the newest.
+    pub limit: Option<usize>,
+}
+
+impl Filter {
+    /// Whether `entry` passes (every condition but the limit).
+    pub fn admits(&self, entry: &Entry) -> bool {
+        (!self.refused || entry.outcome == Outcome::Refused)
+            && self
+                .op
+                .as_deref()
+                .is_none_or(|op| entry.event.starts_with(op))
+            && self.actor.as_deref().is_none_or(|actor| {
+                entry.actor.contains(actor) || entry.actor_shown.contains(actor)
+            })
+            && self
+                .since
+                .is_none_or(|since| entry.at().is_some_and(|at| at >= since))
+    }
+}
+
+/// The entries of `log` that `filter` admits, oldest first (the newest `filter.limit` of
+/// them), and the offset where the next look for newer ones starts.
+///
+/// # Errors
+///
+/// `io` when the log cannot be read.
+pub fn show(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, u64)> {
+    let (records, end) = log.records_from(0)?;
+    let mut entries: Vec<Entry> = records
+        .iter()
+        .map(Entry::of)
+        .filter(|e| filter.admits(e))
+        .collect();
+    if let Some(limit) = filter.limit {
+        let skip = entries.len().saturating_sub(limit);
+        entries.drain(..skip);
+    }
+    Ok((entries, end))
+}
+
+/// The entries recorded after byte `offset` that `filter` admits (its limit not applied), and
+/// where the next look starts: for watching the log.
+///
+/// # Errors
+///
+/// `io` when the log cannot be read.
+pub fn newer(log: &AuditLog, filter: &Filter, offset: u64) -> Result<(Vec<Entry>, u64)> {
+    let (records, end) = log.records_from(offset)?;
+    let entries = records
+        .iter()
+        .map(Entry::of)
+        .filter(|e| filter.admits(e))
+        .collect();
+    Ok((entries, end))
+}
+
+/// How many records of one operation ended one way.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Count {
+    /// The operation (`upload`, `grant.add`).
+    pub operation: String,
+    /// How they ended.
+    pub outcome: Outcome,
+    /// How many.
+    pub count: usize,
+}
+
+/// What the log holds, summed up: what was done and what was tried.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// The records summed up.
+    pub records: usize,
+    /// Per operation and outcome, by operation.
+    pub counts: Vec<Count>,
+    /// Every refusal, oldest first: what was tried and not let through.
+    pub refused: Vec<Entry>,
+}
+
+/// The summary of the records of `log` from `since` on (all without it).
+///
+/// # Errors
+///
+/// `io` when the log cannot be read.
+pub fn summary(log: &AuditLog, since: Option<SystemTime>) -> Result<Summary> {
+    let filter = Filter {
+        since,
+        ..Filter::default()
+    };
+    let (entries, _) = show(log, &filter)?;
+    let mut counts: std::collections::BTreeMap<(String, Outcome), usize> = Default::default();
+    for e in &entries {
+        *counts.entry((e.operation.clone(), e.outcome)).or_default() += 1;
+    }
+    Ok(Summary {
+        records: entries.len(),
+        counts: counts
+            .into_iter()
+            .map(|((operation, outcome), count)| Count {
+                operation,
+                outcome,
+                count,
+            })
+            .collect(),
+        refused: entries
+            .into_iter()
+            .filter(|e| e.outcome == Outcome::Refused)
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_name_their_operation_and_outcome() {
+        assert_eq!(split_event("upload.refused"), ("upload", Outcome::Refused));
+        assert_eq!(
+            split_event("grant.cache_clear_failed"),
+            ("grant.cache_clear", Outcome::Failed)
+        );
+        assert_eq!(
+            split_event("download.fetch.failed"),
+            ("download.fetch", Outcome::Failed)
+        );
+        assert_eq!(split_event("grant.add"), ("grant.add", Outcome::Done));
+    }
+
+    #[test]
+    fn a_hostile_subject_stays_on_its_line() {
+        let record = serde_json::json!({
+            "seq": 3, "ts": "2026-12-01T10:00:00.000Z", "event": "upload.refused",
+            "actor": "agent\u{1b}[2J", "subject": "/x\n2026-12-01 ok\u{1b}[31m",
+            "code": "outside_allowlist", "message": "m\r\n",
+        });
+        let line = Entry::of(&record).line();
+        assert!(!line.contains('\n') && !line.contains('\r') && !line.contains('\u{1b}'));
+        assert!(line.contains("upload.refused  refused"), "{line}");
+    }
+}
