@@ -96,8 +96,17 @@ pub(crate) enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), e.g. `safe-lanes man > safe-lanes.1`.
-    Man,
+    /// Print the manual page (roff) of safe-lanes or of one of its commands
+    /// (`safe-lanes man grant add > safe-lanes-grant-add.1`), or write every page into a
+    /// folder (`safe-lanes man --dir ~/.local/share/man/man1`).
+    Man {
+        /// The command whose page to print (none: the page of safe-lanes).
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+        /// Write every page into DIR as NAME.1 instead.
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `read_only` or `read_write`.

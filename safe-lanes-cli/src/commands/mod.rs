@@ -68,7 +68,7 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
             ui::run(root, cli.manifest.as_deref(), page, cli.json)
         }
         Command::Completions { shell } => reference::completions(shell),
-        Command::Man => reference::man(),
+        Command::Man { command, dir } => reference::man(&command, dir.as_deref()),
     }
 }
 

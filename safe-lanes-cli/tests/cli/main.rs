@@ -8,6 +8,7 @@ mod download;
 mod grant;
 mod hostile;
 mod process;
+mod reference;
 mod root;
 mod screens;
 mod toolchains;
