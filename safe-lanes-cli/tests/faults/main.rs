@@ -169,7 +169,7 @@ impl Lab {
 }
 
 /// `grant add --alias ALIAS --path PATH --access ACCESS`.
-fn grant_add<'a>(alias: &'a str, path: &'a str, access: &'a str) -> [&'a str; 8] {
+fn grant_add<'a>(alias: &'a str, path: &'a str, access: &'a str) -> [&'a str; 10] {
     [
         "grant", "add", "--reason", "test", "--alias", alias, "--path", path, "--access", access,
     ]
