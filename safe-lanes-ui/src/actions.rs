@@ -105,6 +105,20 @@ pub(crate) async fn narrow(State(app): State<Arc<App>>, Posted(f): Posted<GrantF
     )
 }
 
+/// `POST /widen`: make a read-only grant read-write, confirmed on its review with a note.
+pub(crate) async fn widen(State(app): State<Arc<App>>, Posted(f): Posted<GrantForm>) -> Response {
+    let done = app
+        .blocking(move |app| {
+            let grants = &app.grants;
+            grants.set_access(&f.alias, Access::ReadWrite, &f.reason, &app.actor)
+        })
+        .await;
+    app.report(
+        done.map(|g| format!("Widened: {}", describe(&g)))
+            .map_err(Refusal::from),
+    )
+}
+
 /// `POST /revoke`: revoke a grant (the changelog keeps its history).
 pub(crate) async fn revoke(State(app): State<Arc<App>>, Posted(f): Posted<GrantForm>) -> Response {
     let done = app

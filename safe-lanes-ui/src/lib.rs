@@ -41,6 +41,7 @@ mod connections;
 mod guard;
 mod live;
 mod pages;
+mod review;
 mod session;
 mod view;
 

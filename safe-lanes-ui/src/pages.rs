@@ -25,7 +25,7 @@ const SCRIPT: &str = include_str!("../assets/live.js");
 
 impl App {
     /// The frame of a page for the signed-in human, with what the last action did.
-    fn chrome(&self, human: &Human, title: &'static str, page: &'static str) -> Chrome {
+    pub(crate) fn chrome(&self, human: &Human, title: &'static str, page: &'static str) -> Chrome {
         let flash = self.sessions().current().and_then(|s| s.take_flash());
         Chrome {
             title,
@@ -113,13 +113,57 @@ pub(crate) async fn overview(
     Html(view::render(&page)).into_response()
 }
 
-/// `GET /changelog`: every change, newest first.
-pub(crate) async fn changelog(State(app): State<Arc<App>>, human: Human) -> Response {
+/// How many changes, records or files one page shows.
+const PER_PAGE: usize = 50;
+
+/// A page number, and filters of the audit page.
+#[derive(Deserialize, Default)]
+pub(crate) struct Paging {
+    /// 1 for the newest.
+    page: Option<usize>,
+    /// `1`: only refusals (audit).
+    refused: Option<String>,
+    /// Events that start with it (audit).
+    op: Option<String>,
+}
+
+/// The items of page `page` (1-based) of `items` (newest first), and the links to the pages
+/// before and after it.
+fn paged<T>(items: Vec<T>, page: usize, link: impl Fn(usize) -> String) -> (Vec<T>, view::Pages) {
+    let pages = items.len().div_ceil(PER_PAGE).max(1);
+    let page = page.clamp(1, pages);
+    let shown = items
+        .into_iter()
+        .skip((page - 1) * PER_PAGE)
+        .take(PER_PAGE)
+        .collect();
+    let nav = view::Pages {
+        page,
+        pages,
+        newer: (page > 1).then(|| link(page - 1)),
+        older: (page < pages).then(|| link(page + 1)),
+    };
+    (shown, nav)
+}
+
+/// `GET /changelog`: every change, newest first, a page at a time.
+pub(crate) async fn changelog(
+    State(app): State<Arc<App>>,
+    human: Human,
+    Query(q): Query<Paging>,
+) -> Response {
     match app.blocking(|app| app.grants.changelog()).await {
         Ok(changes) => {
+            let total = changes.len();
+            let rows: Vec<ChangeRow> = changes.iter().rev().map(ChangeRow::of).collect();
+            let (changes, pages) = paged(rows, q.page.unwrap_or(1), |n| {
+                format!("/changelog?{}", query(&[("page", &n.to_string())]))
+            });
             let page = Changelog {
                 chrome: app.chrome(&human, "Changelog", "changelog"),
-                changes: changes.iter().rev().map(ChangeRow::of).collect(),
+                changes,
+                total,
+                pages,
             };
             Html(view::render(&page)).into_response()
         }
@@ -127,14 +171,96 @@ pub(crate) async fn changelog(State(app): State<Arc<App>>, human: Human) -> Resp
     }
 }
 
-/// `GET /audit`: whether the audit log's chain holds.
-pub(crate) async fn audit(State(app): State<Arc<App>>, human: Human) -> Response {
+/// `GET /audit`: whether the audit log's chain holds, and its records as a person reads them
+/// (newest first, a page at a time, refusals highlighted; filtered to refusals or to an
+/// operation).
+pub(crate) async fn audit(
+    State(app): State<Arc<App>>,
+    human: Human,
+    Query(q): Query<Paging>,
+) -> Response {
     let log = app.root.audit();
     let path = log.path().to_path_buf();
-    match app.blocking(move |_| log.verify()).await {
-        Ok(verification) => {
+    let filter = safe_lanes::audit_view::Filter {
+        refused: q.refused.as_deref() == Some("1"),
+        op: q.op.clone().filter(|op| !op.is_empty()),
+        ..Default::default()
+    };
+    let read = app
+        .blocking(move |_| {
+            let verification = log.verify()?;
+            let (entries, _) = safe_lanes::audit_view::show(&log, &filter)?;
+            let summary = safe_lanes::audit_view::summary(&log, None)?;
+            Ok::<_, safe_lanes::Error>((verification, entries, summary))
+        })
+        .await;
+    match read {
+        Ok((verification, entries, summary)) => {
             let chrome = app.chrome(&human, "Audit log", "audit");
-            Html(view::render(&Audit::of(chrome, &path, &verification))).into_response()
+            let refused_only = q.refused.as_deref() == Some("1");
+            let op = q.op.clone().unwrap_or_default();
+            let rows: Vec<view::EntryRow> = entries.iter().rev().map(view::EntryRow::of).collect();
+            let (entries, pages) = paged(rows, q.page.unwrap_or(1), |n| {
+                let mut pairs = vec![("page", n.to_string())];
+                if refused_only {
+                    pairs.push(("refused", "1".to_owned()));
+                }
+                if !op.is_empty() {
+                    pairs.push(("op", op.clone()));
+                }
+                let pairs: Vec<(&str, &str)> =
+                    pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                format!("/audit?{}", query(&pairs))
+            });
+            let mut page = Audit::of(chrome, &path, &verification);
+            page.entries = entries;
+            page.pages = pages;
+            page.refused_only = refused_only;
+            page.op = q.op.unwrap_or_default();
+            page.counts = summary
+                .counts
+                .iter()
+                .map(|c| (c.operation.clone(), c.outcome.as_str(), c.count))
+                .collect();
+            Html(view::render(&page)).into_response()
+        }
+        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// `GET /downloads`: the files of the download lane (name, size, time, SHA-256 as the audit
+/// log recorded it), a page at a time.
+pub(crate) async fn downloads(
+    State(app): State<Arc<App>>,
+    human: Human,
+    Query(q): Query<Paging>,
+) -> Response {
+    let read = app
+        .blocking(|app| {
+            let files = safe_lanes::DownloadLane::open(&app.root)?.list()?;
+            let digests = safe_lanes::audit_view::download_digests(&app.root.audit())?;
+            Ok::<_, safe_lanes::Error>((files, digests))
+        })
+        .await;
+    match read {
+        Ok((mut files, digests)) => {
+            // Newest first.
+            files.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.name.cmp(&b.name)));
+            let total = files.len();
+            let rows: Vec<view::FileRow> = files
+                .iter()
+                .map(|f| view::FileRow::of(f, digests.get(&f.name).map(String::as_str)))
+                .collect();
+            let (files, pages) = paged(rows, q.page.unwrap_or(1), |n| {
+                format!("/downloads?{}", query(&[("page", &n.to_string())]))
+            });
+            let page = view::Downloads {
+                chrome: app.chrome(&human, "Downloads", "downloads"),
+                files,
+                total,
+                pages,
+            };
+            Html(view::render(&page)).into_response()
         }
         Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }

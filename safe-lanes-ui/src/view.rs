@@ -34,7 +34,7 @@ pub(crate) fn query(pairs: &[(&str, &str)]) -> String {
 }
 
 /// What every page has around its content.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Chrome {
     /// The page's title.
     pub(crate) title: &'static str,
@@ -59,7 +59,6 @@ pub(crate) struct RequestView {
     pub(crate) id: String,
     /// The change approving it makes, in words.
     pub(crate) change: String,
-    pub(crate) alias: String,
     pub(crate) access: &'static str,
     /// The folder approving it grants; `None` when the human chooses it.
     pub(crate) path: Option<String>,
@@ -77,12 +76,11 @@ pub(crate) struct RequestView {
 
 impl RequestView {
     pub(crate) fn of(p: &Proposal, chosen: Option<&str>) -> Self {
-        let (alias, access, path) = p.change.target();
+        let (_, access, path) = p.change.target();
         let r = &p.request;
         Self {
             id: r.id.clone(),
             change: p.change.describe(),
-            alias: alias.to_string(),
             access: access.as_str(),
             path: path.map(shown),
             chosen: chosen.unwrap_or_default().to_owned(),
@@ -154,13 +152,17 @@ pub(crate) struct Overview {
 /// One changelog entry as shown.
 #[derive(Debug)]
 pub(crate) struct ChangeRow {
+    /// Local time with the offset.
     pub(crate) at: String,
     pub(crate) action: &'static str,
     pub(crate) alias: String,
+    /// The user's name with the recorded id (`alice (uid:1000)`).
     pub(crate) actor: String,
     pub(crate) access: String,
-    pub(crate) path: String,
-    pub(crate) reason: String,
+    /// The folder's path, cut after each `/`, so it wraps at separators only.
+    pub(crate) path: Vec<String>,
+    /// The reason, by lines.
+    pub(crate) reason: Vec<String>,
 }
 
 impl ChangeRow {
@@ -171,15 +173,37 @@ impl ChangeRow {
             _ => String::new(),
         };
         Self {
-            at: Shown::text(&c.at).to_string(),
+            at: safe_lanes::audit_view::local_time(&c.at),
             action: c.action.as_str(),
             alias: c.alias.to_string(),
-            actor: Shown::text(&c.actor).to_string(),
+            actor: safe_lanes::Actor::shown(&c.actor),
             access,
-            path: c.path.as_deref().map(shown).unwrap_or_default(),
-            reason: Shown::text(&c.reason).to_string(),
+            path: c
+                .path
+                .as_deref()
+                .map(|p| wrapped_at_separators(&shown(p)))
+                .unwrap_or_default(),
+            reason: c
+                .reason
+                .lines()
+                .map(|l| Shown::text(l).to_string())
+                .collect(),
         }
     }
+}
+
+/// `path` (escaped) cut after each `/`: the template puts a line-break opportunity there.
+pub(crate) fn wrapped_at_separators(path: &str) -> Vec<String> {
+    path.split_inclusive('/').map(str::to_owned).collect()
+}
+
+/// Where a paged list is, and the links to the pages beside it.
+#[derive(Debug, Default)]
+pub(crate) struct Pages {
+    pub(crate) page: usize,
+    pub(crate) pages: usize,
+    pub(crate) newer: Option<String>,
+    pub(crate) older: Option<String>,
 }
 
 /// `/changelog`, newest first.
@@ -188,6 +212,81 @@ impl ChangeRow {
 pub(crate) struct Changelog {
     pub(crate) chrome: Chrome,
     pub(crate) changes: Vec<ChangeRow>,
+    pub(crate) total: usize,
+    pub(crate) pages: Pages,
+}
+
+/// One audit record as the audit page shows it ([`safe_lanes::audit_view::Entry`]).
+#[derive(Debug)]
+pub(crate) struct EntryRow {
+    pub(crate) seq: u64,
+    pub(crate) at: String,
+    pub(crate) actor: String,
+    pub(crate) event: String,
+    pub(crate) outcome: &'static str,
+    pub(crate) subject: Vec<String>,
+    pub(crate) detail: String,
+}
+
+impl EntryRow {
+    pub(crate) fn of(e: &safe_lanes::audit_view::Entry) -> Self {
+        let mut detail = String::new();
+        if let Some(code) = &e.code {
+            detail.push_str(code);
+        }
+        if let Some(message) = &e.message {
+            if !detail.is_empty() {
+                detail.push_str(": ");
+            }
+            detail.push_str(message);
+        }
+        if let Some(reason) = &e.reason {
+            if !detail.is_empty() {
+                detail.push_str(" · ");
+            }
+            detail.push_str("reason: ");
+            detail.push_str(reason);
+        }
+        Self {
+            seq: e.seq,
+            at: e.local.clone(),
+            actor: e.actor_shown.clone(),
+            event: e.event.clone(),
+            outcome: e.outcome.as_str(),
+            subject: wrapped_at_separators(&e.subject),
+            detail,
+        }
+    }
+}
+
+/// One file of the download lane as shown.
+#[derive(Debug)]
+pub(crate) struct FileRow {
+    pub(crate) name: String,
+    pub(crate) size: String,
+    pub(crate) at: String,
+    pub(crate) sha256: String,
+}
+
+impl FileRow {
+    pub(crate) fn of(f: &safe_lanes::download::Entry, sha256: Option<&str>) -> Self {
+        Self {
+            name: Shown::text(&f.name).to_string(),
+            size: safe_lanes::risk::bytes_in_words(f.bytes),
+            at: safe_lanes::audit_view::local_time(&f.modified),
+            sha256: sha256.unwrap_or("(no record)").to_owned(),
+        }
+    }
+}
+
+/// `/downloads`: the files of the download lane.
+#[derive(Template)]
+#[template(path = "downloads.html")]
+pub(crate) struct Downloads {
+    pub(crate) chrome: Chrome,
+    pub(crate) files: Vec<FileRow>,
+    pub(crate) total: usize,
+    pub(crate) pages: Pages,
 }
 
 /// `/audit`: whether the audit log's chain holds.
@@ -202,6 +301,14 @@ pub(crate) struct Audit {
     /// What could be proven of the log's end.
     pub(crate) tail: String,
     pub(crate) tail_ok: bool,
+    /// The records shown, newest first.
+    pub(crate) entries: Vec<EntryRow>,
+    pub(crate) pages: Pages,
+    /// The filters in use.
+    pub(crate) refused_only: bool,
+    pub(crate) op: String,
+    /// Per operation and outcome, the counts of the whole log.
+    pub(crate) counts: Vec<(String, &'static str, usize)>,
 }
 
 impl Audit {
@@ -225,6 +332,11 @@ impl Audit {
                 .map(|b| format!("line {}: {}", b.line, b.why)),
             tail,
             tail_ok,
+            entries: Vec::new(),
+            pages: Pages::default(),
+            refused_only: false,
+            op: String::new(),
+            counts: Vec::new(),
         }
     }
 }
@@ -279,4 +391,67 @@ pub(crate) struct Pick {
     /// Why the folder could not be listed, if it could not.
     pub(crate) error: Option<String>,
     pub(crate) back: String,
+}
+
+/// A warning about a folder, as the library words it ([`safe_lanes::risk::Warning`]).
+#[derive(Debug)]
+pub(crate) struct WarningView {
+    /// Its kind, for the style (`home`, `credentials`, `look_alike` …).
+    pub(crate) risk: &'static str,
+    /// Its kind in words.
+    pub(crate) risk_words: &'static str,
+    pub(crate) message: String,
+    /// The path with every look-alike character escaped, for a look-alike name.
+    pub(crate) spelled: Option<String>,
+}
+
+impl WarningView {
+    pub(crate) fn of(w: &safe_lanes::risk::Warning) -> Self {
+        use safe_lanes::risk::Risk;
+        let risk_words = match w.risk {
+            Risk::Home => "A home folder",
+            Risk::HomeAncestor => "Holds the home folder",
+            Risk::Credentials => "Credentials",
+            Risk::Hidden => "A hidden folder",
+            Risk::Large => "Very large",
+            Risk::LookAlike => "A look-alike name",
+            _ => "Look twice",
+        };
+        Self {
+            risk: w.risk.as_str(),
+            risk_words,
+            message: w.message.clone(),
+            spelled: w.spelled.clone(),
+        }
+    }
+}
+
+/// `/review`: a change as the human judges it, and the form that confirms it.
+#[derive(Template)]
+#[template(path = "review.html")]
+pub(crate) struct ReviewPage {
+    pub(crate) chrome: Chrome,
+    /// The change in words.
+    pub(crate) change: String,
+    /// The request's id, or `widen-ALIAS`: the form's element ids start with it.
+    pub(crate) id: String,
+    pub(crate) from: String,
+    pub(crate) to: &'static str,
+    pub(crate) widens: bool,
+    pub(crate) path: String,
+    pub(crate) kind: &'static str,
+    pub(crate) size: Option<String>,
+    pub(crate) repository: bool,
+    pub(crate) allows: &'static str,
+    pub(crate) protected: Vec<String>,
+    pub(crate) warnings: Vec<WarningView>,
+    pub(crate) refused: Option<String>,
+    /// Whether the request changed since the page the human came from.
+    pub(crate) changed: bool,
+    /// The requester's reason, by lines.
+    pub(crate) reason: Vec<String>,
+    /// Where the confirmation goes, and what it carries.
+    pub(crate) action: &'static str,
+    pub(crate) hidden: Vec<(&'static str, String)>,
+    pub(crate) confirm: &'static str,
 }

@@ -325,6 +325,28 @@ pub fn summary(log: &AuditLog, since: Option<SystemTime>) -> Result<Summary> {
     })
 }
 
+/// The SHA-256 the audit log recorded for each name of the download lane (the last record of
+/// a save, a fetch or a recovery for that name), to show beside the lane's listing.
+///
+/// # Errors
+///
+/// `io` when the log cannot be read.
+pub fn download_digests(log: &AuditLog) -> Result<std::collections::HashMap<String, String>> {
+    let (records, _) = log.records_from(0)?;
+    let mut digests = std::collections::HashMap::new();
+    for r in &records {
+        let file = match r["event"].as_str() {
+            Some("download.save" | "download.fetch") => r,
+            Some("download.recovered") => &r["file"],
+            _ => continue,
+        };
+        if let (Some(name), Some(sha256)) = (file["name"].as_str(), file["sha256"].as_str()) {
+            digests.insert(name.to_owned(), sha256.to_owned());
+        }
+    }
+    Ok(digests)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

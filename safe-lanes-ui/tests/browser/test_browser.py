@@ -121,6 +121,11 @@ class Page(unittest.TestCase):
 
 
 class Approvals(Page):
+    def confirm(self, rid, note):
+        """The review step: the note (required), then the confirmation."""
+        self.wait_for(By.ID, f"{rid}-approve-reason").send_keys(note)
+        self.browser.find_element(By.ID, f"{rid}-confirm").click()
+
     def test_an_agents_request_approved_in_the_browser_is_a_grant(self):
         docs = (self.home / "docs").resolve()
         rid = self.request("docs", "read_only", "to read the design notes", docs)
@@ -128,11 +133,25 @@ class Approvals(Page):
         self.assertIn("new grant `docs` read_only at", card.text)
         self.assertIn("to read the design notes", card.find_element(By.CSS_SELECTOR, "blockquote").text)
         self.shot("request")
+        # Step one: the review, which changes nothing.
         self.browser.find_element(By.ID, f"{rid}-approve").click()
+        self.assertIn("no grant → read_only", self.wait_for(By.ID, "review-change").text)
+        self.assertEqual(self.wait_for(By.ID, "review-path").text, str(docs))
+        self.assertIn("nothing in it can be created, changed", self.wait_for(By.ID, "review-allows").text)
+        self.assertIn("0 files and folders", self.wait_for(By.ID, "review-size").text)
+        self.assertEqual(self.grants(), {})
+        # Without a note the browser does not send it.
+        self.browser.find_element(By.ID, f"{rid}-confirm").click()
+        self.assertEqual(self.browser.find_elements(By.ID, "flash"), [])
+        self.assertEqual(self.grants(), {})
+        self.shot("review", whole=True)
+        self.confirm(rid, "the notes are public anyway")
         self.assertIn("Approved", self.flash())
         self.shot("approved")
         grant = self.grants()["docs"]
         self.assertEqual((grant["path"], grant["access"]), (str(docs), "read_only"))
+        reasons = [c["reason"] for c in self.cli("grant", "log")["changelog"]]
+        self.assertEqual(reasons[-1], "the notes are public anyway")
 
     def test_a_denial_with_a_reason_reaches_the_agent(self):
         rid = self.request("notes", "read_write", "to tidy up", self.home / "notes")
@@ -163,6 +182,9 @@ class Approvals(Page):
         self.assertEqual(chosen.get_attribute("value"), str(self.home.resolve() / "projects/alpha"))
         self.shot("chosen")
         self.browser.find_element(By.ID, f"{rid}-approve").click()
+        self.assertIn("may read, create, change, rename and delete", self.wait_for(By.ID, "review-allows").text)
+        self.assertIn(".vscode (absent: cannot be made)", self.wait_for(By.ID, "review-protected").text)
+        self.confirm(rid, "the alpha build")
         self.assertIn("Approved", self.flash())
         grant = self.grants()["alpha"]
         self.assertEqual((grant["path"], grant["access"]),
@@ -171,12 +193,12 @@ class Approvals(Page):
     def test_a_stale_pages_approve_is_refused(self):
         docs = self.home / "docs"
         rid = self.request("docs", "read_only", "only to read", docs)
+        self.wait_for(By.ID, f"{rid}-approve").click()
         note = self.wait_for(By.ID, f"{rid}-approve-reason")
-        note.send_keys("fine")  # the human is mid-way through the form …
+        note.send_keys("fine")  # the human is mid-way through the review …
         self.request("docs", "read_write", "actually, to write", docs)  # … when the agent re-files
-        self.wait_for(By.ID, "changed")  # the page says it is out of date, and keeps the form
         self.shot("stale")
-        self.browser.find_element(By.ID, f"{rid}-approve").click()
+        self.browser.find_element(By.ID, f"{rid}-confirm").click()
         said = self.flash()
         self.assertIn("Nothing was approved", said)
         self.assertIn("changed since the page was shown", said)
@@ -208,7 +230,8 @@ class Screens(Page):
                      self.home / "notes")
         self.request("projects", "read_write", "to run the tests")
         for page, ready in [("/", "requests-h"), ("/pick?access=read_only", "here"),
-                            ("/changelog", "main"), ("/audit", "chain"), ("/uploads", "main")]:
+                            ("/changelog", "main"), ("/audit", "chain"), ("/downloads", "main"),
+                            ("/uploads", "main")]:
             self.browser.get(self.url.split("/session")[0] + page)
             self.wait_for(By.ID, ready)
             unlabelled = self.browser.execute_script("""
@@ -232,11 +255,118 @@ class Screens(Page):
         # Every action is reachable by keyboard alone: Tab until the first Approve button.
         for _ in range(60):
             focused = self.browser.switch_to.active_element
-            if focused.text == "Approve":
+            if focused.text == "Review and approve…":
                 break
             focused.send_keys(Keys.TAB)
-        self.assertEqual(self.browser.switch_to.active_element.text, "Approve")
+        self.assertEqual(self.browser.switch_to.active_element.text, "Review and approve…")
 
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Judging(Page):
+    """What the page shows before the human decides, and the views of what happened."""
+
+    def test_warnings_are_the_librarys_and_shown_before_confirming(self):
+        ssh = self.home / ".ssh"
+        ssh.mkdir()
+        (ssh / "id_ed25519").write_text("PRIVATE KEY")
+        rid = self.request("keys", "read_only", "to check the config", ssh)
+        self.wait_for(By.ID, f"{rid}-approve").click()
+        warnings = self.wait_for(By.ID, "review-warnings").text
+        self.assertIn("Credentials", warnings)
+        self.assertIn("SSH keys", warnings)
+        self.shot("credentials", whole=True)
+        self.browser.find_element(By.ID, "review-back").click()
+        # A look-alike name: Cyrillic letters among Latin ones, spelled out.
+        lookalike = self.home / "d\u043ecs"
+        lookalike.mkdir()
+        rid = self.request("lookalike", "read_only", "the docs", lookalike)
+        self.wait_for(By.ID, f"{rid}-approve").click()
+        warnings = self.wait_for(By.ID, "review-warnings").text
+        self.assertIn("look-alike", warnings)
+        self.assertIn("\\u{43e}", warnings)
+        self.shot("look-alike", whole=True)
+        # The home folder itself.
+        self.browser.find_element(By.ID, "review-back").click()
+        rid = self.request("home", "read_only", "everything", self.home)
+        self.wait_for(By.ID, f"{rid}-approve").click()
+        self.assertIn("A home folder", self.wait_for(By.ID, "review-warnings").text)
+
+    def test_a_grant_is_widened_from_the_page_in_two_steps(self):
+        docs = (self.home / "docs").resolve()
+        self.cli("grant", "add", "--alias", "docs", "--path", str(docs), "--access", "read_only",
+                 "--reason", "reading")
+        self.browser.refresh()
+        row = self.wait_for(By.ID, "grant-docs")
+        row.find_element(By.TAG_NAME, "summary").click()
+        self.wait_for(By.ID, "widen-docs").click()
+        change = self.wait_for(By.ID, "review-change").text
+        self.assertIn("read_only → read_write", change)
+        self.assertIn("gives the agent more", change)
+        self.assertEqual(self.grants()["docs"]["access"], "read_only")
+        self.shot("widen", whole=True)
+        self.wait_for(By.ID, "widen-docs-approve-reason").send_keys("the agent edits the docs now")
+        self.browser.find_element(By.ID, "widen-docs-confirm").click()
+        self.assertIn("Widened", self.flash())
+        self.assertEqual(self.grants()["docs"]["access"], "read_write")
+        last = self.cli("grant", "log")["changelog"][-1]
+        self.assertEqual((last["from"], last["access"], last["reason"]),
+                         ("read_only", "read_write", "the agent edits the docs now"))
+
+    def test_the_audit_tab_shows_what_was_done_and_refused(self):
+        hostile = self.tmp / "x\x1b[31mred\nfake"
+        for path in [str(hostile), "/etc/hostname"]:
+            subprocess.run([CLI, "--root", str(self.root), "upload", "check", path],
+                           capture_output=True, env=self.env)
+        self.cli("grant", "add", "--alias", "docs", "--path", str(self.home / "docs"),
+                 "--access", "read_only", "--reason", "reading")
+        base = self.url.split("/session")[0]
+        self.browser.get(base + "/audit")
+        rows = self.wait_for(By.ID, "records").find_elements(By.CSS_SELECTOR, "tbody tr")
+        self.assertEqual(rows[0].find_elements(By.TAG_NAME, "td")[3].text, "grant.add")
+        refused = self.browser.find_elements(By.CSS_SELECTOR, "#records tr.refused")
+        self.assertEqual(len(refused), 2)
+        self.assertIn("\\u{1b}[31mred\\nfake", refused[1].text)
+        self.assertIn("upload", self.wait_for(By.ID, "summary").text)
+        self.shot("audit", whole=True)
+        self.browser.find_element(By.ID, "only-refused").click()
+        self.browser.find_element(By.ID, "filter-go").click()
+        self.wait_for(By.ID, "records")
+        events = [r.find_elements(By.TAG_NAME, "td")[3].text
+                  for r in self.browser.find_elements(By.CSS_SELECTOR, "#records tbody tr")]
+        self.assertEqual(events, ["upload.refused", "upload.refused"])
+
+    def test_the_downloads_tab_lists_the_lane(self):
+        out = subprocess.run([CLI, "--root", str(self.root), "--json", "download", "save",
+                              "--name", "report.pdf"], input=b"%PDF", capture_output=True,
+                             env=self.env, check=True)
+        saved = json.loads(out.stdout)
+        self.browser.get(self.url.split("/session")[0] + "/downloads")
+        table = self.wait_for(By.ID, "downloads").text
+        self.assertIn("report.pdf", table)
+        self.assertIn(saved["sha256"], table)
+        self.shot("downloads", whole=True)
+
+    def test_the_changelog_is_readable_and_paged(self):
+        docs = self.home / "docs"
+        self.cli("grant", "add", "--alias", "docs", "--path", str(docs), "--access", "read_only",
+                 "--reason", "first line\nsecond line")
+        for n in range(25):
+            self.cli("grant", "set-access", "docs", "read_write", "--reason", f"write {n}")
+            self.cli("grant", "set-access", "docs", "read_only", "--reason", f"read {n}")
+        base = self.url.split("/session")[0]
+        self.browser.get(base + "/changelog")
+        self.assertEqual(self.wait_for(By.ID, "page-of").text, "page 1 of 2")
+        first = self.browser.find_element(By.CSS_SELECTOR, "table.changelog tbody tr")
+        cells = first.find_elements(By.TAG_NAME, "td")
+        self.assertRegex(cells[0].text, r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d$")
+        self.assertRegex(cells[5].text, r"^\S+ \(uid:\d+\)$")
+        self.browser.find_element(By.ID, "older").click()
+        self.assertEqual(self.wait_for(By.ID, "page-of").text, "page 2 of 2")
+        last = self.browser.find_elements(By.CSS_SELECTOR, "table.changelog tbody tr")[-1]
+        reason = last.find_elements(By.TAG_NAME, "td")[6]
+        self.assertEqual([p.text for p in reason.find_elements(By.TAG_NAME, "p")],
+                         ["first line", "second line"])
+        self.shot("changelog", whole=True)
