@@ -859,21 +859,6 @@ fn unseal(line: &str) -> Option<&str> {
     (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hash)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seal_and_unseal_agree() {
-        let mut line = br#"{"seq":1,"prev":"x"}"#.to_vec();
-        let hash = seal(&mut line);
-        let line = String::from_utf8(line).unwrap();
-        assert_eq!(unseal(&line), Some(hash.as_str()));
-        assert!(line.ends_with(&format!(",\"hash\":\"{hash}\"}}")));
-        assert_eq!(unseal("{}"), None);
-    }
-}
-
 impl AuditLog {
     /// The records from byte `offset` of the log on, oldest first, and the offset just after
     /// the last whole line read (where the next look starts). A line cut short at the end is
@@ -909,5 +894,20 @@ impl AuditLog {
             }
         }
         Ok((records, end))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seal_and_unseal_agree() {
+        let mut line = br#"{"seq":1,"prev":"x"}"#.to_vec();
+        let hash = seal(&mut line);
+        let line = String::from_utf8(line).unwrap();
+        assert_eq!(unseal(&line), Some(hash.as_str()));
+        assert!(line.ends_with(&format!(",\"hash\":\"{hash}\"}}")));
+        assert_eq!(unseal("{}"), None);
     }
 }

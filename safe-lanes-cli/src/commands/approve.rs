@@ -212,7 +212,7 @@ const DECISIONS: &[(&[&str], Decision)] = &[
 
 /// What became of one request in `grant review`.
 enum Done {
-    Approved(Recorded<Grant>),
+    Approved(Box<Recorded<Grant>>),
     Denied,
     /// Left pending, and why (skipped, the end of input, a refusal).
     Left(String),
@@ -306,7 +306,7 @@ fn approve_one(grants: &Grants, proposal: &Proposal, actor: &str) -> Result<Done
     let seen = shown(proposal, chosen.clone());
     let id = &proposal.request.id;
     match grants.approve_seen(id, &seen, chosen.as_deref(), &reason, actor) {
-        Ok(grant) => Ok(Done::Approved(grant)),
+        Ok(grant) => Ok(Done::Approved(Box::new(grant))),
         Err(e) => Ok(Done::Left(format!(
             "not approved: {}: {}",
             e.code(),
