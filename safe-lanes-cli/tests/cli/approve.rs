@@ -427,3 +427,70 @@ fn raising_a_grants_access_needs_a_reason() {
     let last = log["changelog"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["reason"], "the agent fixes typos");
 }
+
+/// Regression: add, revoke, deny, adopt and approve recorded `reason: ""`. Without a
+/// terminal a change needs `--reason` (refused `invalid_argument`, nothing changed); on a
+/// terminal it is asked for, again until one is typed.
+#[test]
+fn every_change_needs_a_reason_asked_on_a_terminal() {
+    let env = world();
+    let docs = path(&env, "docs");
+    let add = [
+        "--json",
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        &docs,
+        "--access",
+        "read_only",
+    ];
+    let run = env.run(&add, b"");
+    assert_eq!(
+        (run.status, run.code()),
+        (3, "invalid_argument".into()),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("--reason"), "it says how: {run:?}");
+    let list = env.run(&["--json", "grant", "list"], b"").json();
+    assert!(list["grants"].as_array().unwrap().is_empty());
+    let id = request(&env, "other", "read_only", Some("other"), "r");
+    let deny = env.run(&["--json", "grant", "deny", &id], b"");
+    assert_eq!(deny.code(), "invalid_argument", "{deny:?}");
+
+    // On a terminal: asked, an empty answer asked again (after the confirmation a folder
+    // with warnings gets: a temporary folder is a hidden one).
+    let (status, screen) = on_a_terminal(
+        &env,
+        &[
+            "grant",
+            "add",
+            "--alias",
+            "docs",
+            "--path",
+            &docs,
+            "--access",
+            "read_only",
+        ],
+        "y\n\nthe spec lives there",
+    );
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("Grant this folder? [y/N]"), "{screen}");
+    assert!(screen.contains("reason (for the changelog): "), "{screen}");
+    assert!(screen.contains("a reason is needed"), "{screen}");
+    let (status, screen) = on_a_terminal(&env, &["grant", "revoke", "docs"], "done with it");
+    assert_eq!(status, 0, "{screen}");
+    let log = env.run(&["--json", "grant", "log"], b"").json();
+    let reasons: Vec<(&str, &str)> = log["changelog"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] != "request")
+        .map(|c| (c["action"].as_str().unwrap(), c["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [("add", "the spec lives there"), ("revoke", "done with it")]
+    );
+}

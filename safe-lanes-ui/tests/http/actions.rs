@@ -284,3 +284,64 @@ fn the_overview_shows_the_protected_paths_a_grant_lifted() {
         "{body}"
     );
 }
+
+/// Regression: the page let the human add, approve, narrow and revoke with no note, and the
+/// changelog kept `reason: ""`. Every action without a reason (or only blanks) is refused by
+/// the library, whatever the browser sends, and changes nothing.
+#[test]
+fn every_action_without_a_reason_is_refused_and_changes_nothing() {
+    let page = Page::new();
+    let cookie = page.sign_in();
+    let csrf = page.csrf(&cookie);
+    let docs = page.folder("docs");
+    let refused = |target: &str, form: &[(&str, String)]| {
+        let said = post(&page, target, &cookie, form);
+        assert!(
+            said.contains("Nothing was changed (invalid_argument)"),
+            "{target}: {said}"
+        );
+    };
+    for reason in ["", "   "] {
+        refused(
+            "/add",
+            &[
+                ("csrf", csrf.clone()),
+                ("alias", "docs".into()),
+                ("path", path_str(&docs).into()),
+                ("access", "read_only".into()),
+                ("reason", reason.into()),
+            ],
+        );
+    }
+    assert!(page.grants().list().unwrap().grants.is_empty());
+    let grants = page.grants();
+    grants
+        .add("docs", &docs, Access::ReadOnly, "reading", "uid:0")
+        .unwrap();
+    for target in ["/widen", "/revoke"] {
+        refused(target, &[("csrf", csrf.clone()), ("alias", "docs".into())]);
+    }
+    let p = agent_request(
+        &page,
+        "notes",
+        Access::ReadOnly,
+        Some(&page.folder("notes")),
+    );
+    let mut form = approve_form(&p, &csrf, "");
+    form.retain(|(k, _)| *k != "reason");
+    refused("/approve", &form);
+    refused(
+        "/deny",
+        &[("csrf", csrf.clone()), ("request", p.request.id.clone())],
+    );
+    let listing = grants.list().unwrap();
+    assert_eq!(listing.grants.len(), 1);
+    assert_eq!(listing.grants[0].grant.access, Access::ReadOnly);
+    assert_eq!(
+        grants.proposals().unwrap().len(),
+        1,
+        "the request is still pending"
+    );
+    let changelog = grants.changelog().unwrap();
+    assert_eq!(changelog.len(), 2, "the add and the request only");
+}
