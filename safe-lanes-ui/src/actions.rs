@@ -195,9 +195,65 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+/// The forms that change the upload roots.
+#[derive(Deserialize)]
+pub(crate) struct RootForm {
+    path: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /uploads/add`: allow a folder as an upload root (a line of `.upload-roots`).
+pub(crate) async fn add_root(State(app): State<Arc<App>>, Posted(f): Posted<RootForm>) -> Response {
+    let done = app
+        .blocking(move |app| {
+            app.root
+                .add_upload_root(Path::new(&f.path), &f.reason, &app.actor)
+        })
+        .await;
+    app.report_to(
+        "/uploads",
+        done.map(|c| {
+            let mut text = if c.changed {
+                format!("Allowed: {}", Shown::path(&c.path))
+            } else {
+                format!("Allowed already: {}", Shown::path(&c.path))
+            };
+            for w in &c.warnings {
+                text.push_str(&format!(" — warning: {}", w.message));
+            }
+            text
+        })
+        .map_err(Refusal::from),
+    )
+}
+
+/// `POST /uploads/remove`: stop allowing a folder (its lines of `.upload-roots` removed).
+pub(crate) async fn remove_root(
+    State(app): State<Arc<App>>,
+    Posted(f): Posted<RootForm>,
+) -> Response {
+    let done = app
+        .blocking(move |app| {
+            app.root
+                .remove_upload_root(Path::new(&f.path), &f.reason, &app.actor)
+        })
+        .await;
+    app.report_to(
+        "/uploads",
+        done.map(|c| format!("No longer allowed: {}", Shown::path(&c.path)))
+            .map_err(Refusal::from),
+    )
+}
+
 impl App {
     /// Say what an action did on the next page, and go back to the overview.
     fn report(&self, done: Result<String, Refusal>) -> Response {
+        self.report_to("/", done)
+    }
+
+    /// Say what an action did on the next page, and go to `page`.
+    fn report_to(&self, page: &'static str, done: Result<String, Refusal>) -> Response {
         let flash = match done {
             Ok(text) => Flash { done: true, text },
             Err(refusal) => Flash {
@@ -208,6 +264,6 @@ impl App {
         if let Some(session) = self.sessions().current() {
             session.flash(flash);
         }
-        Redirect::to("/").into_response()
+        Redirect::to(page).into_response()
     }
 }

@@ -124,6 +124,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/deny", post(actions::deny))
         .route("/narrow", post(actions::narrow))
         .route("/widen", post(actions::widen))
+        .route("/uploads/add", post(actions::add_root))
+        .route("/uploads/remove", post(actions::remove_root))
         .route("/revoke", post(actions::revoke))
         .route("/add", post(actions::add))
         .fallback(|| async { refused(StatusCode::NOT_FOUND, "There is no such page.") })

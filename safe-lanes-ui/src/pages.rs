@@ -284,12 +284,12 @@ pub(crate) async fn uploads(State(app): State<Arc<App>>, human: Human) -> Respon
                     path: shown(&r.path),
                     origin: r.origin.as_str(),
                     entry: r.entry.clone(),
-                    note: if r.covers_state_root {
-                        "contains the state root: everything under it but .downloads is refused"
-                            .to_owned()
-                    } else {
-                        String::new()
-                    },
+                    note: safe_lanes::upload_roots::warnings(&r.path, app.root.path())
+                        .iter()
+                        .map(|w| w.message.clone())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    removable: r.origin.as_str() == "file",
                 })
                 .collect();
             page.ignored = source
@@ -300,6 +300,7 @@ pub(crate) async fn uploads(State(app): State<Arc<App>>, human: Human) -> Respon
                     origin: i.origin.as_str(),
                     entry: i.entry.clone(),
                     note: i.why.clone(),
+                    removable: false,
                 })
                 .collect();
         }

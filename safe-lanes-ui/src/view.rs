@@ -348,6 +348,8 @@ pub(crate) struct RootRow {
     pub(crate) origin: &'static str,
     pub(crate) entry: String,
     pub(crate) note: String,
+    /// Whether it is a line of `.upload-roots` (the page can remove it).
+    pub(crate) removable: bool,
 }
 
 /// `/uploads`: the folders an upload may read from, and the entries ignored.

@@ -370,3 +370,31 @@ class Judging(Page):
         self.assertEqual([p.text for p in reason.find_elements(By.TAG_NAME, "p")],
                          ["first line", "second line"])
         self.shot("changelog", whole=True)
+
+    def test_upload_roots_are_managed_from_the_page(self):
+        share = (self.tmp / "share").resolve()
+        share.mkdir()
+        base = self.url.split("/session")[0]
+        self.browser.get(base + "/uploads")
+        self.wait_for(By.ID, "allow-path").send_keys("/")
+        self.browser.find_element(By.ID, "allow-reason").send_keys("everything")
+        self.browser.find_element(By.ID, "allow-go").click()
+        said = self.flash()
+        self.assertIn("Nothing was changed (invalid_argument)", said)
+        self.assertIn("the whole file system", said)
+        self.wait_for(By.ID, "allow-path").send_keys(str(share))
+        self.browser.find_element(By.ID, "allow-reason").send_keys("the slides")
+        self.browser.find_element(By.ID, "allow-go").click()
+        self.assertIn(f"Allowed: {share}", self.flash())
+        self.assertEqual((self.root / ".upload-roots").read_text(), f"{share}\n")
+        self.shot("uploads", whole=True)
+        row = next(r for r in self.browser.find_elements(By.CSS_SELECTOR, "table.roots tbody tr")
+                   if str(share) in r.text)
+        row.find_element(By.TAG_NAME, "summary").click()
+        row.find_element(By.CSS_SELECTOR, "input[name=reason]").send_keys("sent")
+        row.find_element(By.CSS_SELECTOR, "button.danger").click()
+        self.assertIn(f"No longer allowed: {share}", self.flash())
+        self.assertEqual((self.root / ".upload-roots").read_text(), "")
+        events = [json.loads(l)["event"] for l in (self.root / "audit.jsonl").read_text().splitlines()]
+        self.assertEqual([e for e in events if e.startswith("upload_roots.")],
+                         ["upload_roots.add", "upload_roots.remove"])
