@@ -44,7 +44,7 @@ impl Outcome {
 
 /// The fields that name what a record is about, in the order they are looked for.
 const SUBJECT_FIELDS: &[&str] = &[
-    "subject", "path", "name", "alias", "url", "argv", "command", "request", "id",
+    "subject", "alias", "path", "name", "url", "argv", "command", "id",
 ];
 /// The most characters of a subject or message shown on a line.
 const MAX_SHOWN: usize = 300;
@@ -175,9 +175,26 @@ fn split_event(event: &str) -> (&str, Outcome) {
 }
 
 /// What a record is about: the first of [`SUBJECT_FIELDS`] it has (an array, such as a
-/// command's words, joined by spaces).
+/// command's words, joined by spaces), looked for in the record, then in the object it
+/// describes (`grant`, `request`, `file`), the record's own `id` last.
 fn subject_of(record: &Value) -> String {
-    for key in SUBJECT_FIELDS {
+    let own = subject_in(record, &SUBJECT_FIELDS[..SUBJECT_FIELDS.len() - 1]);
+    if !own.is_empty() {
+        return own;
+    }
+    for nested in ["grant", "request", "file", "result"] {
+        if let Some(inner @ Value::Object(_)) = record.get(nested) {
+            let found = subject_in(inner, SUBJECT_FIELDS);
+            if !found.is_empty() {
+                return found;
+            }
+        }
+    }
+    subject_in(record, &SUBJECT_FIELDS[SUBJECT_FIELDS.len() - 1..])
+}
+
+fn subject_in(record: &Value, keys: &[&str]) -> String {
+    for key in keys {
         match record.get(*key) {
             Some(Value::String(s)) if !s.is_empty() => return s.clone(),
             Some(Value::Array(words)) if !words.is_empty() => {
