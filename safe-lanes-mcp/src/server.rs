@@ -451,9 +451,12 @@ impl Server {
         let mut text = String::from(INSTRUCTIONS);
         match self.desk.grants() {
             Ok(list) => {
-                let available: Vec<_> = list.grants.iter().filter(|g| g.available).collect();
-                if available.is_empty() {
+                let (available, unavailable): (Vec<_>, Vec<_>) =
+                    list.grants.iter().partition(|g| g.available);
+                if available.is_empty() && unavailable.is_empty() {
                     text.push_str(" No folder is granted to you yet.");
+                } else if available.is_empty() {
+                    text.push_str(" No granted folder is available on this host now.");
                 } else {
                     text.push_str(" Folders granted to you now (alias, id, access):");
                     for g in available {
@@ -461,6 +464,12 @@ impl Server {
                     }
                     text.pop();
                     text.push('.');
+                }
+                if !unavailable.is_empty() {
+                    text.push_str(&format!(
+                        " {} more granted but unavailable here (folder_grants_list says why).",
+                        unavailable.len()
+                    ));
                 }
             }
             Err(error) => {

@@ -446,7 +446,7 @@ async fn a_grant_is_addressed_by_its_id_and_named_in_the_instructions() {
 }
 
 #[tokio::test]
-async fn the_instructions_say_when_nothing_is_granted() {
+async fn the_instructions_say_when_nothing_is_granted_or_available() {
     let w = World::new().await;
     let instructions = w
         .client
@@ -457,4 +457,31 @@ async fn the_instructions_say_when_nothing_is_granted() {
         instructions.contains("No folder is granted to you yet."),
         "{instructions}"
     );
+    // A grant whose folder is gone is not offered as available, but counted.
+    let docs = w.p("docs").display().to_string();
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        &docs,
+        "--access",
+        "read_only",
+        "--reason",
+        "the docs",
+    ]);
+    std::fs::remove_dir(w.p("docs")).unwrap();
+    let fresh = crate::util::connect(&w.root(), &[], ()).await;
+    let instructions = fresh
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .expect("instructions");
+    assert!(
+        instructions.contains("No granted folder is available on this host now.")
+            && instructions.contains("1 more granted but unavailable here")
+            && !instructions.contains("`docs`"),
+        "{instructions}"
+    );
+    fresh.cancel().await.unwrap();
 }
