@@ -494,3 +494,63 @@ fn every_change_needs_a_reason_asked_on_a_terminal() {
         [("add", "the spec lives there"), ("revoke", "done with it")]
     );
 }
+
+/// Regression: a request for `~/.ssh` was shown, and approved, without a word. The library's
+/// warnings are printed with the request (and are in its JSON): a place credentials are kept,
+/// a folder holding one, the home folder, a look-alike name spelled out.
+#[test]
+fn requests_show_the_librarys_warnings() {
+    let env = world();
+    let home = env.home();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(home.join("work/.aws")).unwrap();
+    std::fs::create_dir(home.join("d\u{43e}cs")).unwrap();
+    let cases = [
+        (home.join(".ssh"), "credentials", "SSH keys"),
+        (home.join("work"), "credentials", "AWS credentials"),
+        (home.clone(), "home", "is a home folder"),
+        (
+            home.join("d\u{43e}cs"),
+            "look_alike",
+            "mixes Latin and Cyrillic",
+        ),
+    ];
+    for (n, (folder, risk, says)) in cases.iter().enumerate() {
+        let alias = format!("f{n}");
+        let args = [
+            "--json",
+            "grant",
+            "request",
+            "--alias",
+            &alias,
+            "--access",
+            "read_only",
+            "--reason",
+            "r",
+            "--path",
+            folder.to_str().unwrap(),
+        ];
+        let run = env.run(&args, b"");
+        assert_eq!(run.status, 0, "{run:?}");
+        let id = run.json()["id"].as_str().unwrap().to_owned();
+        let shown = env.run(&["grant", "show", &id], b"");
+        assert!(
+            shown.stdout.contains("  warning: "),
+            "{folder:?}: {shown:?}"
+        );
+        assert!(shown.stdout.contains(says), "{folder:?}: {shown:?}");
+        let json = env.run(&["--json", "grant", "show", &id], b"").json();
+        let risks: Vec<&str> = json["review"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["risk"].as_str().unwrap())
+            .collect();
+        assert!(risks.contains(risk), "{folder:?}: {risks:?}");
+    }
+    let lookalike = env.run(&["grant", "requests"], b"").stdout;
+    assert!(
+        lookalike.contains(r"spelled out: ") && lookalike.contains(r"d\u{43e}cs"),
+        "{lookalike}"
+    );
+}
