@@ -692,11 +692,17 @@ fn the_end_of_a_command_wakes_whoever_follows_its_output() {
             let runner = s.spawn(|| confined.run_with(&session, &control));
             let mut mark = Mark::default();
             let mut seen = String::new();
-            // A day: only the end (or output) can end this wait in a test run.
-            while control.wait_output(mark, Duration::from_secs(86_400)) == Waited::New {
-                let (new, next) = control.output_since(mark);
-                seen.push_str(&new.stdout);
-                mark = next;
+            loop {
+                // Far longer than the command takes: only a missing wake-up reaches it.
+                match control.wait_output(mark, Duration::from_secs(120)) {
+                    Waited::New => {
+                        let (new, next) = control.output_since(mark);
+                        seen.push_str(&new.stdout);
+                        mark = next;
+                    }
+                    Waited::Ended => break,
+                    Waited::TimedOut => panic!("the command's end woke nobody: {seen:?}"),
+                }
             }
             (seen, runner.join().unwrap())
         })
