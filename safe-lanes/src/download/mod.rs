@@ -8,9 +8,11 @@
 //!    see [`crate::beneath::Publishing`]), hashing it on the way and
 //!    refusing (`too_large`) past the size cap;
 //! 3. in durable mode (the default), `fsync`s the file;
-//! 4. publishes it under the name, or `name (1).ext`, `name (2).ext`, … with `linkat` (or
-//!    `renameat2(RENAME_NOREPLACE)`), which never replaces anything: an existing file, a planted
-//!    symbolic link, a directory or a FIFO at the name is a collision, never written through;
+//! 4. publishes it under the name, or `name (1).ext`, `name (2).ext`, … (`name (1).tar.gz` for
+//!    a compressed tar archive: [`SafeName::numbered`], the one place they are built) with
+//!    `linkat` (or `renameat2(RENAME_NOREPLACE)`), which never replaces anything: an existing
+//!    file, a planted symbolic link, a directory or a FIFO at the name is a collision, never
+//!    written through;
 //! 5. in durable mode, `fsync`s the lane so the new name survives a crash;
 //! 6. appends one line to the audit log.
 //!
