@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::beneath::shown_fd;
 use crate::digest::finish_hex;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Shown};
 
 /// The largest read/write chunk.
 const CHUNK: usize = 256 * 1024;
@@ -226,6 +226,14 @@ fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // The input is not what it claims to be (invalid base64 from an adapter): a
+            // refusal of the content, recorded as such, not a failure of the system.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                return Err(Error::InvalidArgument {
+                    what: Shown::text("the content"),
+                    why: Shown::message(&e.to_string()).as_str().to_owned(),
+                });
+            }
             Err(e) => return Err(Error::io("read", "the content being received", e)),
         }
     }

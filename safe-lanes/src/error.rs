@@ -56,7 +56,8 @@ macro_rules! codes {
 }
 
 codes! {
-    /// A `..` component would climb out of the folder it is relative to.
+    /// A `..` that would climb out of the folder a path is relative to, or a `.`, `..` (or a
+    /// `/` in one name) where only a plain path or a single name is accepted.
     Traversal = "traversal",
     /// An absolute path was given where a relative one is required.
     AbsolutePath = "absolute_path",
@@ -112,6 +113,9 @@ codes! {
     /// A write to a protected path inside a read-write grant (`.git/config`, `.git/hooks/`,
     /// start-up files …): something the human's own tools would run later.
     ProtectedPath = "protected_path",
+    /// An upload source (or a file to patch) on a pseudo-filesystem (`proc`, `sysfs`,
+    /// `cgroup` …) or a device node: a view of the kernel or of a process, never data.
+    PseudoFile = "pseudo_file",
     /// An operating-system call failed for a reason that is not a refusal.
     Io = "io",
 }
@@ -260,10 +264,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// A `..` component would leave the folder.
+    /// A `..` that would leave the folder, or a `.` or `..` where none is accepted.
     Traversal {
         /// The refused path.
         path: Shown,
+        /// Which rule it breaks.
+        why: &'static str,
     },
     /// An absolute path where a relative one is required.
     AbsolutePath {
@@ -417,6 +423,13 @@ pub enum Error {
         /// Why, and how the human may lift it.
         why: String,
     },
+    /// On a pseudo-filesystem, or a device node.
+    PseudoFile {
+        /// The refused path, as the caller gave it.
+        path: Shown,
+        /// What it is (`on proc`, `a character device` …).
+        what: String,
+    },
     /// An argument is malformed, out of range, or missing something it needs.
     InvalidArgument {
         /// The argument (escaped).
@@ -452,10 +465,7 @@ pub struct Message<'a>(&'a Error);
 impl fmt::Display for Message<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Error::Traversal { path, .. } => write!(
-                f,
-                "{path}: `..` would climb out of the folder it is relative to"
-            ),
+            Error::Traversal { path, why, .. } => write!(f, "{path}: {why}"),
             Error::AbsolutePath { path, .. } => write!(
                 f,
                 "{path}: an absolute path was given where a path relative to the folder is required"
@@ -516,6 +526,10 @@ impl fmt::Display for Message<'_> {
                 "{limit} background commands are running already; wait for one or stop one"
             ),
             Error::ProtectedPath { path, why, .. } => write!(f, "{path} is protected: {why}"),
+            Error::PseudoFile { path, what, .. } => write!(
+                f,
+                "{path}: is {what}, a view of the kernel or of a process, not a file of data"
+            ),
             Error::InvalidArgument { what, why, .. } => write!(f, "{what}: {why}"),
             Error::NotConfigured { what, why, .. } => write!(f, "{what} is not configured: {why}"),
             Error::Io {

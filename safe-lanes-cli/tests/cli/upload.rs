@@ -1,6 +1,6 @@
 //! `upload check | roots | send`.
 
-use crate::util::{Env, tree};
+use crate::util::{Env, run_in, tree};
 
 /// A state root with a received file, a token, an allowed folder and a secret outside it.
 fn world() -> Env {
@@ -197,4 +197,93 @@ fn a_refused_source_never_runs_the_uploader() {
     assert_eq!(run.code(), "outside_allowlist");
     assert!(!marker.exists(), "the uploader never ran");
     assert!(tree(&env.root().join(".uploads")).is_empty());
+}
+
+/// Regression: `SAFE_LANES_ROOT=S GWSA_ROOT=G safe-lanes upload check G/token.json` with S's
+/// allowlist covering G's parent was accepted. Every state root the environment names is
+/// under the hard guard, but its `.downloads`.
+#[test]
+fn check_refuses_the_other_state_roots_tokens() {
+    let env = world();
+    let gwsa = env.tmp.path().join("share/gwsa");
+    std::fs::create_dir_all(gwsa.join(".downloads")).unwrap();
+    std::fs::write(gwsa.join("token.json"), "TOKEN").unwrap();
+    std::fs::write(gwsa.join(".downloads/got.pdf"), "%PDF").unwrap();
+    let vars = [
+        ("SAFE_LANES_ROOT", env.root().to_str().unwrap().to_owned()),
+        ("GWSA_ROOT", gwsa.to_str().unwrap().to_owned()),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let check = |path: &std::path::Path| {
+        let args = ["--json", "upload", "check", path.to_str().unwrap()];
+        run_in(&env.cwd(), &env.home(), &args, b"", &vars)
+    };
+    let token = check(&gwsa.join("token.json"));
+    assert_eq!(
+        (token.status, token.code().as_str()),
+        (3, "state_root"),
+        "{token:?}"
+    );
+    let received = check(&gwsa.join(".downloads/got.pdf"));
+    assert_eq!(received.status, 0, "{received:?}");
+    assert_eq!(check(&env.tmp.path().join("share/deck.txt")).status, 0);
+    let roots = run_in(
+        &env.cwd(),
+        &env.home(),
+        &["--json", "upload", "roots"],
+        b"",
+        &vars,
+    );
+    let share = roots.json()["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == env.tmp.path().join("share").to_str().unwrap())
+        .cloned()
+        .unwrap();
+    assert_eq!(share["covers_state_root"], true, "{share}");
+}
+
+/// Regression: with `/` allowed, `upload check /proc/self/cmdline` succeeded. A pseudo-file is
+/// refused with `pseudo_file`, whatever the allowlist says; and `/` is reported as covering the
+/// state root (it was `false`).
+#[test]
+fn check_refuses_pseudo_files_even_under_an_allowed_root() {
+    let env = world();
+    std::fs::write(env.root().join(".upload-roots"), "/\n").unwrap();
+    for path in ["/proc/self/cmdline", "/proc/self/environ", "/dev/null"] {
+        let run = env.run(&["--json", "upload", "check", path], b"");
+        assert_eq!(
+            (run.status, run.code().as_str()),
+            (3, "pseudo_file"),
+            "{path}: {run:?}"
+        );
+    }
+    let roots = env.run(&["--json", "upload", "roots"], b"").json();
+    let slash = roots["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "/")
+        .cloned()
+        .unwrap();
+    assert_eq!(slash["covers_state_root"], true, "{slash}");
+}
+
+/// Regression: `upload check ""` was a usage error (exit 2) while the agent's `upload_resolve`
+/// answers `relative_path`: the path is the library's to judge, for both.
+#[test]
+fn an_empty_path_is_a_relative_path_as_for_the_agent() {
+    let env = world();
+    for args in [
+        &["--json", "upload", "check", ""][..],
+        &["--json", "upload", "send", "", "--", "true"][..],
+    ] {
+        let run = env.run(args, b"");
+        assert_eq!(
+            (run.status, run.code().as_str()),
+            (3, "relative_path"),
+            "{args:?}: {run:?}"
+        );
+    }
 }

@@ -212,7 +212,10 @@ impl AgentDesk {
     ///
     /// # Errors
     ///
-    /// `too_large` past the size cap; `io`; what `content` fails with. Nothing is left.
+    /// `too_large` past the size cap; `invalid_argument` when `content` fails with
+    /// [`InvalidData`](std::io::ErrorKind::InvalidData) (invalid base64 an adapter decodes as
+    /// it reads), recorded as refused; `io`; what `content` fails with otherwise. Nothing is
+    /// left.
     pub fn save(&self, name_hint: impl AsRef<[u8]>, content: impl Read) -> Result<Saved> {
         self.shared.lane.save(name_hint, content)
     }

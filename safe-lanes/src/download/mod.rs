@@ -409,8 +409,11 @@ impl DownloadLane {
     ///
     /// # Errors
     ///
-    /// `too_large` past the size cap; `io` when reading the input or writing the lane fails.
-    /// In every error case nothing is left in the lane.
+    /// `too_large` past the size cap; `invalid_argument` when `reader` fails with
+    /// [`InvalidData`](std::io::ErrorKind::InvalidData) (content that is not what it claims,
+    /// such as invalid base64), recorded as refused like `too_large`; `io` when reading the
+    /// input or writing the lane fails otherwise. In every error case nothing is left in the
+    /// lane.
     ///
     /// # Security
     ///
@@ -832,7 +835,7 @@ impl DownloadLane {
             return Ok(());
         }
         let shown = Path::new(name.as_os_str());
-        let st = crate::beneath::regular_single_link(fd.as_fd(), shown)?;
+        let st = crate::beneath::data_file(fd.as_fd(), shown)?;
         if !is_marked(&st) {
             return Ok(());
         }
