@@ -262,7 +262,8 @@ pub(crate) enum GrantCommand {
         #[arg(long)]
         actor: Option<String>,
     },
-    /// Adopt on this host a grant approved without a host (one another tool wrote).
+    /// Adopt on this host a grant not bound to it: approved without a host (one another tool
+    /// wrote), or on another host or machine (a manifest restored here, a mounted state root).
     Adopt {
         /// The grant's alias.
         alias: String,

@@ -159,7 +159,7 @@ pub(crate) async fn uploads(State(app): State<Arc<App>>, human: Human) -> Respon
                     origin: r.origin.as_str(),
                     entry: r.entry.clone(),
                     note: if r.covers_state_root {
-                        "contains the state root: everything under it but .downloads is refused"
+                        "contains a state root: everything under it but its .downloads is refused"
                             .to_owned()
                     } else {
                         String::new()
