@@ -287,3 +287,76 @@ fn an_empty_path_is_a_relative_path_as_for_the_agent() {
         );
     }
 }
+
+/// Regression: `upload roots` said whether a root lay *inside* the state root: `/` and an
+/// ancestor of the state root were `false`, a folder inside it `true`.
+#[test]
+fn roots_say_which_contain_the_state_root() {
+    let env = world();
+    let inner = env.root().join("inner");
+    std::fs::create_dir(&inner).unwrap();
+    let lines = format!(
+        "/\n{}\n{}\n{}\n",
+        env.tmp.path().display(),
+        inner.display(),
+        env.tmp.path().join("share").display()
+    );
+    std::fs::write(env.root().join(".upload-roots"), lines).unwrap();
+    let roots = env.run(&["--json", "upload", "roots"], b"").json();
+    let covers = |path: &std::path::Path| {
+        roots["roots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path.to_str().unwrap())
+            .unwrap_or_else(|| panic!("{path:?} in {roots}"))["covers_state_root"]
+            .clone()
+    };
+    assert_eq!(covers(std::path::Path::new("/")), true);
+    assert_eq!(covers(env.tmp.path()), true);
+    assert_eq!(covers(&inner), false);
+    assert_eq!(covers(&env.tmp.path().join("share")), false);
+    assert_eq!(covers(&env.root().join(".downloads")), false);
+}
+
+/// Regression: the walk through links followed a link whose text ends in `/` to a regular
+/// file; the kernel answers ENOTDIR.
+#[test]
+fn check_refuses_a_link_ending_in_a_slash_to_a_file() {
+    let env = world();
+    let share = env.tmp.path().join("share");
+    std::os::unix::fs::symlink("deck.txt/", share.join("deck-slash")).unwrap();
+    std::os::unix::fs::symlink("deck.txt", share.join("deck-link")).unwrap();
+    let check = |path: &std::path::Path| {
+        env.run(&["--json", "upload", "check", path.to_str().unwrap()], b"")
+    };
+    assert_eq!(check(&share.join("deck-link")).status, 0);
+    let slash = check(&share.join("deck-slash"));
+    assert_eq!(
+        (slash.status, slash.code().as_str()),
+        (3, "not_found"),
+        "{slash:?}"
+    );
+}
+
+/// Regression: the walk through links followed links on a mount made `nosymfollow`, where
+/// the kernel follows none. Mounting needs root (CI runs as root).
+#[test]
+fn check_follows_no_link_on_a_nosymfollow_mount() {
+    let env = world();
+    let check = |path: &std::path::Path| {
+        env.run(&["--json", "upload", "check", path.to_str().unwrap()], b"")
+    };
+    let disk = safe_lanes_testkit::disk::SmallDisk::mount_as_root_with("1m", "nosymfollow");
+    std::fs::write(disk.path.join("file.txt"), "file").unwrap();
+    std::os::unix::fs::symlink("file.txt", disk.path.join("link")).unwrap();
+    let lines = format!("{}\n", disk.path.display());
+    std::fs::write(env.root().join(".upload-roots"), lines).unwrap();
+    assert_eq!(check(&disk.path.join("file.txt")).status, 0);
+    let link = check(&disk.path.join("link"));
+    assert_eq!(
+        (link.status, link.code().as_str()),
+        (3, "symlink_escape"),
+        "{link:?}"
+    );
+}
