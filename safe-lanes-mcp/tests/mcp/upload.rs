@@ -324,3 +324,35 @@ async fn invalid_base64_is_refused_and_recorded() {
     assert_eq!(refused("download.refused"), 2, "{records:?}");
     assert_eq!(refused("upload.refused"), 2, "{records:?}");
 }
+
+/// Regression: with `GWSA_ROOT=G` in the server's environment beside its own state root and
+/// an allowlist covering G's parent, `upload_file` sent `G/token.json`. Every state root the
+/// environment names is under the hard guard, but its `.downloads`; the uploader never runs.
+#[tokio::test]
+async fn the_tokens_of_another_named_state_root_are_never_uploaded() {
+    let seen = tempfile::tempdir().unwrap();
+    let ran = seen.path().join("ran");
+    let uploader = format!("/bin/sh -c 'touch {}' sh {{file}}", ran.display());
+    let w = World::with_env(&["--uploader", &uploader], |t| {
+        vec![("GWSA_ROOT", t.join("share/gwsa"))]
+    })
+    .await;
+    let gwsa = w.p("share/gwsa");
+    std::fs::create_dir_all(gwsa.join(".downloads")).unwrap();
+    std::fs::write(gwsa.join("token.json"), "TOKEN").unwrap();
+    std::fs::write(gwsa.join(".downloads/got.pdf"), "%PDF").unwrap();
+    let roots = format!("{}\n", w.p("share").display());
+    std::fs::write(w.root().join(".upload-roots"), roots).unwrap();
+    for tool in ["upload_resolve", "upload_file"] {
+        let token = json!({ "path": gwsa.join("token.json") });
+        assert_eq!(w.refused(tool, token).await, "state_root", "{tool}");
+    }
+    assert!(!ran.exists(), "the uploader ran");
+    let received = w
+        .ok(
+            "upload_resolve",
+            json!({ "path": gwsa.join(".downloads/got.pdf") }),
+        )
+        .await;
+    assert_eq!(received["bytes"], 4, "{received}");
+}
