@@ -350,9 +350,9 @@ impl UploadSource {
     ///
     /// `path` is untrusted. The returned handle was opened beneath an allowed root's
     /// descriptor, is never under a state root except its `.downloads`, and is a regular file
-    /// of data (never the kernel's view of a process, such as `/proc/self/environ`). Nothing outside the
-    /// allowed roots is looked at, so the outcome and the message are the same whatever
-    /// exists there, and never name where a link leads outside.
+    /// of data (never the kernel's view of a process, such as `/proc/self/environ`). Nothing
+    /// outside the allowed roots is looked at, so the outcome and the message are the same
+    /// whatever exists there, and never name where a link leads outside.
     pub fn open(&self, path: &Path) -> Result<Opened> {
         self.open_unrecorded(path).map_err(|e| {
             self.audit.refused(
