@@ -602,16 +602,24 @@ impl UploadSource {
     }
 
     /// The hard guard on the canonical path of an opened file ([`HardGuard`]).
+    ///
+    /// `real` is normalized (an allowed root's real path joined with names read as written:
+    /// no `.`, `..` or empty component), so its components are compared as they stand, with
+    /// nothing allocated on the way of every open.
     fn guard(&self, real: &Path) -> Result<()> {
-        let parts = parts_of(real);
-        let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-        self.guard.check(real, &parts)
+        let parts = || {
+            real.as_os_str()
+                .as_bytes()
+                .split(|&b| b == b'/')
+                .filter(|part| !part.is_empty())
+        };
+        self.guard.check(real, parts)
     }
 
     /// The hard guard on what a path spells, before anything is opened ([`HardGuard`]). It
     /// depends on the text alone, so it tells nothing about what exists there.
     fn guard_spelled(&self, asked: &Path, spelled: &[&[u8]]) -> Result<()> {
-        self.guard.check(asked, spelled)
+        self.guard.check(asked, || spelled.iter().copied())
     }
 }
 
@@ -670,14 +678,20 @@ impl HardGuard {
         Self { roots }
     }
 
-    /// Refuse `parts` (the components of an absolute path, read as written) when they lie
-    /// under a guarded state root but not under its `.downloads`; `shown` names the path.
-    fn check(&self, shown: &Path, parts: &[&[u8]]) -> Result<()> {
+    /// Refuse the path whose components `parts` yields (an absolute path, read as written)
+    /// when they lie under a guarded state root but not under its `.downloads`; `shown`
+    /// names the path.
+    fn check<'p, I>(&self, shown: &Path, parts: impl Fn() -> I) -> Result<()>
+    where
+        I: Iterator<Item = &'p [u8]>,
+    {
         for root in &self.roots {
             for spelling in &root.spellings {
-                let under = starts_with(parts, spelling);
-                let downloads =
-                    under && parts.get(spelling.len()) == Some(&DOWNLOADS_DIR.as_bytes());
+                let mut rest = parts();
+                let under = spelling
+                    .iter()
+                    .all(|part| rest.next() == Some(part.as_slice()));
+                let downloads = under && rest.next() == Some(DOWNLOADS_DIR.as_bytes());
                 if under && !downloads {
                     return Err(Error::StateRoot {
                         path: Shown::path(shown),
