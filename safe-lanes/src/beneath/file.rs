@@ -34,7 +34,7 @@ pub(crate) fn data_file(fd: BorrowedFd<'_>, shown: &Path) -> Result<Stat> {
     ) {
         return Err(pseudo(format!("{} (a device node)", kind_of(&st))));
     }
-    if let Some(name) = pseudo_filesystem(fd).map_err(|e| Error::io("fstatfs", shown, e))? {
+    if let Some(name) = pseudo_filesystem(fd, &st).map_err(|e| Error::io("fstatfs", shown, e))? {
         return Err(pseudo(format!("on {name} (a pseudo-filesystem)")));
     }
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {

@@ -64,11 +64,37 @@ const PSEUDO: &[&str] = &[
 const ST_NOSYMFOLLOW: u64 = 0x2000;
 
 /// The name of the pseudo-filesystem `fd` is on (`"proc"`, `"sysfs"` …), or `None` for a
-/// filesystem that holds data.
+/// filesystem that holds data; `st` is `fd`'s status.
+///
+/// On Linux a file whose device number has a major other than 0 is on a filesystem backed by
+/// a block device (ext4 on a disk …), which no pseudo-filesystem is: every one of them is
+/// mounted on an anonymous device (major 0), as are `tmpfs`, overlays and network mounts. So
+/// only those are asked `fstatfs`, which costs more than the open on some filesystems (ext4
+/// sums its per-CPU counters).
 #[doc(alias = "fstatfs")]
-pub(crate) fn pseudo_filesystem(fd: BorrowedFd<'_>) -> Result<Option<&'static str>, Errno> {
+pub(crate) fn pseudo_filesystem(
+    fd: BorrowedFd<'_>,
+    st: &rustix::fs::Stat,
+) -> Result<Option<&'static str>, Errno> {
+    if on_a_block_device(st) {
+        return Ok(None);
+    }
     let st = rustix::fs::fstatfs(fd)?;
     Ok(pseudo_named(&st))
+}
+
+/// Whether `st` is of a file on a filesystem backed by a block device (Linux: its device
+/// number's major is not 0).
+#[cfg(target_os = "linux")]
+#[allow(clippy::useless_conversion)]
+fn on_a_block_device(st: &rustix::fs::Stat) -> bool {
+    rustix::fs::major(st.st_dev.into()) != 0
+}
+
+/// Whether `st` is of a file on a filesystem backed by a block device: never assumed here.
+#[cfg(not(target_os = "linux"))]
+fn on_a_block_device(_st: &rustix::fs::Stat) -> bool {
+    false
 }
 
 #[cfg(target_os = "linux")]
