@@ -64,6 +64,7 @@ use crate::input::Name;
 use crate::name::{SafeName, sanitize};
 use crate::root::StateRoot;
 
+mod cursor;
 mod savers;
 
 use savers::{Registration, Savers};
@@ -222,6 +223,20 @@ pub struct Page {
     /// this page's last file, byte for byte.
     #[serde(skip)]
     pub next: Option<std::ffi::OsString>,
+}
+
+/// A page of the download lane's files, as a gateway hands it on ([`DownloadLane::listing`],
+/// the agent's [`AgentDesk::downloads`](crate::AgentDesk::downloads)).
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct DownloadList {
+    /// The download folder.
+    pub path: String,
+    /// The files, by name.
+    pub files: Vec<Entry>,
+    /// Give this as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// What [`DownloadLane::prune`] did.
@@ -509,6 +524,23 @@ impl DownloadLane {
             .flatten();
         entries.truncate(limit);
         Ok(Page { entries, next })
+    }
+
+    /// A page of at most `limit` files (at least 1) after the `cursor` a previous page gave
+    /// (its `next_cursor`; `None` for the first page): [`DownloadLane::page`], with the page's
+    /// end as an opaque cursor a gateway hands on.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` for a cursor no page gave; `io` when the lane cannot be read.
+    pub fn listing(&self, cursor: Option<&str>, limit: usize) -> Result<DownloadList> {
+        let after = cursor.map(cursor::decode).transpose()?;
+        let page = self.page(after.as_deref(), limit.max(1))?;
+        Ok(DownloadList {
+            path: self.path.to_string_lossy().into_owned(),
+            files: page.entries,
+            next_cursor: page.next.as_deref().map(cursor::encode),
+        })
     }
 
     /// The lane's files after the name `after` (all of them for `None`), in the order
