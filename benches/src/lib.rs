@@ -17,3 +17,93 @@ pub fn interleaved(n: u64, mut measured: impl FnMut(), mut other: impl FnMut()) 
     }
     total
 }
+
+/// Time `n` runs of `measured` in blocks of `block` runs, each block after as many runs of
+/// `other` (untimed): [`interleaved`] for operations too short to time one at a time, so that
+/// two functions compared with each other still see the same load.
+pub fn interleaved_blocks(
+    n: u64,
+    block: u64,
+    mut measured: impl FnMut(),
+    mut other: impl FnMut(),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = n;
+    while left > 0 {
+        let runs = left.min(block);
+        for _ in 0..runs {
+            other();
+        }
+        let start = Instant::now();
+        for _ in 0..runs {
+            measured();
+        }
+        total += start.elapsed();
+        left -= runs;
+    }
+    total
+}
+
+/// The hint sets of the `sanitize` benchmarks, shared with the instruction-count driver
+/// (`examples/sanitize_instructions.rs`) so both measure the same names.
+pub mod hints {
+    /// Typical names and hostile ones, mixed (13 hints).
+    pub fn mixed() -> Vec<String> {
+        let mut hints = owned(&[
+            "Quarterly Report (final).docx",
+            "IMG_20261130_101500.jpg",
+            "invoice-2026-11.pdf",
+            "../../.bashrc",
+            "..\\..\\Windows\\System32\\evil.dll",
+            "invoice\u{202E}fdp.exe",
+            "CON.txt",
+            "e\u{301}te\u{301}.txt",
+            "a<b>c|d\"e*f:g%h.txt",
+            "evil.desktop",
+            "\u{1b}[31mred\u{1b}[0m.txt",
+            "résumé.pdf",
+        ]);
+        hints.push(long_hint());
+        hints
+    }
+
+    /// Ordinary names, most of which need no change (7 hints).
+    pub fn benign() -> Vec<String> {
+        owned(&[
+            "Quarterly Report (final).docx",
+            "IMG_20261130_101500.jpg",
+            "invoice-2026-11.pdf",
+            "report.pdf",
+            "photo 2024-01-01.jpg",
+            "résumé.pdf",
+            "\u{DC}bersicht.txt",
+        ])
+    }
+
+    /// Traversal, bidi overrides, device names, control characters, look-alike slashes, NFD,
+    /// shortcuts, reserved characters and an over-long name (10 hints).
+    pub fn hostile() -> Vec<String> {
+        let mut hints = owned(&[
+            "../../.bashrc",
+            "..\\..\\Windows\\System32\\evil.dll",
+            "invoice\u{202E}fdp.exe",
+            "CON.txt",
+            "e\u{301}te\u{301}.txt",
+            "a<b>c|d\"e*f:g%h.txt",
+            "evil.desktop",
+            "\u{1b}[31mred\u{1b}[0m.txt",
+            "..\u{2215}..\u{2215}etc\u{2215}passwd",
+        ]);
+        hints.push(long_hint());
+        hints
+    }
+
+    /// 258 bytes: truncated, keeping the real extension.
+    fn long_hint() -> String {
+        "y".repeat(250) + ".exe.pdf"
+    }
+
+    fn owned(hints: &[&str]) -> Vec<String> {
+        hints.iter().map(|&h| h.to_owned()).collect()
+    }
+}

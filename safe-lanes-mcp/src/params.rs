@@ -10,10 +10,11 @@ use crate::content::{ContentReader, Source};
 use crate::reply::{Failure, invalid};
 use crate::spill::Spilled;
 
-/// Content given inline, as text or as base64 (exactly one).
+/// Content given inline, as text or as base64 (exactly one: the descriptions say so, and the
+/// server refuses anything else with `invalid_argument`). The rule is not a root `oneOf`:
+/// model providers refuse a tool whose schema has one (ADR 0021).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("oneOf" = [{ "required": ["text"] }, { "required": ["base64"] }]))]
 pub(crate) struct Content {
     /// The name the file should have. Only a hint: it is sanitized to one safe file name.
     pub(crate) filename: String,

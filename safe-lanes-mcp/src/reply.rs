@@ -51,9 +51,17 @@ impl From<safe_lanes::Error> for Failure {
     }
 }
 
+/// Arguments that agent hosts add to every tool on their own, accepted and ignored: Gemini CLI
+/// adds `wait_for_previous` (and tells its model it must set it). Nothing else unknown is.
+pub(crate) const HOST_ADDED: [&str; 1] = ["wait_for_previous"];
+
 /// Parse a tool's arguments. Arguments that do not fit its schema (an unknown field, a wrong
-/// type, a missing field, a number out of range) are `invalid_argument`, naming the field.
-pub(crate) fn arguments<T: serde::de::DeserializeOwned>(raw: JsonObject) -> Result<T, Failure> {
+/// type, a missing field, a number out of range) are `invalid_argument`, naming the field; the
+/// [`HOST_ADDED`] ones are dropped first.
+pub(crate) fn arguments<T: serde::de::DeserializeOwned>(mut raw: JsonObject) -> Result<T, Failure> {
+    for added in HOST_ADDED {
+        raw.remove(added);
+    }
     serde_path_to_error::deserialize(Value::Object(raw)).map_err(|e| {
         let field = e.path().to_string();
         let why = e.into_inner();

@@ -4,6 +4,12 @@
 //! validators reject or warn about: `format`s outside the standard vocabulary (schemars writes
 //! `uint64` for a `u64`; the type's `minimum` already says what it means) and the line breaks
 //! of wrapped doc comments (a description is one paragraph to the model).
+//!
+//! An input schema is also made one every model provider accepts (ADR 0021): its root is
+//! `type: "object"` with `properties` (even when there are none), and each argument's
+//! description restates its bounds, default, length and pattern in words, generated from the
+//! keywords themselves — hosts that strip those keywords before the model sees the schema
+//! (Codex) leave the model the words.
 
 use std::sync::Arc;
 
@@ -37,7 +43,57 @@ const STANDARD_FORMATS: [&str; 19] = [
 
 /// The schema of a tool's arguments (what the type reads).
 pub(crate) fn input<T: JsonSchema>() -> Arc<JsonObject> {
-    generate::<T>(SchemaSettings::draft2020_12().for_deserialize())
+    let mut schema = generate::<T>(SchemaSettings::draft2020_12().for_deserialize());
+    let object = Arc::make_mut(&mut schema);
+    let properties = object
+        .entry("properties")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if let Value::Object(properties) = properties {
+        properties.values_mut().for_each(state_bounds);
+    }
+    schema
+}
+
+/// Append to an argument's description what its keywords say: `minimum`, `maximum`, `default`,
+/// `maxLength`, `pattern`, in one generated form (`From 1 to 600; default 60.`).
+fn state_bounds(property: &mut Value) {
+    let Value::Object(p) = property else { return };
+    let number = |key: &str| p.get(key).and_then(Value::as_i64);
+    let mut said = Vec::new();
+    match (number("minimum"), number("maximum")) {
+        (Some(min), Some(max)) => said.push(format!("From {min} to {max}")),
+        (Some(min), None) if min > 0 => said.push(format!("At least {min}")),
+        (None, Some(max)) => said.push(format!("At most {max}")),
+        _ => {}
+    }
+    if let Some(max) = number("maxLength") {
+        said.push(format!("at most {max} characters"));
+    }
+    if let Some(pattern) = p.get("pattern").and_then(Value::as_str) {
+        said.push(format!("matching `{pattern}`"));
+    }
+    if let Some(default) = p.get("default").filter(|d| !d.is_null()) {
+        said.push(format!("default {default}"));
+    }
+    if said.is_empty() {
+        return;
+    }
+    let mut sentence = said.join("; ");
+    if let Some(first) = sentence.get(..1) {
+        sentence = first.to_uppercase() + &sentence[1..];
+    }
+    let description = p
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim_end()
+        .to_owned();
+    let joined = if description.is_empty() {
+        format!("{sentence}.")
+    } else {
+        format!("{description} {sentence}.")
+    };
+    p.insert("description".into(), Value::String(joined));
 }
 
 /// The schema of a tool's result (what the type writes).
@@ -96,6 +152,38 @@ mod tests {
         /// A size in
         /// bytes.
         size: u64,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Bounded {
+        /// Seconds.
+        #[schemars(range(min = 1, max = 600))]
+        timeout_s: Option<u32>,
+        /// A name.
+        #[schemars(length(max = 48), regex(pattern = "^[a-z]+$"))]
+        alias: String,
+    }
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Empty {}
+
+    #[test]
+    fn bounds_are_restated_and_a_root_always_has_properties() {
+        let schema = Value::Object((*input::<Bounded>()).clone());
+        let properties = &schema["properties"];
+        assert_eq!(
+            properties["timeout_s"]["description"],
+            "Seconds. From 1 to 600."
+        );
+        assert_eq!(
+            properties["alias"]["description"],
+            "A name. At most 48 characters; matching `^[a-z]+$`."
+        );
+        let empty = Value::Object((*input::<Empty>()).clone());
+        assert_eq!(empty["type"], "object");
+        assert_eq!(empty["properties"], serde_json::json!({}));
     }
 
     #[test]

@@ -238,12 +238,18 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> Reply<Requested> {
         let args: AccessRequest = arguments(raw)?;
-        // Who asked, as the client named itself at `initialize`, for the human to see.
-        let desk = match context.peer.peer_info() {
-            Some(info) => self.desk.with_client(format!(
-                "{} {}",
-                info.client_info.name, info.client_info.version
-            )),
+        // Who asked, as the client named itself, for the human to see: at `initialize`, or
+        // (a client of the stateless protocol, which never initializes) in each request's
+        // `_meta`.
+        let client = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.clone())
+            .or_else(|| context.meta.client_info());
+        let desk = match client {
+            Some(info) => self
+                .desk
+                .with_client(format!("{} {}", info.name, info.version)),
             None => self.desk.clone(),
         };
         let ask = AccessAsk {
@@ -298,9 +304,10 @@ impl Server {
         user's files. Each granted folder's path is in the environment variable shown by \
         `folder_grants_list` (WORKFLOW_FOLDER_<ALIAS>). Network connections are blocked. \
         Output is capped; the command is killed after `timeout_s` seconds, or when the user \
-        revokes or narrows a folder it uses. Use this to read, list and search files. For a \
-        command that may run longer than a minute, set `background` and follow it with \
-        `shell_job_status`."
+        revokes or narrows a folder it uses. Use this to read, list and search files. For \
+        anything that may take longer than about 30 seconds (a build, a test suite, an \
+        install), set `background` and follow it with `shell_job_status`: agent hosts cancel \
+        a call at their own timeout, whatever progress it reports."
     )]
     async fn shell_exec(
         &self,

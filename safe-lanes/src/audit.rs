@@ -80,10 +80,13 @@ pub enum Operation {
     Patch,
     /// Filing a request for a grant.
     GrantRequest,
+    /// Fetching a URL into the download lane.
+    Fetch,
 }
 
 impl Operation {
-    /// Its name in the audit log (`download`, `upload`, `exec`, `patch`, `grant.request`).
+    /// Its name in the audit log (`download`, `upload`, `exec`, `patch`, `grant.request`,
+    /// `download.fetch`).
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Download => "download",
@@ -91,6 +94,7 @@ impl Operation {
             Self::Exec => "exec",
             Self::Patch => "patch",
             Self::GrantRequest => "grant.request",
+            Self::Fetch => "download.fetch",
         }
     }
 }
@@ -530,8 +534,9 @@ impl AuditLog {
     }
 
     /// Record a refusal (`<op>.refused`) of an operation on `subject`, then hand the error back.
-    /// An `io` error is not a refusal (nothing was decided, the system failed) and is handed
-    /// back unrecorded. A failure to write the record is logged and does not hide the refusal.
+    /// An error that is not a refusal (`io`, `fetch_failed`: nothing was decided, something
+    /// failed; see [`crate::Code::is_refusal`]) is handed back unrecorded. A failure to write
+    /// the record is logged and does not hide the refusal.
     pub fn refused(
         &self,
         op: Operation,
@@ -539,14 +544,30 @@ impl AuditLog {
         subject: &str,
         error: crate::error::Error,
     ) -> crate::error::Error {
-        if error.code() == crate::error::Code::Io {
+        self.refused_with(op, actor, subject, error, &[])
+    }
+
+    /// [`AuditLog::refused`], with `extra` fields in the record (a fetch's whole URL, which
+    /// the escaped `subject` may shorten).
+    pub(crate) fn refused_with(
+        &self,
+        op: Operation,
+        actor: impl std::fmt::Display,
+        subject: &str,
+        error: crate::error::Error,
+        extra: &[(&str, &str)],
+    ) -> crate::error::Error {
+        if !error.code().is_refusal() {
             return error;
         }
-        let fields = serde_json::json!({
+        let mut fields = serde_json::json!({
             "subject": crate::error::Shown::text(subject).as_str(),
             "code": error.code().as_str(),
             "message": error.message().to_string(),
         });
+        for (name, value) in extra {
+            fields[*name] = serde_json::Value::from(*value);
+        }
         if let Err(e) = self.append(&format!("{}.refused", op.as_str()), actor, fields) {
             tracing::warn!(error = %e, "could not record a refusal in the audit log");
         }

@@ -226,10 +226,23 @@ fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io("read", "the content being received", e)),
+            Err(e) => return Err(received(e)),
         }
     }
     Ok(filled)
+}
+
+/// The error of a reader that failed: `io`, unless the reader carries a library error in its
+/// `io::Error` (a fetch's `fetch_failed` when the transfer breaks), which passes unchanged.
+fn received(e: io::Error) -> Error {
+    const WHAT: &str = "the content being received";
+    if !e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+        return Error::io("read", WHAT, e);
+    }
+    match e.into_inner().map(|inner| inner.downcast::<Error>()) {
+        Some(Ok(carried)) => *carried,
+        _ => Error::io("read", WHAT, io::Error::other("the reader failed")),
+    }
 }
 
 /// Hash everything `reader` yields (for files that are only read, such as upload sources).

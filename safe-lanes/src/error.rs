@@ -112,6 +112,13 @@ codes! {
     /// A write to a protected path inside a read-write grant (`.git/config`, `.git/hooks/`,
     /// start-up files …): something the human's own tools would run later.
     ProtectedPath = "protected_path",
+    /// The SSRF guard refused a fetch: its URL (a scheme other than `https`, credentials, a
+    /// host spelled as a number, a host off the allowlist), an address its host resolved to
+    /// (loopback, private, link-local, metadata …), or a redirect to any of these.
+    AddressRefused = "address_refused",
+    /// A fetch failed on the way: the remote answered an error status, or the transfer broke
+    /// or timed out. An operational failure, like `io`, not a refusal.
+    FetchFailed = "fetch_failed",
     /// An operating-system call failed for a reason that is not a refusal.
     Io = "io",
 }
@@ -119,10 +126,10 @@ codes! {
 impl Code {
     /// Whether the code means "the input was refused" rather than "the operation failed".
     ///
-    /// Everything but [`Code::Io`] is a refusal: the CLI exits with status 3 for refusals and 1
-    /// for operational failures.
+    /// Everything but [`Code::Io`] and [`Code::FetchFailed`] is a refusal: the CLI exits with
+    /// status 3 for refusals and 1 for operational failures.
     pub const fn is_refusal(self) -> bool {
-        !matches!(self, Code::Io)
+        !matches!(self, Code::Io | Code::FetchFailed)
     }
 }
 
@@ -256,7 +263,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong, each with a stable [`Code`].
 ///
-/// Every variant but [`Error::Io`] is a refusal of the input: nothing was changed on disk.
+/// Every variant but [`Error::Io`] and [`Error::FetchFailed`] is a refusal of the input:
+/// nothing was changed on disk.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
@@ -417,6 +425,20 @@ pub enum Error {
         /// Why, and how the human may lift it.
         why: String,
     },
+    /// The SSRF guard refused where a fetch would go.
+    AddressRefused {
+        /// The URL refused (the redirect's target, for a redirect), escaped.
+        url: Shown,
+        /// Which rule refused it (escaped where it quotes the remote).
+        why: Shown,
+    },
+    /// The remote answered an error, or the transfer broke or timed out.
+    FetchFailed {
+        /// The URL being fetched when it failed, escaped.
+        url: Shown,
+        /// What went wrong (escaped).
+        why: Shown,
+    },
     /// An argument is malformed, out of range, or missing something it needs.
     InvalidArgument {
         /// The argument (escaped).
@@ -518,6 +540,10 @@ impl fmt::Display for Message<'_> {
             Error::ProtectedPath { path, why, .. } => write!(f, "{path} is protected: {why}"),
             Error::InvalidArgument { what, why, .. } => write!(f, "{what}: {why}"),
             Error::NotConfigured { what, why, .. } => write!(f, "{what} is not configured: {why}"),
+            Error::AddressRefused { url, why, .. } => {
+                write!(f, "{url}: {why}; nothing was fetched")
+            }
+            Error::FetchFailed { url, why, .. } => write!(f, "{url}: {why}; nothing was kept"),
             Error::Io {
                 call, arg, error, ..
             } => write!(f, "{call} {arg}: {error}"),

@@ -8,6 +8,8 @@
 //! - **Download lane** ([`DownloadLane`]): untrusted content lands only in
 //!   `<root>/.downloads` (0700), under a [`sanitize`]d name, created without ever replacing
 //!   anything (numbered on collision), never visible half-written; the final path is returned.
+//!   On Linux, `fetch::Fetcher` (feature `fetch`, on by default) fetches an `https` URL
+//!   straight into it, behind an SSRF guard that checks every address and every redirect.
 //! - **Upload side**: a source file may only be read from a human-written allowlist of folders,
 //!   never from under the state root; outbound content is staged in `<root>/.uploads` for a
 //!   command-line uploader and always erased.
@@ -50,6 +52,7 @@
 //! | folder grants (list, request, approve, revoke, patch) | yes | yes | refuses |
 //! | confined commands ([`Confined`]) | namespaces + Landlock + seccomp, or `sandbox_unavailable` | `sandbox_unavailable`, with the reason | refuses |
 //! | [`harden`] | not dumpable, no core files | no core files ([`Hardening::unavailable`] says what is missing) | — |
+//! | `fetch` (a URL into the lane) | yes: ureq on rustls, the guard in `fetch/guard.rs` | not built (ADR 0017) | not built |
 //!
 //! On macOS every item of the lanes is the same code as on Linux, on the paths Linux takes
 //! when it lacks `openat2` and `O_TMPFILE`; the test suite forces those paths on Linux
@@ -98,6 +101,8 @@ cfg_if::cfg_if! {
         mod digest;
         pub mod download;
         mod fd;
+        #[cfg(all(target_os = "linux", feature = "fetch"))]
+        pub mod fetch;
         pub mod grants;
         mod held;
         pub mod input;
@@ -120,6 +125,8 @@ cfg_if::cfg_if! {
         pub use deposit::{Staged, UploadDeposit, Uploader};
         pub use desk::{AgentDesk, DeskOptions};
         pub use download::{DownloadLane, Durability, Saved};
+        #[cfg(all(target_os = "linux", feature = "fetch"))]
+        pub use fetch::{FetchPolicy, Fetched, Fetcher};
         pub use grants::{Access, Alias, Grants, Session, Want};
         pub use patch::{Patched, apply_patch};
         pub use process::{Hardening, harden};

@@ -215,3 +215,29 @@ fn requests_from_a_regular_file_are_served() {
         "the last line, with no newline"
     );
 }
+
+/// An argument an agent host adds to every tool (Gemini CLI's `wait_for_previous`) is accepted
+/// and ignored; any other unknown argument is still refused, naming it.
+#[tokio::test]
+async fn host_added_arguments_are_ignored_and_no_other_unknown_one_is() {
+    let w = World::new().await;
+    let listed = w
+        .ok(
+            "downloads_list",
+            json!({"wait_for_previous": true, "limit": 5}),
+        )
+        .await;
+    assert!(listed["files"].is_array(), "{listed}");
+    let saved = w
+        .ok(
+            "download_save",
+            json!({"filename": "a.txt", "text": "x", "wait_for_previous": false}),
+        )
+        .await;
+    assert_eq!(saved["name"], "a.txt");
+    let (code, message) = w
+        .refusal("downloads_list", json!({"wait_for_next": true}))
+        .await;
+    assert_eq!(code, "invalid_argument");
+    assert!(message.contains("wait_for_next"), "{message}");
+}

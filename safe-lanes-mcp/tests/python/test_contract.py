@@ -5,6 +5,7 @@ background jobs, paging and the degraded start. Run like test_e2e.py (it uses it
 """
 
 import base64
+import json
 import os
 import shutil
 import tempfile
@@ -19,12 +20,10 @@ from mcp import MCPError, types
 
 from test_e2e import World, sha256
 
-TOOLS = sorted([
-    "download_save", "downloads_list", "upload_resolve", "upload_file", "upload_content",
-    "folder_grants_list", "folder_access_request", "folder_patch",
-    "shell_exec", "shell_job_status", "shell_job_stop",
-])
-UPLOAD_TOOLS = {"upload_file", "upload_content"}
+# The contract the client suites share.
+CONTRACT = json.loads((Path(__file__).parent.parent / "contract.json").read_text())
+TOOLS = sorted(CONTRACT["tools"])
+UPLOAD_TOOLS = set(CONTRACT["upload_tools"])
 HINTS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]
 
 # A job call must answer at once: every one has this read timeout.

@@ -14,29 +14,15 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 export const SERVER = path.resolve(process.env.SAFE_LANES_MCP ?? 'target/debug/safe-lanes-mcp');
 export const CLI = path.resolve(process.env.SAFE_LANES_CLI ?? 'target/debug/safe-lanes');
 
+/** The contract the client suites share (`../contract.json`). */
+const CONTRACT = JSON.parse(fs.readFileSync(new URL('../contract.json', import.meta.url), 'utf8'));
+
 /** The tools of the contract, with and without an uploader. */
-export const TOOLS = [
-  'download_save',
-  'downloads_list',
-  'folder_access_request',
-  'folder_grants_list',
-  'folder_patch',
-  'shell_exec',
-  'shell_job_status',
-  'shell_job_stop',
-  'upload_content',
-  'upload_file',
-  'upload_resolve',
-];
-export const UPLOAD_TOOLS = ['upload_content', 'upload_file'];
+export const TOOLS = CONTRACT.tools;
+export const UPLOAD_TOOLS = CONTRACT.upload_tools;
 
 /** Every refusal code of the contract. */
-export const CODES = new Set([
-  'traversal', 'absolute_path', 'relative_path', 'nul_byte', 'outside_allowlist', 'state_root',
-  'symlink_escape', 'not_regular_file', 'hardlinked', 'not_found', 'unknown_alias', 'read_only',
-  'revoked', 'unavailable_on_host', 'invalid_alias', 'too_large', 'sandbox_unavailable',
-  'patch_rejected', 'invalid_argument', 'not_configured', 'invalid_manifest', 'too_many_jobs', 'io',
-]);
+export const CODES = new Set(CONTRACT.codes);
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -62,6 +62,10 @@ pub struct DeskOptions {
     pub max_jobs: usize,
     /// Who the agent is, as its client named itself: shown to the human with its requests.
     pub client: Option<String>,
+    /// Fetching URLs into the download lane, as the human allowed it; without it (the
+    /// default), fetches are `not_configured` (Linux, feature `fetch`; ADR 0017).
+    #[cfg(all(target_os = "linux", feature = "fetch"))]
+    pub fetch: Option<crate::fetch::FetchPolicy>,
 }
 
 impl Default for DeskOptions {
@@ -74,6 +78,8 @@ impl Default for DeskOptions {
             max_output: 256 << 10,
             max_jobs: 8,
             client: None,
+            #[cfg(all(target_os = "linux", feature = "fetch"))]
+            fetch: None,
         }
     }
 }
@@ -122,6 +128,8 @@ struct Shared {
     lane: DownloadLane,
     options: DeskOptions,
     folders: Mutex<Option<Arc<Folders>>>,
+    #[cfg(all(target_os = "linux", feature = "fetch"))]
+    fetcher: Option<crate::fetch::Fetcher>,
 }
 
 /// The folder-grant side, opened once the manifest can be read.
@@ -162,15 +170,24 @@ impl AgentDesk {
     ///
     /// # Errors
     ///
-    /// As [`DownloadLane::open`]: the download lane must open.
+    /// As [`DownloadLane::open`]: the download lane must open; `invalid_argument` for a fetch
+    /// policy's malformed host entry.
     pub fn open(root: StateRoot, options: DeskOptions) -> Result<Self> {
         let lane = DownloadLane::open(&root)?.with_max_bytes(options.max_bytes);
         let client = options.client.as_deref().map(Arc::from);
+        #[cfg(all(target_os = "linux", feature = "fetch"))]
+        let fetcher = options
+            .fetch
+            .clone()
+            .map(crate::fetch::Fetcher::new)
+            .transpose()?;
         let shared = Shared {
             root,
             lane,
             options,
             folders: Mutex::new(None),
+            #[cfg(all(target_os = "linux", feature = "fetch"))]
+            fetcher,
         };
         if let Err(e) = shared.folders() {
             tracing::warn!("folder grants are unavailable until the manifest is fixed: {e}");
@@ -215,6 +232,36 @@ impl AgentDesk {
     /// `too_large` past the size cap; `io`; what `content` fails with. Nothing is left.
     pub fn save(&self, name_hint: impl AsRef<[u8]>, content: impl Read) -> Result<Saved> {
         self.shared.lane.save(name_hint, content)
+    }
+
+    /// Fetch `url` straight into the download lane — the bytes never pass through the agent —
+    /// under a name made from `filename_hint` (else the server's or the URL's), behind the
+    /// SSRF guard of [`crate::fetch`]; recorded as `download.fetch`.
+    ///
+    /// # Errors
+    ///
+    /// `not_configured` unless the human allowed fetching ([`DeskOptions::fetch`]);
+    /// `address_refused`, `invalid_argument`, `too_large`, `fetch_failed`, `io` as
+    /// [`crate::fetch::Fetcher::fetch`] says. Nothing is left in the lane.
+    #[cfg(all(target_os = "linux", feature = "fetch"))]
+    pub fn fetch(&self, url: &str, filename_hint: Option<&str>) -> Result<crate::fetch::Fetched> {
+        let fetcher = self
+            .shared
+            .fetcher
+            .as_ref()
+            .ok_or_else(|| Error::NotConfigured {
+                what: "fetching",
+                why: "the gateway was started without it (`safe-lanes-mcp --fetch`)".into(),
+            })?;
+        fetcher.fetch(&self.shared.lane, url, filename_hint)
+    }
+
+    /// Whether fetching is configured ([`DeskOptions::fetch`]).
+    pub fn can_fetch(&self) -> bool {
+        #[cfg(all(target_os = "linux", feature = "fetch"))]
+        return self.shared.fetcher.is_some();
+        #[cfg(not(all(target_os = "linux", feature = "fetch")))]
+        false
     }
 
     /// A page of the download lane's files, by name: at most `limit` (at least 1), after the

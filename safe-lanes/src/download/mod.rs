@@ -8,9 +8,11 @@
 //!    see [`crate::beneath::Publishing`]), hashing it on the way and
 //!    refusing (`too_large`) past the size cap;
 //! 3. in durable mode (the default), `fsync`s the file;
-//! 4. publishes it under the name, or `name (1).ext`, `name (2).ext`, … with `linkat` (or
-//!    `renameat2(RENAME_NOREPLACE)`), which never replaces anything: an existing file, a planted
-//!    symbolic link, a directory or a FIFO at the name is a collision, never written through;
+//! 4. publishes it under the name, or `name (1).ext`, `name (2).ext`, … (`name (1).tar.gz` for
+//!    a compressed tar archive: [`SafeName::numbered`], the one place they are built) with
+//!    `linkat` (or `renameat2(RENAME_NOREPLACE)`), which never replaces anything: an existing
+//!    file, a planted symbolic link, a directory or a FIFO at the name is a collision, never
+//!    written through;
 //! 5. in durable mode, `fsync`s the lane so the new name survives a crash;
 //! 6. appends one line to the audit log.
 //!
@@ -140,7 +142,7 @@ pub struct Saved {
 
 /// What the audit log records of a save or a recovery: the file and its identity.
 #[derive(Serialize)]
-struct FileRecord<'a> {
+pub(crate) struct FileRecord<'a> {
     /// `<st_dev>:<st_ino>`: how a later reader of the lane tells this file's record is there.
     id: &'a str,
     path: String,
@@ -150,7 +152,7 @@ struct FileRecord<'a> {
 }
 
 impl<'a> FileRecord<'a> {
-    fn of(id: &'a str, saved: &'a Saved) -> Self {
+    pub(crate) fn of(id: &'a str, saved: &'a Saved) -> Self {
         Self {
             id,
             path: saved.path.to_string_lossy().into_owned(),
@@ -433,7 +435,11 @@ impl DownloadLane {
     /// save never replaces or writes through anything that exists.
     pub fn save(&self, hint: impl AsRef<[u8]>, reader: impl Read) -> Result<Saved> {
         let hint = hint.as_ref();
-        self.save_unrecorded(hint, reader).map_err(|e| {
+        let record = |id: &str, saved: &Saved| {
+            self.audit
+                .append("download.save", self.actor, FileRecord::of(id, saved))
+        };
+        self.save_recorded(hint, reader, record).map_err(|e| {
             self.audit.refused(
                 crate::audit::Operation::Download,
                 self.actor,
@@ -443,7 +449,35 @@ impl DownloadLane {
         })
     }
 
-    fn save_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Saved> {
+    /// The size cap ([`DownloadLane::with_max_bytes`]), if any.
+    pub fn max_bytes(&self) -> Option<u64> {
+        self.max_bytes
+    }
+
+    /// The audit log the lane records to.
+    #[cfg_attr(not(all(target_os = "linux", feature = "fetch")), allow(dead_code))]
+    pub(crate) fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// The actor the lane records.
+    #[cfg_attr(not(all(target_os = "linux", feature = "fetch")), allow(dead_code))]
+    pub(crate) fn actor(&self) -> Actor {
+        self.actor
+    }
+
+    /// Save as [`DownloadLane::save`] does, but with `record` writing the file's one audit
+    /// record (in place of `download.save`; given the file's id, which the record must carry
+    /// for recovery to find it), and no refusal recorded: the caller records the operation the
+    /// save is part of (a fetch, `download.fetch`). When `record` fails, the file stays, marked,
+    /// and is recorded as recovered later (`recorded: false`), as when `download.save` cannot
+    /// be written.
+    pub(crate) fn save_recorded(
+        &self,
+        hint: &[u8],
+        mut reader: impl Read,
+        record: impl FnOnce(&str, &Saved) -> Result<()>,
+    ) -> Result<Saved> {
         self.recover_if_needed();
         self.register()?;
         let name = sanitize(hint);
@@ -480,8 +514,7 @@ impl DownloadLane {
             recorded: true,
         };
         let id = file_id(crate::beneath::identity(staged.fd.as_fd())?);
-        let record = FileRecord::of(&id, &saved);
-        if let Err(e) = self.audit.append("download.save", self.actor, &record) {
+        if let Err(e) = record(&id, &saved) {
             // Published, so it stays, marked: this handle (at a later save) or the next one
             // records it as recovered (`unsettled` leaves the evidence).
             tracing::warn!(error = %e, "a saved download could not be recorded; it will be");
@@ -886,7 +919,7 @@ impl DownloadLane {
             };
             matches!(
                 r["event"].as_str(),
-                Some("download.save" | "download.recovered")
+                Some("download.save" | "download.recovered" | "download.fetch")
             ) && file["sha256"] == saved.sha256.as_str()
                 && file["name"] == saved.name.as_str()
         })?;

@@ -107,6 +107,7 @@ on_the_walk_publishing_by! {
     download: [
         a_save_lands_in_the_lane_private_and_intact,
         the_same_hint_three_times_gives_three_files,
+        a_compressed_tar_archive_is_numbered_before_its_compound_extension,
         sixty_four_threads_saving_one_hint_give_sixty_four_intact_files,
         two_lanes_in_parallel_like_two_processes_never_overwrite,
         planted_links_directories_and_fifos_are_collisions_never_written_through,
@@ -156,6 +157,7 @@ on_the_walk_publishing_by! {
     download: [
         a_save_lands_in_the_lane_private_and_intact,
         the_same_hint_three_times_gives_three_files,
+        a_compressed_tar_archive_is_numbered_before_its_compound_extension,
         sixty_four_threads_saving_one_hint_give_sixty_four_intact_files,
         two_lanes_in_parallel_like_two_processes_never_overwrite,
         planted_links_directories_and_fifos_are_collisions_never_written_through,

@@ -77,6 +77,23 @@ pub(crate) fn the_same_hint_three_times_gives_three_files() {
 }
 
 #[test]
+pub(crate) fn a_compressed_tar_archive_is_numbered_before_its_compound_extension() {
+    let fx = Fixture::new();
+    for lane in lanes(&fx) {
+        lane.save("test.tar.gz", &b"one"[..]).unwrap();
+    }
+    let again = DownloadLane::open(&fx.root).unwrap();
+    assert_eq!(
+        again.save("test.tar.gz", &b"three"[..]).unwrap().name,
+        "test (2).tar.gz"
+    );
+    assert_eq!(
+        names(&fx.root.downloads_path()),
+        ["test (1).tar.gz", "test (2).tar.gz", "test.tar.gz"]
+    );
+}
+
+#[test]
 pub(crate) fn sixty_four_threads_saving_one_hint_give_sixty_four_intact_files() {
     let fx = Fixture::new();
     let [unnamed, hidden] = lanes(&fx);

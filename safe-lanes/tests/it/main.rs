@@ -9,6 +9,8 @@ mod confine;
 mod deposit;
 mod desk;
 mod download;
+#[cfg(feature = "fetch")]
+mod fetch;
 mod grants;
 #[cfg(feature = "cap-std")]
 mod interop;

@@ -59,6 +59,13 @@ const TABLE: &[(&str, &str)] = &[
     ("CON .txt", "_CON.txt"),
     ("\u{0000}nul.txt", "_nul.txt"),
     ("CONSOLE.txt", "CONSOLE.txt"),
+    // The Windows shell's own files.
+    ("desktop.ini", "_desktop.ini"),
+    ("Desktop.INI", "_Desktop.INI"),
+    ("desktop .ini", "_desktop.ini"),
+    ("Thumbs.db", "_Thumbs.db"),
+    ("desktop.ini.txt", "desktop.ini.txt"),
+    ("my desktop.ini", "my desktop.ini"),
     ("COM10", "COM10"),
     // Shortcut-like extensions.
     ("evil.lnk", "evil.lnk.download"),
@@ -69,6 +76,17 @@ const TABLE: &[(&str, &str)] = &[
     ("app.exe.local", "app.exe.local.download"),
     ("a.appref-ms", "a.appref-ms.download"),
     ("CON.lnk", "_CON.lnk.download"),
+    // Shell-namespace extensions: a CLSID, or anything in braces.
+    (
+        "My Computer.{20D04FE0-3AEA-1069-A2D8-08002B30309D}",
+        "My Computer.{20D04FE0-3AEA-1069-A2D8-08002B30309D}.download",
+    ),
+    ("harmless.{not-a-guid}", "harmless.{not-a-guid}.download"),
+    ("x.{}", "x.{}.download"),
+    ("CON.{x}", "_CON.{x}.download"),
+    ("harmless.{mismatched-", "harmless.{mismatched-"),
+    ("a.{b}.txt", "a.{b}.txt"),
+    ("{no-dot}", "{no-dot}"),
     // Reserved characters and look-alikes of separators and colons.
     ("what?.txt", "what_.txt"),
     ("a<b>c|d\"e*f:g%h.txt", "a_b_c_d_e_f_g_h.txt"),
@@ -91,6 +109,16 @@ const TABLE: &[(&str, &str)] = &[
     ("___", "download"),
     ("___.pdf", "download.pdf"),
     ("\u{1F389}\u{1F389}.png", "download.png"),
+    // A stem rule 2 empties keeps its place: the extension stays an extension.
+    ("\u{378}\u{40001}.mp3", "download.mp3"),
+    ("\u{202E}.pdf", "download.pdf"),
+    ("\u{200B} -.tar.gz", "download.tar.gz"),
+    ("\u{1b}.lnk", "download.lnk.download"),
+    ("dir/\u{FEFF}.txt", "download.txt"),
+    // …but only when all that stood before the first dot was dropped, dashes or spaces.
+    (".\u{202E}.mp3", "mp3"),
+    ("\u{202E}/.mp3", "mp3"),
+    ("\u{202E}-rf.sh", "rf.sh"),
     // Private use, noncharacters.
     ("\u{E000}private.txt", "private.txt"),
     ("\u{FFFF}nonchar\u{FDD0}.txt", "nonchar.txt"),
@@ -119,6 +147,347 @@ fn hostile_hints_become_the_expected_names() {
         assert_eq!(sanitize(got.as_str()), got, "idempotent for {hint:?}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Cases from the tests of other download-naming code, each with the name `sanitize` gives:
+/// `hint => name`.
+///
+/// The hints come from the test suites of Firefox, Chromium and sanitize-filename, group by
+/// group as described; their code is not copied. Their own answers differ where their rules
+/// do: they replace with `_` what is dropped here (controls, format characters), keep every
+/// path component (only the last is kept here), keep a space before an extension, or add an
+/// extension from a MIME type. The answers here follow the rules of `safe_lanes::name`; a
+/// comment names the rule a case needed.
+const PORTED: &[(&str, &str)] = &[
+    // Firefox, the name sanitizer of its downloads module: reserved characters, runs of
+    // slashes and backslashes, leading and trailing white space and dots, white space around
+    // dots, bidi controls, colons, shortcut extensions (some followed by a newline).
+    (
+        "A:*?|\"\"<<>>;,+=[]B][=+,;>><<\"\"|?*:C",
+        "A__________;,+=[]B][=+,;__________C",
+    ),
+    (" :: Website :: ", "__ Website __"),
+    ("* Website!", "_ Website!"),
+    ("Website | Page!", "Website _ Page!"),
+    ("Directory Listing: /a/b/", "b"),
+    ("\\ \\\\Website\\/Page// /", "download"),
+    ("  Website  ", "Website"),
+    (". . Website . Page . .", "Website . Page"),
+    (" File . txt ", "File . txt"),
+    // Rule 7's exception: dropped controls, then white space, then the dot.
+    (
+        "\u{c}\n\r\t\u{b}\0\u{1f}\u{7f}\u{80}\u{9f}\u{a0} . txt",
+        "download. txt",
+    ),
+    (
+        "\u{1680}\u{180e}\u{2000}\u{2008}\u{200a} . txt",
+        "download. txt",
+    ),
+    (
+        "\u{2028}\u{2029}\u{202f}\u{205f}\u{3000}\u{feff} . txt",
+        "download. txt",
+    ),
+    ("1. First", "1. First"),
+    ("1 . First", "1 . First"),
+    ("2. Two. 3rd", "2. Two. 3rd"),
+    (".", "download"),
+    ("..", "download"),
+    (" ", "download"),
+    (" . ", "download"),
+    (
+        "\u{200e} \u{202b}\u{202c}\u{202d}\u{202e}test\u{7f}\u{200f}",
+        "test",
+    ),
+    ("AB\u{7f}\u{202a}\u{7f}\u{202a}\u{7f}CD", "ABCD"),
+    ("foo:bar", "foo_bar"),
+    ("foo :  bar", "foo _ bar"),
+    ("thing.lnk", "thing.lnk.download"),
+    ("thing.lnk\n", "thing.lnk.download"),
+    ("thing.URl", "thing.URl.download"),
+    ("thing.URl  \n", "thing.URl.download"),
+    ("thing  and more   .URl", "thing and more .URl.download"),
+    ("thing.local|", "thing.local_"),
+    ("thing.lo|cal", "thing.lo_cal"),
+    ("thing.local/*\"", "download"),
+    ("thing.desktoP", "thing.desktoP.download"),
+    ("thing.desktoP  \n", "thing.desktoP.download"),
+    // Firefox, its MIME service's check of a name before saving: white space (no-break
+    // spaces, the Mongolian vowel separator), separators, reserved characters, bidi marks,
+    // CJK, accented and emoji names, private-use characters, shortcut extensions followed by
+    // white space or controls.
+    ("basicfile.png", "basicfile.png"),
+    ("  whitespace.png  ", "whitespace.png"),
+    (" .whitespaceanddots.png...", "whitespaceanddots.png"),
+    (
+        "  \u{a0} \u{a0} extrawhitespace.png  \u{a0} \u{a0} ",
+        "extrawhitespace.png",
+    ),
+    (
+        "  filename  with  whitespace.png  ",
+        "filename with whitespace.png",
+    ),
+    ("\\path.png", "path.png"),
+    ("\\path*and/$?~file.png", "$_~file.png"),
+    (" \u{180e} whit\u{180e}e.png \u{180e}", "white.png"),
+    ("簡単簡単簡単", "簡単簡単簡単"),
+    (" happy\u{61c}\u{2069}.png", "happy.png"),
+    ("café.png", "café.png"),
+    // Rule 7's exception: private-use characters are dropped, the extension stays.
+    ("\u{100001}\u{100002}.png", "download.png"),
+    ("  first  .png  ", "first.png"),
+    ("thi/*rd.jpeg", "_rd.jpeg"),
+    ("f*\\ourth  file.jpg", "ourth file.jpg"),
+    ("f*\\ift  h.jpe*\\g", "g"),
+    ("sixth.j  pe/*g", "_g"),
+    (".png", "png"),
+    (".butterpecan.icecream", "butterpecan.icecream"),
+    ("test_ﾃｽﾄ_T\u{83}E\\S\u{83}T.png", "ST.png"),
+    ("test_ﾃｽﾄ_T\u{83}E\\S\u{83}T.pﾃ\u{83}ng", "ST.pﾃng"),
+    ("test\u{1F600}", "test\u{1F600}"),
+    ("test\u{1F600}\u{1F600}", "test\u{1F600}\u{1F600}"),
+    ("video.ogg", "video.ogg"),
+    ("filename.LNK", "filename.LNK.download"),
+    ("filename.local", "filename.local.download"),
+    ("filename.url", "filename.url.download"),
+    ("filename.URl", "filename.URl.download"),
+    ("filename.scf", "filename.scf.download"),
+    ("filename.sCF", "filename.sCF.download"),
+    ("filename.lnk\n", "filename.lnk.download"),
+    ("filename.lnk\n  ", "filename.lnk.download"),
+    ("filename.\n\t  lnk", "filename. lnk"),
+    (
+        "filename.local\u{180e}\u{180e}\u{180e}",
+        "filename.local.download",
+    ),
+    ("filename.desktop", "filename.desktop.download"),
+    ("filename.DESKTOP\n", "filename.DESKTOP.download"),
+    // Chromium, the file-name tests of its network stack: names taken from a
+    // Content-Disposition header or a URL (as decoded), its safe-name step (device names,
+    // shortcut and namespace extensions, the shell's own files), and the base names it calls
+    // safe or unsafe to write.
+    ("bar.htm", "bar.htm"),
+    ("google.com", "google.com"),
+    ("con.htm", "_con.htm"),
+    ("lpt1.htm", "_lpt1.htm"),
+    ("con", "_con"),
+    // Rule 9, namespace extensions.
+    (
+        "harmless.{not-really-this-may-be-a-guid}",
+        "harmless.{not-really-this-may-be-a-guid}.download",
+    ),
+    ("harmless.{mismatched-", "harmless.{mismatched-"),
+    ("harmless.local", "harmless.local.download"),
+    ("harmless.lnk", "harmless.lnk.download"),
+    (".test.html", "test.html"),
+    (".test", "test"),
+    ("..test", "test"),
+    ("../../../../././../a_file_name.txt", "a_file_name.txt"),
+    ("dir1/dir2/a_file_name.txt", "a_file_name.txt"),
+    (
+        "..\\..\\..\\..\\.\\.\\..\\a_file_name.txt",
+        "a_file_name.txt",
+    ),
+    ("dir1\\dir2\\a_file_name.txt", "a_file_name.txt"),
+    ("<blink>Hello kitty</blink>", "blink_"),
+    ("2.avi", "2.avi"),
+    ("foo/../bar.jpg", "bar.jpg"),
+    ("foo\0bar.jpg", "foobar.jpg"),
+    ("my-cat", "my-cat"),
+    ("my-cat.jpg", "my-cat.jpg"),
+    ("evil.exe ", "evil.exe"),
+    ("evil.exe.", "evil.exe"),
+    ("evil.exe.  .  .", "evil.exe"),
+    ("evil.", "evil"),
+    (". . . . .", "download"),
+    ("meh.exe\u{a0}", "meh.exe"),
+    ("...", "download"),
+    ("COM1", "_COM1"),
+    ("COM4.txt", "_COM4.txt"),
+    ("lpt1.TXT", "_lpt1.TXT"),
+    ("clock$.txt", "_clock$.txt"),
+    ("mycom1.foo", "mycom1.foo"),
+    ("Setup.exe.local", "Setup.exe.local.download"),
+    ("Setup.exe.local.local", "Setup.exe.local.local.download"),
+    ("Setup.exe.lnk", "Setup.exe.lnk.download"),
+    // Rule 11, the shell's own files.
+    ("Desktop.ini", "_Desktop.ini"),
+    ("Thumbs.db", "_Thumbs.db"),
+    ("foo.tar.gz", "foo.tar.gz"),
+    ("foo.tgz", "foo.tgz"),
+    ("blank.reg", "blank.reg"),
+    ("bar.tar", "bar.tar"),
+    ("bar.bogus", "bar.bogus"),
+    ("예술 예술.jpg", "예술 예술.jpg"),
+    ("café.png", "café.png"),
+    (
+        "V\u{fd}vojov\u{e1} psychologie.doc",
+        "V\u{fd}vojov\u{e1} psychologie.doc",
+    ),
+    ("test 123", "test 123"),
+    ("a", "a"),
+    ("a.txt", "a.txt"),
+    ("a b.txt", "a b.txt"),
+    ("a-b.txt", "a-b.txt"),
+    ("My Computer", "My Computer"),
+    ("", "download"),
+    ("con.zip", "_con.zip"),
+    ("NUL", "_NUL"),
+    ("NUL.zip", "_NUL.zip"),
+    (".a", "a"),
+    ("a.", "a"),
+    ("a\"a", "a_a"),
+    ("a<a", "a_a"),
+    ("a>a", "a_a"),
+    ("a?a", "a_a"),
+    ("a/", "a"),
+    ("a\\", "a"),
+    ("a ", "a"),
+    ("a . .", "a"),
+    (" Computer", "Computer"),
+    ("My Computer.{a}", "My Computer.{a}.download"),
+    (
+        "My Computer.{20D04FE0-3AEA-1069-A2D8-08002B30309D}",
+        "My Computer.{20D04FE0-3AEA-1069-A2D8-08002B30309D}.download",
+    ),
+    ("a\\a", "a"),
+    // sanitize-filename's own tests (its port of the Node package's list, with Windows rules
+    // on): reserved and control characters, paths, dots, device names with superscript
+    // digits and compound extensions.
+    (
+        "the quick brown fox jumped over the lazy dog",
+        "the quick brown fox jumped over the lazy dog",
+    ),
+    ("résumé", "résumé"),
+    ("hello\0world", "helloworld"),
+    ("hello\nworld", "helloworld"),
+    ("semi;colon.js", "semi;colon.js"),
+    (";leading-semi.js", ";leading-semi.js"),
+    ("slash\\.js", "js"),
+    ("slash/.js", "js"),
+    ("col:on.js", "col_on.js"),
+    ("star*.js", "star_.js"),
+    ("question?.js", "question_.js"),
+    ("quote\".js", "quote_.js"),
+    ("singlequote'.js", "singlequote'.js"),
+    ("brack<e>ts.js", "brack_e_ts.js"),
+    ("p|pes.js", "p_pes.js"),
+    ("plus+.js", "plus+.js"),
+    ("'five and six<seven'.js", "'five and six_seven'.js"),
+    (" space at front", "space at front"),
+    ("space at end ", "space at end"),
+    (".period", "period"),
+    ("period.", "period"),
+    ("relative/path/to/some/dir", "dir"),
+    ("/abs/path/to/some/dir", "dir"),
+    ("~/.\0notssh/authorized_keys", "authorized_keys"),
+    ("h?w", "h_w"),
+    ("h/w", "w"),
+    ("h*w", "h_w"),
+    ("./", "download"),
+    ("../", "download"),
+    ("/..", "download"),
+    ("/../", "download"),
+    ("*.|.", "download"),
+    ("./foobar", "foobar"),
+    ("../foobar", "foobar"),
+    ("../../foobar", "foobar"),
+    ("./././foobar", "foobar"),
+    ("|*.what", "download.what"),
+    ("LPT9.asdf", "_LPT9.asdf"),
+    ("foobar...", "foobar"),
+    ("COM\u{b9}", "_COM\u{b9}"),
+    ("com\u{b2}", "_com\u{b2}"),
+    ("LPT\u{b3}.txt", "_LPT\u{b3}.txt"),
+    ("lpt\u{b9}.tar.gz", "_lpt\u{b9}.tar.gz"),
+];
+
+/// Collision names from the same suites: `hint => the name of its first duplicate`.
+///
+/// Firefox numbers a duplicate `name(1).ext`, Chromium `name (1).ext`, and both keep some
+/// double extensions whole: Firefox a short extension (one to three letters or digits) before
+/// `gz`, `bz2` or `Z`, Chromium one of up to four before `gz`, `z`, `bz2`, `bz`, …, and
+/// `user.js`. Here only a tar archive's compound extensions are kept whole (the rule of
+/// `SafeName::numbered`), so `base.ext.gz`, `foo.user.js` and `photo.jpg.gz` are numbered
+/// before their last extension, unlike in those browsers.
+const PORTED_NUMBERED: &[(&str, &str)] = &[
+    // Firefox, the unique-file and base-name tests of its downloads module.
+    ("test.txt", "test (1).txt"),
+    ("test.tar.gz", "test (1).tar.gz"),
+    ("base", "base (1)"),
+    ("base.ext", "base (1).ext"),
+    ("base.application", "base (1).application"),
+    ("base.base.Bz2", "base.base (1).Bz2"),
+    ("base.ext.gz", "base.ext (1).gz"),
+    // Chromium, the double extensions of its path type, which its duplicate names keep.
+    ("foo.tar.gz", "foo (1).tar.gz"),
+    ("foo.tar.bz2", "foo (1).tar.bz2"),
+    ("foo.tar.Z", "foo (1).tar.Z"),
+    ("foo.user.js", "foo.user (1).js"),
+    ("photo.jpg.gz", "photo.jpg (1).gz"),
+];
+
+#[test]
+fn ported_cases_become_the_expected_names() {
+    let mut failures = Vec::new();
+    for &(hint, expected) in PORTED {
+        let got = sanitize(hint);
+        if got.as_str() != expected {
+            failures.push(format!(
+                "{hint:?}: expected {expected:?}, got {:?}",
+                got.as_str()
+            ));
+        }
+        assert_eq!(sanitize(got.as_str()), got, "idempotent for {hint:?}");
+    }
+    for &(hint, expected) in PORTED_NUMBERED {
+        let got = sanitize(hint).numbered(1);
+        if got != expected {
+            failures.push(format!(
+                "{hint:?} numbered: expected {expected:?}, got {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The long names of the same suites (Firefox's MIME service and unique-file tests): cut to
+/// [`MAX_NAME_BYTES`] on a character boundary, the extension kept.
+#[test]
+fn ported_long_names_are_cut_keeping_the_extension() {
+    let budget = MAX_NAME_BYTES - ".png".len();
+    let cut = |text: String| {
+        let mut end = budget;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text[..end].to_owned() + ".png"
+    };
+    for stem in [
+        "12345678".repeat(31) + "abcdefgh",
+        "簡単".repeat(41),
+        "a".to_owned() + &"簡単".repeat(42),
+        "café".repeat(51),
+    ] {
+        let name = sanitize(stem.clone() + ".png");
+        assert_eq!(name.as_str(), cut(stem), "{name:?}");
+    }
+    assert_eq!(
+        sanitize("noextensionfile".repeat(17)).as_str(),
+        "noextensionfile".repeat(16)
+    );
+    assert_eq!(
+        sanitize("noextensionfile".repeat(16) + "noextensionfil.").as_str(),
+        "noextensionfile".repeat(16)
+    );
+    assert_eq!(
+        sanitize("T".repeat(255) + ".txt").as_str(),
+        "T".repeat(MAX_NAME_BYTES - 4) + ".txt"
+    );
+    // Private-use characters only, then the extension (rule 7's exception).
+    assert_eq!(
+        sanitize("\u{100001}\u{100002}".repeat(32) + ".png").as_str(),
+        "download.png"
+    );
 }
 
 #[test]
@@ -159,6 +528,17 @@ fn long_names_are_truncated_keeping_the_extension() {
         format!("{}_lnk", "b".repeat(MAX_NAME_BYTES - 4))
     );
     assert_eq!(sanitize(tricky.as_str()), tricky);
+    // So does a cut that would leave a namespace extension (`.{x}`).
+    let braced = sanitize(format!(
+        "{}.{{x}}{}",
+        "b".repeat(MAX_NAME_BYTES - 4),
+        "!".repeat(40)
+    ));
+    assert_eq!(
+        braced.as_str(),
+        format!("{}_{{x}}", "b".repeat(MAX_NAME_BYTES - 4))
+    );
+    assert_eq!(sanitize(braced.as_str()), braced);
 }
 
 fn is_device(name: &str) -> bool {
@@ -203,7 +583,18 @@ fn check_invariants(input: &[u8]) -> Result<(), TestCaseError> {
     prop_assert!(!s.starts_with(['.', '-', ' ']), "leading in {s:?}");
     prop_assert!(!s.ends_with(['.', ' ']), "trailing in {s:?}");
     prop_assert!(!is_device(s), "device name {s:?}");
+    let lower = s.to_lowercase();
+    prop_assert!(
+        lower != "desktop.ini" && lower != "thumbs.db",
+        "shell file {s:?}"
+    );
     prop_assert!(s.chars().any(char::is_alphanumeric));
+    if let Some((_, tail)) = s.rsplit_once('.') {
+        prop_assert!(
+            !(tail.starts_with('{') && tail.ends_with('}')),
+            "namespace extension in {s:?}"
+        );
+    }
     prop_assert_eq!(&sanitize(s), &name, "not idempotent");
     let oracle = sanitize_filename::OptionsForCheck {
         windows: true,
@@ -233,7 +624,7 @@ proptest! {
 
     #[test]
     fn hostile_alphabet_gives_a_safe_name(
-        input in "[./\\\\ \\-:*?\"<>|%\u{202E}\u{200B}\u{FEFF}\u{2215}\u{FF0F}aCoNl1\u{301}e\u{B9}$]{0,64}"
+        input in "[./\\\\ \\-:*?\"<>|%\u{202E}\u{200B}\u{FEFF}\u{2215}\u{FF0F}aCoNl1\u{301}e\u{B9}${}]{0,64}"
     ) {
         check_invariants(input.as_bytes())?;
     }
