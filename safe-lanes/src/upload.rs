@@ -287,7 +287,7 @@ impl UploadSource {
             }
         };
         let root = AllowedRoot {
-            covers_state_root: is_within(&self.state_root, &path),
+            covers_state_root: is_within(&path, &self.state_root),
             path,
             origin,
             entry: shown,
