@@ -180,7 +180,7 @@ impl AgentDesk {
     ) -> Result<Requested> {
         let ask = AccessAsk {
             alias,
-            access: safe_lanes::Access::parse(access)?,
+            access: safe_lanes::Access::from_argument(access)?,
             reason,
             path,
             kind: safe_lanes::grants::Kind::parse(kind)?,

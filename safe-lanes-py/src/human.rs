@@ -78,7 +78,7 @@ impl Grants {
         reason: &str,
         actor: Option<&str>,
     ) -> Result<Grant> {
-        let access = safe_lanes::Access::parse(access)?;
+        let access = safe_lanes::Access::from_argument(access)?;
         let actor = who(actor);
         Ok(Grant(py.detach(|| {
             self.0.add(alias, &path, access, reason, &actor)
@@ -107,7 +107,7 @@ impl Grants {
     ) -> Result<Grant> {
         let seen = Seen {
             alias: safe_lanes::Alias::new(alias)?,
-            access: safe_lanes::Access::parse(access)?,
+            access: safe_lanes::Access::from_argument(access)?,
             path: path.clone(),
             digest,
         };
@@ -149,7 +149,7 @@ impl Grants {
         reason: &str,
         actor: Option<&str>,
     ) -> Result<Grant> {
-        let access = safe_lanes::Access::parse(access)?;
+        let access = safe_lanes::Access::from_argument(access)?;
         let actor = who(actor);
         Ok(Grant(py.detach(|| {
             self.0.set_access(alias, access, reason, &actor)
