@@ -48,20 +48,29 @@ enum Source {
 
 /// The exception the caller's object raised, if it did, shared with the call that raises it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Raised(Arc<Mutex<Option<PyErr>>>);
+pub(crate) struct Raised(Arc<Mutex<Option<Kept>>>);
+
+/// An exception that ended the stream.
+#[derive(Debug)]
+struct Kept {
+    err: PyErr,
+    /// A mistake of the calling code (a chunk that is not bytes): raised as itself.
+    mistake: bool,
+}
 
 impl Raised {
-    fn keep(&self, err: PyErr) {
+    fn keep(&self, err: PyErr, mistake: bool) {
         let mut slot = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        slot.get_or_insert(err);
+        slot.get_or_insert(Kept { err, mistake });
     }
 
-    /// The exception to raise for `failure`: the caller's own exception when it is not an
-    /// `Exception` (a `KeyboardInterrupt`, a `SystemExit`), else the library's error caused by
-    /// it; the library's error alone when the caller's object raised nothing.
+    /// The exception to raise for `failure`: the caller's own exception when it is a mistake
+    /// of the calling code (`TypeError`: a chunk that is not bytes) or not an `Exception` (a
+    /// `KeyboardInterrupt`, a `SystemExit`), else the library's error caused by it; the
+    /// library's error alone when the caller's object raised nothing.
     pub(crate) fn into_err(self, py: Python<'_>, failure: Failure) -> PyErr {
         let kept = self
             .0
@@ -69,8 +78,10 @@ impl Raised {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         match kept {
-            Some(err) if !err.is_instance_of::<PyException>(py) => err,
-            Some(err) => caused_by(py, failure, err),
+            Some(Kept { err, mistake }) if mistake || !err.is_instance_of::<PyException>(py) => {
+                err
+            }
+            Some(Kept { err, .. }) => caused_by(py, failure, err),
             None => failure.into(),
         }
     }
@@ -123,22 +134,29 @@ impl Content {
         ))
     }
 
-    /// Attach to the interpreter and fill `buf` from the caller's object (file or iterator).
-    fn pull(&mut self, buf: &mut [u8]) -> PyResult<usize> {
+    /// Attach to the interpreter and fill `buf` from the caller's object (file or iterator);
+    /// an exception, and whether it is the calling code's mistake.
+    fn pull(&mut self, buf: &mut [u8]) -> Result<usize, (PyErr, bool)> {
+        let mistake = |e| (e, true);
+        let raised = |e| (e, false);
         Python::attach(|py| {
             // A signal (Ctrl-C) arrived while the library worked: deliver it now.
-            py.check_signals()?;
+            py.check_signals().map_err(raised)?;
             match &mut self.source {
                 Source::Bytes { .. } | Source::Failed => Ok(0),
                 Source::File(file) => {
-                    let got = file.bind(py).call_method1("read", (buf.len(),))?;
+                    let got = file
+                        .bind(py)
+                        .call_method1("read", (buf.len(),))
+                        .map_err(raised)?;
                     if got.is_none() {
-                        return Err(PyTypeError::new_err(
+                        return Err(mistake(PyTypeError::new_err(
                             "the content's file object returned None: it must be a blocking \
                              binary file",
-                        ));
+                        )));
                     }
-                    let chunk = bytes_of(&got, "the content's file object's read()")?;
+                    let chunk =
+                        bytes_of(&got, "the content's file object's read()").map_err(mistake)?;
                     let n = chunk.len().min(buf.len());
                     buf[..n].copy_from_slice(&chunk[..n]);
                     Ok(n)
@@ -161,14 +179,17 @@ impl Content {
                                 if e.is_instance_of::<pyo3::exceptions::PyStopIteration>(py) {
                                     Ok(None)
                                 } else {
-                                    Err(e)
+                                    Err(raised(e))
                                 }
                             })?
                     else {
                         *chunk = None;
                         return Ok(0);
                     };
-                    *chunk = Some((bytes_of(&next, "an item of the content")?, 0));
+                    *chunk = Some((
+                        bytes_of(&next, "an item of the content").map_err(mistake)?,
+                        0,
+                    ));
                 },
             }
         })
@@ -188,7 +209,7 @@ impl Read for Content {
         }
         match self.pull(buf) {
             Ok(n) => Ok(n),
-            Err(err) => {
+            Err((err, mistake)) => {
                 let why = Python::attach(|py| {
                     let name = err
                         .get_type(py)
@@ -203,7 +224,7 @@ impl Read for Content {
                         format!("the caller's content raised {name}: {text}")
                     }
                 });
-                self.raised.keep(err);
+                self.raised.keep(err, mistake);
                 self.source = Source::Failed;
                 Err(io::Error::other(why))
             }

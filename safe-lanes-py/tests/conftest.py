@@ -95,18 +95,38 @@ class UserDir:
 
 
 _INTERPRETER = {}
+_PACKAGE_COPY = []
+
+
+def package_dir_for(uid: int) -> str:
+    """A folder holding this package that `uid` can read: where it is installed, or, for
+    another user, a copy in a temporary folder (the venv may live under a home others cannot
+    enter)."""
+    installed = Path(safe_lanes.__file__).resolve().parent
+    if uid == os.geteuid():
+        return str(installed.parent)
+    if not _PACKAGE_COPY:
+        copy = Path(tempfile.mkdtemp(prefix="safe-lanes-py-package-"))
+        os.chmod(copy, 0o755)
+        shutil.copytree(installed, copy / "safe_lanes", ignore=shutil.ignore_patterns("__pycache__"))
+        for path in [copy / "safe_lanes", *(copy / "safe_lanes").rglob("*")]:
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        _PACKAGE_COPY.append(str(copy))
+    return _PACKAGE_COPY[0]
 
 
 def interpreter_for(uid: int) -> str:
-    """A Python `uid` can run that imports this package (this one, or the system's with this
-    package on its path): the venv's may live under a home others cannot enter."""
+    """A Python `uid` can run that imports this package (this one, or the system's)."""
     if uid in _INTERPRETER:
         return _INTERPRETER[uid]
     candidates = [sys.executable, os.path.realpath(sys.executable), "/usr/bin/python3", "/usr/local/bin/python3"]
     for python in candidates:
         if not os.path.exists(python):
             continue
-        probe = run_python_as(uid, "import safe_lanes", python=python, check=False)
+        try:
+            probe = run_python_as(uid, "import safe_lanes", python=python, check=False)
+        except PermissionError:
+            continue
         if probe.returncode == 0:
             _INTERPRETER[uid] = python
             return python
@@ -117,8 +137,7 @@ def run_python_as(uid: int, code: str, *, python=None, cwd=None, env=None, check
     """Run `code` with Python as `uid` (this package importable), its environment cleared but
     for `env`; the completed process."""
     python = python or interpreter_for(uid)
-    package_dir = str(Path(safe_lanes.__file__).resolve().parent.parent)
-    full_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": package_dir, "LANG": "C.UTF-8"}
+    full_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": package_dir_for(uid), "LANG": "C.UTF-8"}
     full_env.update(env or {})
     kwargs = {}
     if uid != os.geteuid():
@@ -136,3 +155,10 @@ def run_python_as(uid: int, code: str, *, python=None, cwd=None, env=None, check
     if check and done.returncode != 0:
         raise AssertionError(f"uid {uid}: exit {done.returncode}\n{done.stdout}\n{done.stderr}")
     return done
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_the_package_copy():
+    yield
+    for copy in _PACKAGE_COPY:
+        shutil.rmtree(copy, ignore_errors=True)

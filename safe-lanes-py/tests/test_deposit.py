@@ -103,7 +103,7 @@ def test_a_failing_uploader_is_reported_and_its_file_erased(world):
 
 def test_an_uploader_that_outlives_its_timeout_is_killed(world):
     deposit = safe_lanes.UploadDeposit(world.root)
-    sent = deposit.send(deposit.stage(data=b"x", name="x"), safe_lanes.Uploader("sleep 30", timeout=0.5))
+    sent = deposit.send(deposit.stage(data=b"x", name="x"), safe_lanes.Uploader("sh -c 'sleep 30' sh {file}", timeout=0.5))
     assert sent.timed_out and not sent.success
 
 

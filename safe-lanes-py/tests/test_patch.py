@@ -121,5 +121,5 @@ def test_every_refusal_leaves_everything_unchanged(pw):
 def test_a_patch_is_recorded_as_the_agent(pw):
     original = lines(100)
     pw.desk.apply_patch("rw", "src/lib.rs", diff(original, original.replace("line 1\n", "one\n"), "src/lib.rs"))
-    [record] = [r for r in pw.records() if r["event"] == "patch"]
+    [record] = [r for r in pw.records() if r["event"] == "patch.apply"]
     assert record["actor"] == "agent"
