@@ -78,9 +78,7 @@ impl Raised {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         match kept {
-            Some(Kept { err, mistake }) if mistake || !err.is_instance_of::<PyException>(py) => {
-                err
-            }
+            Some(Kept { err, mistake }) if mistake || !err.is_instance_of::<PyException>(py) => err,
             Some(Kept { err, .. }) => caused_by(py, failure, err),
             None => failure.into(),
         }
@@ -215,7 +213,11 @@ impl Read for Content {
                         .get_type(py)
                         .name()
                         .map_or_else(|_| "an exception".to_owned(), |n| n.to_string());
-                    let text = err.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+                    let text = err
+                        .value(py)
+                        .str()
+                        .map(|s| s.to_string())
+                        .unwrap_or_default();
                     // Its text, escaped: no message of the library carries control characters.
                     let text = safe_lanes::Shown::text(&text).to_string();
                     if text.is_empty() {
