@@ -70,6 +70,32 @@ struct Args {
     /// of the machine's memory); each gets at most 1 GiB of it.
     #[arg(long, value_name = "BYTES")]
     tmp_budget: Option<u64>,
+    /// Offer `download_fetch`: the server fetches `https` URLs the agent gives straight into
+    /// the download folder, behind the SSRF guard (no address of this machine or its private
+    /// networks, every redirect checked). Off by default.
+    #[arg(long)]
+    fetch: bool,
+    /// With `--fetch`: plain `http` URLs too.
+    #[arg(long, requires = "fetch")]
+    fetch_http: bool,
+    /// With `--fetch`: fetch only from this host (`files.example.com`, `*.example.com` for the
+    /// names below it, or an IP literal); repeat for more. Every address is still checked.
+    #[arg(long, value_name = "HOST", requires = "fetch")]
+    fetch_host: Vec<String>,
+}
+
+#[cfg(unix)]
+impl Args {
+    /// What `--fetch`, `--fetch-http` and `--fetch-host` ask for.
+    #[cfg(target_os = "linux")]
+    fn fetch_policy(&self) -> Option<safe_lanes::fetch::FetchPolicy> {
+        self.fetch.then(|| {
+            let mut policy = safe_lanes::fetch::FetchPolicy::default();
+            policy.allow_http = self.fetch_http;
+            policy.hosts = (!self.fetch_host.is_empty()).then(|| self.fetch_host.clone());
+            policy
+        })
+    }
 }
 
 #[cfg(unix)]
@@ -112,8 +138,16 @@ async fn main() -> Result<()> {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = args.tmp_budget;
+    #[cfg(not(target_os = "linux"))]
+    if args.fetch {
+        anyhow::bail!("--fetch: fetching is available on Linux only");
+    }
     let cancels = transport::Cancels::default();
     let mut desk = safe_lanes::DeskOptions::default();
+    #[cfg(target_os = "linux")]
+    {
+        desk.fetch = args.fetch_policy();
+    }
     desk.manifest = args.manifest;
     desk.uploader = uploader;
     desk.max_bytes = args.max_bytes;

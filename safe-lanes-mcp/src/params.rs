@@ -117,6 +117,18 @@ pub(crate) struct DownloadsPage {
     pub(crate) limit: PageLimit,
 }
 
+/// A file to fetch into the download folder.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FetchUrl {
+    /// The absolute `https` URL of the file (`http` only if the user allowed it).
+    pub(crate) url: String,
+    /// The name the file should have. Only a hint, sanitized like any name; without it, the
+    /// name the server gives or the URL's last segment.
+    pub(crate) filename: Option<String>,
+}
+
 /// A local file.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -130,7 +142,7 @@ pub(crate) struct SourcePath {
 #[serde(deny_unknown_fields)]
 pub(crate) struct AccessRequest {
     /// The alias to use for the folder: lowercase letters, digits, `_` and `-`, starting with a
-    /// letter or digit, at most 48 characters.
+    /// letter or digit, at most 48 characters. To widen a granted folder, its alias or its `id`.
     #[schemars(extend("pattern" = ALIAS_PATTERN, "maxLength" = MAX_ALIAS_LEN))]
     pub(crate) alias: String,
     /// `read_only` (read, list and run) or `read_write` (also create, modify, rename and
@@ -194,7 +206,7 @@ impl From<AccessName> for safe_lanes::Access {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FolderPatch {
-    /// The alias of a read-write folder grant.
+    /// The alias (or the `id`) of a read-write folder grant.
     #[schemars(extend("pattern" = ALIAS_PATTERN, "maxLength" = MAX_ALIAS_LEN))]
     pub(crate) alias: String,
     /// The file, relative to the granted folder (no `..`, no symbolic links).
@@ -209,7 +221,8 @@ pub(crate) struct FolderPatch {
 pub(crate) struct ShellCommand {
     /// The command, run by `/bin/sh -c`.
     pub(crate) command: String,
-    /// The alias of a granted folder to start in (default: a private scratch directory).
+    /// The alias (or the `id`) of a granted folder to start in (default: a private scratch
+    /// directory).
     #[schemars(extend("pattern" = ALIAS_PATTERN, "maxLength" = MAX_ALIAS_LEN))]
     pub(crate) cwd: Option<String>,
     /// Seconds before the command and everything it started are killed.

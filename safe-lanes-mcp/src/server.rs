@@ -14,6 +14,8 @@ use safe_lanes::desk::{
 use safe_lanes::{AgentDesk, Control, DeskOptions, Patched, Saved, Source, StateRoot};
 
 use crate::content::or_invalid;
+#[cfg(target_os = "linux")]
+use crate::params::FetchUrl;
 use crate::params::{
     AccessRequest, Content, DownloadsPage, FolderPatch, JobPoll, JobRef, Nothing, ShellCommand,
     SourcePath,
@@ -52,6 +54,10 @@ impl Server {
     pub(crate) fn new(config: Config) -> safe_lanes::Result<Self> {
         let desk = AgentDesk::open(StateRoot::open(&config.root)?, config.desk)?;
         let mut tool_router = Self::tool_router();
+        #[cfg(target_os = "linux")]
+        if desk.can_fetch() {
+            tool_router += Self::fetch_router();
+        }
         if !desk.can_upload() {
             tool_router.remove_route("upload_file");
             tool_router.remove_route("upload_content");
@@ -390,6 +396,42 @@ impl Server {
     }
 }
 
+/// The tool that fetches into the download lane, offered only when the human started the
+/// server with `--fetch` (Linux: the library's fetcher is Linux-only).
+#[cfg(target_os = "linux")]
+#[tool_router(router = fetch_router)]
+impl Server {
+    #[tool(
+        title = "Fetch a file into the download folder",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        ),
+        input_schema = input::<FetchUrl>(),
+        output_schema = output::<safe_lanes::fetch::Fetched>(),
+        description = "Download a file from an `https` URL straight into the local download \
+        folder: the server fetches it, so its content never passes through you (prefer this to \
+        `download_save` for anything you would otherwise have to copy). The file is saved like \
+        `download_save` saves (a sanitized name from `filename`, the server's name or the URL; \
+        never overwriting); you get its path, size, SHA-256, content type and final URL. \
+        Addresses on this machine or its private networks are refused (`address_refused`), \
+        as are redirects to them; a server error or a broken transfer is `fetch_failed`; past \
+        the size cap, `too_large`."
+    )]
+    async fn download_fetch(
+        &self,
+        Parameters(raw): Parameters<JsonObject>,
+    ) -> Reply<safe_lanes::fetch::Fetched> {
+        let args: FetchUrl = arguments(raw)?;
+        let desk = self.desk.clone();
+        let fetched =
+            blocking(move || Ok(desk.fetch(&args.url, args.filename.as_deref())?)).await?;
+        Ok(Json(fetched))
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
@@ -398,15 +440,55 @@ impl ServerHandler for Server {
                 "safe-lanes-mcp",
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(self.instructions())
+    }
+}
+
+impl Server {
+    /// What the server tells the client at `initialize`: how the tools fit together, and the
+    /// folders granted at this moment (alias, id, access), or why they cannot be listed.
+    fn instructions(&self) -> String {
+        let mut text = String::from(INSTRUCTIONS);
+        match self.desk.grants() {
+            Ok(list) => {
+                let (available, unavailable): (Vec<_>, Vec<_>) =
+                    list.grants.iter().partition(|g| g.available);
+                if available.is_empty() && unavailable.is_empty() {
+                    text.push_str(" No folder is granted to you yet.");
+                } else if available.is_empty() {
+                    text.push_str(" No granted folder is available on this host now.");
+                } else {
+                    text.push_str(" Folders granted to you now (alias, id, access):");
+                    for g in available {
+                        text.push_str(&format!(" `{}` ({}, {});", g.alias, g.id, g.access));
+                    }
+                    text.pop();
+                    text.push('.');
+                }
+                if !unavailable.is_empty() {
+                    text.push_str(&format!(
+                        " {} more granted but unavailable here (folder_grants_list says why).",
+                        unavailable.len()
+                    ));
+                }
+            }
+            Err(error) => {
+                text.push_str(&format!(" The granted folders cannot be listed: {error}."))
+            }
+        }
+        text.push_str(
+            " Grants change while you work: call folder_grants_list for the current ones.",
+        );
+        text
     }
 }
 
 const INSTRUCTIONS: &str = "Local-disk tools with fixed safe lanes. Received content is saved \
-with download_save (you give a name hint, never a path). Files leave the machine only from \
-folders the user allowed (upload_resolve, and upload_file/upload_content when an uploader is \
-configured). You work in folders the user granted, by alias: folder_grants_list shows them; \
-shell_exec reads and runs commands in a sandbox limited to them (in the background for long \
-commands); folder_patch edits a file in a read-write one. To get access to another folder, call \
+with download_save (you give a name hint, never a path); download_fetch, when offered, fetches a \
+URL into the download folder without the content passing through you. Files leave the machine \
+only from folders the user allowed (upload_resolve, and upload_file/upload_content when an \
+uploader is configured). You work in folders the user granted, by alias or id: shell_exec reads \
+and runs commands in a sandbox limited to them (in the background for long commands); \
+folder_patch edits a file in a read-write one. To get access to another folder, call \
 folder_access_request and tell the user: only the user can approve it. A refusal comes back as \
 '<code>: <message>'.";

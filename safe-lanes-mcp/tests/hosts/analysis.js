@@ -76,6 +76,7 @@ export function mcpTraffic(lines) {
     .filter((r) => r.method === 'tools/call')
     .map((r) => ({ ...r, name: r.params.name, args: r.params.arguments, meta: r.params._meta }));
   const init = requests.find((r) => r.method === 'initialize');
+  const discover = requests.find((r) => r.method === 'server/discover');
   const meta = requests.find((r) => r.params?._meta?.['io.modelcontextprotocol/clientInfo'])?.params._meta;
   return {
     requests,
@@ -86,6 +87,9 @@ export function mcpTraffic(lines) {
     clientInfo: init?.params?.clientInfo ?? meta?.['io.modelcontextprotocol/clientInfo'] ?? null,
     clientCapabilities: init?.params?.capabilities ?? meta?.['io.modelcontextprotocol/clientCapabilities'] ?? null,
     usesInitialize: Boolean(init),
+    // What the server told this host at the start (initialize, or the stateless
+    // server/discover): its instructions name the grants of this session's world.
+    instructions: (init ?? discover)?.result?.instructions ?? null,
   };
 }
 

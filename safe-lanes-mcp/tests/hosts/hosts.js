@@ -114,7 +114,7 @@ export function makeWorld(name) {
   for (const d of [world.proj, world.docs, world.work, world.home]) fs.mkdirSync(d, { recursive: true });
   world.uploader = uploaderFor(world.seen);
   world.serverArgs = ['--root', world.root, '--uploader', world.uploader];
-  cli(world, 'grant', 'add', '--alias', 'proj', '--path', world.proj, '--access', 'read_write');
+  cli(world, 'grant', 'add', '--alias', 'proj', '--path', world.proj, '--access', 'read_write', '--reason', 'the project the session works on');
   return world;
 }
 

@@ -162,10 +162,13 @@ function toolTests(name) {
   const host = SESSIONS.find((s) => s.name === name).host;
   const rules = HOST_RULES[host];
 
-  test("passes the server's instructions (from initialize) to the model", () => {
+  test("passes the server's instructions (from initialize or discover) to the model", () => {
     const r = need(name);
-    const text = server.initialize.instructions;
-    assert.ok(text, 'the server gives no instructions');
+    const text = r.mcpInfo.instructions;
+    assert.ok(text, 'the server gave this host no instructions');
+    // They name the world's grant, with its id and access, and where to look for changes.
+    assert.match(text, /`proj` \(folder_[0-9a-f]{16}, read_write\)/);
+    assert.match(text, /folder_grants_list/);
     const needle = JSON.stringify(text).slice(1, -1);
     assert.ok(r.mains.some((m) => JSON.stringify(m.body).includes(needle)), 'no request to the model holds the instructions');
   });

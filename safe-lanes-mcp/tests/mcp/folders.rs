@@ -335,3 +335,153 @@ async fn a_tool_asked_for_and_approved_is_on_the_commands_path() {
         "invalid_argument"
     );
 }
+
+#[tokio::test]
+async fn a_grant_is_addressed_by_its_id_and_named_in_the_instructions() {
+    let w = World::new().await;
+    let proj = w.p("proj").display().to_string();
+    let docs = w.p("docs").display().to_string();
+    let added = w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "proj",
+        "--path",
+        &proj,
+        "--access",
+        "read_write",
+        "--reason",
+        "the project",
+    ]);
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        &docs,
+        "--access",
+        "read_only",
+        "--reason",
+        "the docs",
+    ]);
+    let listed = w.ok("folder_grants_list", json!({})).await;
+    let id_of = |alias: &str| {
+        listed["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["alias"] == alias)
+            .map(|g| g["id"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    let (proj_id, docs_id) = (id_of("proj"), id_of("docs"));
+    assert_eq!(added["id"], proj_id.as_str(), "{added}");
+    // Every tool that takes an alias takes the id for it.
+    let diff = "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+made by id\n";
+    let patched = w
+        .ok(
+            "folder_patch",
+            json!({"alias": proj_id, "path": "new.txt", "diff": diff}),
+        )
+        .await;
+    assert_eq!(patched["path"], w.p("proj/new.txt").display().to_string());
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/new.txt")).unwrap(),
+        "made by id\n"
+    );
+    let ran = w
+        .ok(
+            "shell_exec",
+            json!({"command": "cat new.txt", "cwd": proj_id}),
+        )
+        .await;
+    assert_eq!(ran["stdout"], "made by id\n", "{ran}");
+    // The id means the grant with its access: a read-only grant's id does not write.
+    let refused = w
+        .refused(
+            "folder_patch",
+            json!({"alias": docs_id, "path": "new.txt", "diff": diff}),
+        )
+        .await;
+    assert_eq!(refused, "read_only");
+    // A request to widen by id is filed under the grant's alias.
+    let asked = w
+        .ok(
+            "folder_access_request",
+            json!({"alias": docs_id, "access": "read_write", "reason": "edit the docs"}),
+        )
+        .await;
+    assert_eq!(asked["request"]["alias"], "docs", "{asked}");
+    // An id no grant has is an unknown alias, like any other name.
+    assert_eq!(
+        w.refused(
+            "shell_exec",
+            json!({"command": "true", "cwd": "folder_0123456789abcdef"})
+        )
+        .await,
+        "unknown_alias"
+    );
+
+    // A client that connects now is told both grants, with their ids and access.
+    let fresh = crate::util::connect(&w.root(), &[], ()).await;
+    let instructions = fresh
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .expect("instructions");
+    for (alias, id, access) in [
+        ("proj", &proj_id, "read_write"),
+        ("docs", &docs_id, "read_only"),
+    ] {
+        assert!(
+            instructions.contains(&format!("`{alias}` ({id}, {access})")),
+            "{instructions}"
+        );
+    }
+    assert!(
+        instructions.contains("folder_grants_list"),
+        "{instructions}"
+    );
+    fresh.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_instructions_say_when_nothing_is_granted_or_available() {
+    let w = World::new().await;
+    let instructions = w
+        .client
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .expect("instructions");
+    assert!(
+        instructions.contains("No folder is granted to you yet."),
+        "{instructions}"
+    );
+    // A grant whose folder is gone is not offered as available, but counted.
+    let docs = w.p("docs").display().to_string();
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        &docs,
+        "--access",
+        "read_only",
+        "--reason",
+        "the docs",
+    ]);
+    std::fs::remove_dir(w.p("docs")).unwrap();
+    let fresh = crate::util::connect(&w.root(), &[], ()).await;
+    let instructions = fresh
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .expect("instructions");
+    assert!(
+        instructions.contains("No granted folder is available on this host now.")
+            && instructions.contains("1 more granted but unavailable here")
+            && !instructions.contains("`docs`"),
+        "{instructions}"
+    );
+    fresh.cancel().await.unwrap();
+}

@@ -2,6 +2,7 @@
 //! real `safe-lanes` CLI plays the human.
 
 mod downloads;
+mod fetch;
 mod folders;
 mod leftovers;
 mod limits;

@@ -64,16 +64,17 @@ class World:
     `successes`, by tool.
     """
 
-    def __init__(self, test, extra_args=(), manifest=None):
+    def __init__(self, test, extra_args=(), manifest=None, root=None):
         self.test = test
         self.extra_args = list(extra_args)
         self.manifest = manifest
+        self.shared_root = root
 
     async def __aenter__(self):
         self.tmp = Path(tempfile.mkdtemp())
         for d in ["proj", "docs", "share", "outside"]:
             (self.tmp / d).mkdir()
-        self.root = self.tmp / "state"
+        self.root = self.shared_root or self.tmp / "state"
         if self.manifest is not None:
             self.root.mkdir(mode=0o700)
             (self.root / "workflow.json").write_text(self.manifest)
@@ -112,7 +113,7 @@ class World:
             self.session = await self.stack.enter_async_context(
                 ClientSession(from_server, to_server)
             )
-            await self.session.initialize()
+            self.initialized = await self.session.initialize()
         except BaseException:
             await self.stack.aclose()
             shutil.rmtree(self.tmp, ignore_errors=True)

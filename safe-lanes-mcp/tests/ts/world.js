@@ -20,6 +20,8 @@ const CONTRACT = JSON.parse(fs.readFileSync(new URL('../contract.json', import.m
 /** The tools of the contract, with and without an uploader. */
 export const TOOLS = CONTRACT.tools;
 export const UPLOAD_TOOLS = CONTRACT.upload_tools;
+/** The tools offered only with `--fetch`. */
+export const FETCH_TOOLS = CONTRACT.fetch_tools;
 
 /** Every refusal code of the contract. */
 export const CODES = new Set(CONTRACT.codes);
@@ -71,8 +73,9 @@ export class World {
    *   `done`, or a template string of its own.
    * - `manifest`: text written to `<root>/workflow.json` before the server starts.
    * - `maxBytes`, `args`: more flags.
+   * - `root`: the state root of another world (still open), for a second server on it.
    */
-  static async start({ uploader, manifest, maxBytes, args = [] } = {}) {
+  static async start({ uploader, manifest, maxBytes, args = [], root } = {}) {
     const w = new World();
     w.tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'safe-lanes-ts-'));
     w.dir = {};
@@ -80,7 +83,7 @@ export class World {
       w.dir[d] = path.join(w.tmp, d);
       fs.mkdirSync(w.dir[d]);
     }
-    w.root = path.join(w.tmp, 'state');
+    w.root = root ?? path.join(w.tmp, 'state');
     w.seen = path.join(w.tmp, 'seen');
     if (manifest !== undefined) {
       fs.mkdirSync(w.root, { mode: 0o700 });

@@ -98,7 +98,7 @@ pub struct ShellRequest {
 /// An agent's request for access to a folder, as it asked.
 #[derive(Clone, Debug)]
 pub struct AccessAsk {
-    /// The alias asked for.
+    /// The alias asked for, or the id of a granted folder to widen (`folder_…`).
     pub alias: String,
     /// The access asked for.
     pub access: Access,
@@ -361,9 +361,10 @@ impl AgentDesk {
             toolchain,
         };
         let client = self.client.as_deref().unwrap_or("an unnamed client");
+        let alias = folders.session.requested_alias(&ask.alias)?;
         let request = folders
             .grants
-            .request_asked_from(client, &ask.alias, asked, &ask.reason)?;
+            .request_asked_from(client, &alias, asked, &ask.reason)?;
         let proposal = folders.grants.proposal(&request.id)?;
         let manifest = self.shared.options.manifest.as_deref();
         Ok(Requested {
@@ -373,7 +374,8 @@ impl AgentDesk {
         })
     }
 
-    /// Apply the unified `diff` to the file `path` (relative) of the read-write grant `alias`.
+    /// Apply the unified `diff` to the file `path` (relative) of the read-write grant `alias`
+    /// (an alias, or a grant's id: [`crate::grants::Session::alias`]).
     ///
     /// # Errors
     ///

@@ -213,6 +213,18 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The alias of the grant `reference` names: itself when a visible grant has that alias,
+    /// else the alias of the visible grant whose id it is, else itself (unknown, as
+    /// [`Snapshot::folder`] says).
+    fn named(&self, reference: Alias) -> Alias {
+        if self.grants.iter().any(|g| g.alias == reference) {
+            return reference;
+        }
+        (self.grants.iter())
+            .find(|g| g.id == reference.as_str())
+            .map_or(reference, |g| g.alias.clone())
+    }
+
     /// The grant `alias` with at least `want`, or the reason it cannot be used.
     ///
     /// # Errors
@@ -371,15 +383,33 @@ impl Session {
         })
     }
 
-    /// The alias `raw` an agent gave for the operation `op` ([`Operation::Exec`], …), checked
-    /// by [`Alias::new`]; a refusal is recorded in the audit log like every refused operation
-    /// of the session, so a hostile alias leaves a trace even though nothing was attempted.
+    /// The grant `raw` names for the operation `op` ([`Operation::Exec`], …): an alias, or the
+    /// stable id (`folder_…`) of a grant this session sees, which stands for that grant's
+    /// alias. An alias wins over an id (the human chose the one, the other is random), so a
+    /// reference always means what the listing shows under that alias. Checked by
+    /// [`Alias::new`]; a refusal is recorded in the audit log like every refused operation of
+    /// the session, so a hostile alias leaves a trace even though nothing was attempted.
     ///
     /// # Errors
     ///
-    /// `invalid_alias`.
+    /// `invalid_alias`; `invalid_manifest`, `io` when the manifest cannot be read.
     pub fn alias(&self, op: Operation, raw: &str) -> Result<Alias> {
-        Alias::new(raw).map_err(|e| self.refused(op, raw, e))
+        let alias = Alias::new(raw).map_err(|e| self.refused(op, raw, e))?;
+        Ok(self.snapshot()?.named(alias))
+    }
+
+    /// The alias a request for more access to `raw` is filed under: as [`Session::alias`]
+    /// resolves it when `raw` is a visible grant's id, else `raw` as given (the request's own
+    /// checks judge it).
+    ///
+    /// # Errors
+    ///
+    /// `invalid_manifest`, `io` when the manifest cannot be read.
+    pub(crate) fn requested_alias(&self, raw: &str) -> Result<String> {
+        Ok(match Alias::new(raw) {
+            Ok(alias) => self.snapshot()?.named(alias).as_str().to_owned(),
+            Err(_) => raw.to_owned(),
+        })
     }
 
     /// The human's grants this session views.

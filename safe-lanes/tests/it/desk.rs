@@ -232,3 +232,57 @@ fn pages_of_the_lane_cover_every_file_once() {
     shared(&desk);
     let _ = Arc::new(desk);
 }
+
+/// A grant's stable id stands for its alias in every operation that names a grant, within what
+/// the session sees: a narrowed desk resolves only the ids of the grants it serves.
+#[test]
+fn a_grants_id_stands_for_its_alias_within_the_session() {
+    let (fx, desk) = desk();
+    let docs = fx.path("docs");
+    std::fs::create_dir(&docs).unwrap();
+    let grants = Grants::open(&fx.root, None).unwrap();
+    grants
+        .add("docs", &docs, Access::ReadOnly, "for the tests", "tester")
+        .unwrap();
+    let listed = desk.grants().unwrap();
+    let id_of = |alias: &str| {
+        let grant = listed.grants.iter().find(|g| g.alias == alias).unwrap();
+        grant.id.clone()
+    };
+    let (proj_id, docs_id) = (id_of("proj"), id_of("docs"));
+    let create = "--- /dev/null\n+++ b/by-id.txt\n@@ -0,0 +1 @@\n+by id\n";
+    let patched = desk.patch(&proj_id, "by-id.txt", create).unwrap();
+    assert_eq!(
+        patched.path,
+        fx.path("proj/by-id.txt").display().to_string()
+    );
+    assert_eq!(
+        desk.patch(&docs_id, "x.txt", create).unwrap_err().code(),
+        Code::ReadOnly
+    );
+    let asked = desk
+        .request_access(&AccessAsk {
+            alias: docs_id.clone(),
+            access: Access::ReadWrite,
+            reason: "edit the docs".into(),
+            path: None,
+            kind: Kind::Folder,
+            vars: Vec::new(),
+            bin: None,
+        })
+        .unwrap();
+    assert_eq!(asked.request.alias, "docs");
+    assert_eq!(
+        desk.patch("folder_0000000000000000", "x.txt", create)
+            .unwrap_err()
+            .code(),
+        Code::UnknownAlias
+    );
+
+    let mut narrowed = DeskOptions::default();
+    narrowed.narrowing = safe_lanes::grants::Narrowing::parse("docs").unwrap();
+    let root = safe_lanes::StateRoot::open(fx.root.path()).unwrap();
+    let narrowed = AgentDesk::open(root, narrowed).unwrap();
+    let refused = narrowed.patch(&proj_id, "by-id.txt", create).unwrap_err();
+    assert_eq!(refused.code(), Code::UnknownAlias, "{refused}");
+}
