@@ -43,7 +43,3 @@ mod native {
     #[pymodule_export]
     use super::upload::{Checked, Source, UploadSource};
 }
-
-/// Keep `Python` in scope for the module's macros.
-#[allow(dead_code)]
-fn _uses(_: Python<'_>) {}
