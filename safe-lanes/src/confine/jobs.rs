@@ -23,8 +23,6 @@ use crate::sync::lock;
 /// How long [`Jobs::stop`] waits for a stopped job to end (the process group is killed within
 /// the watch period; this covers a slow machine).
 const STOP_WAIT: Duration = Duration::from_secs(10);
-/// How often [`Jobs::start`] looks whether a new job has started or failed.
-const START_POLL: Duration = Duration::from_millis(5);
 
 /// The background jobs of one session (module docs).
 #[derive(Debug)]
@@ -113,8 +111,10 @@ impl Jobs {
             })
             .map_err(|e| Error::io("spawn", "a job thread", e))?;
         // Until the process exists, a refusal is the caller's answer, not a job's outcome.
-        while !control.spawned() && matches!(*lock(&done.result), Slot::Running) {
-            std::thread::sleep(START_POLL);
+        control.wait_spawned_or_ended();
+        if !control.spawned() {
+            // It returned without a process: its refusal is about to be in `done`.
+            drop(done.wait(STOP_WAIT));
         }
         let failed = {
             let mut result = lock(&done.result);
