@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
+use crate::error::Shown;
+
 /// The side an operation comes from.
 ///
 /// The agent side (the MCP server, or any adapter that serves a model) is recorded as `agent`;
@@ -25,6 +27,19 @@ impl Actor {
     pub fn human() -> Self {
         Actor::Human {
             uid: rustix::process::geteuid().as_raw(),
+        }
+    }
+
+    /// How a human's change to the grants is recorded: [`Actor::human`] (`uid:N`), followed by
+    /// the name the caller gave, if any (`uid:N (alice)`, escaped as [`Shown`] escapes it).
+    ///
+    /// Guarantee: the side is always the process's user id; no name can pass for another side
+    /// (`agent`) or another user.
+    pub fn human_named(name: Option<&str>) -> String {
+        let me = Self::human().to_string();
+        match name {
+            Some(name) => format!("{me} ({})", Shown::text(name)),
+            None => me,
         }
     }
 }

@@ -15,7 +15,7 @@
 
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::sync::lock;
@@ -33,6 +33,9 @@ struct Inner {
     started: Instant,
     stop: Mutex<Option<String>>,
     output: Mutex<Streams>,
+    /// Signalled (with `output` held) when output is kept, the process is spawned, or the
+    /// output ends.
+    changed: Condvar,
     spawned: AtomicBool,
 }
 
@@ -43,6 +46,9 @@ pub(crate) struct Streams {
     pub(crate) stderr: Vec<u8>,
     /// Whether output past a cap was dropped.
     pub(crate) truncated: bool,
+    /// Whether the output ended: both pipes were read to their end, or the operation
+    /// returned without starting a process.
+    pub(crate) ended: bool,
 }
 
 /// Which stream of a command.
@@ -57,6 +63,18 @@ pub(crate) enum Stream {
 pub struct Mark {
     stdout: usize,
     stderr: usize,
+}
+
+/// What [`Control::wait_output`] saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waited {
+    /// There is output past the mark.
+    New,
+    /// Nothing is past the mark and nothing more will come: the command's output ended (or
+    /// the operation returned without starting one).
+    Ended,
+    /// The time given passed with neither.
+    TimedOut,
 }
 
 /// Output that is new since a [`Mark`] (lossy UTF-8).
@@ -84,6 +102,7 @@ impl Control {
                 started: Instant::now(),
                 stop: Mutex::new(None),
                 output: Mutex::new(Streams::default()),
+                changed: Condvar::new(),
                 spawned: AtomicBool::new(false),
             }),
         }
@@ -122,6 +141,36 @@ impl Control {
         (new, next)
     }
 
+    /// Wait, at most `timeout`, until there is output past `mark` or the output has ended:
+    /// woken when it happens, so a caller copying a command's output as it comes learns of
+    /// its end at once rather than at its next look.
+    pub fn wait_output(&self, mark: Mark, timeout: Duration) -> Waited {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut output = lock(&self.inner.output);
+        loop {
+            if whole_text_since(&output.stdout, mark.stdout)
+                || whole_text_since(&output.stderr, mark.stderr)
+            {
+                return Waited::New;
+            }
+            if output.ended {
+                return Waited::Ended;
+            }
+            let left = match deadline {
+                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+                // Too far to tell: a day at a time.
+                None => Duration::from_secs(86_400),
+            };
+            if left.is_zero() {
+                return Waited::TimedOut;
+            }
+            output = match self.inner.changed.wait_timeout(output, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
     /// `reader`, failing at its next read once the operation is asked to stop (`io` error
     /// `"stopped: <why>"`): a lane saving the content then publishes nothing.
     pub fn reader<R: Read>(&self, reader: R) -> StopReader<R> {
@@ -138,7 +187,28 @@ impl Control {
 
     /// The command's process was started.
     pub(crate) fn set_spawned(&self) {
+        let _output = lock(&self.inner.output);
         self.inner.spawned.store(true, Ordering::Release);
+        self.inner.changed.notify_all();
+    }
+
+    /// Wait until the command's process was started or the output ended (the operation
+    /// returned without starting one), whichever comes first.
+    pub(crate) fn wait_spawned_or_ended(&self) {
+        let mut output = lock(&self.inner.output);
+        while !self.spawned() && !output.ended {
+            output = match self.inner.changed.wait(output) {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+        }
+    }
+
+    /// No more output will come (both pipes ended, or no process was started); wakes
+    /// [`Control::wait_output`]. Idempotent.
+    pub(crate) fn end_output(&self) {
+        lock(&self.inner.output).ended = true;
+        self.inner.changed.notify_all();
     }
 
     /// Keep `bytes` of `stream`, up to `cap` bytes of that stream in all.
@@ -151,6 +221,8 @@ impl Control {
         let room = cap.saturating_sub(kept.len());
         kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
         output.truncated |= bytes.len() > room;
+        drop(output);
+        self.inner.changed.notify_all();
     }
 
     /// A copy of everything kept of both streams (it stays readable by
@@ -173,6 +245,16 @@ impl<R: Read> Read for StopReader<R> {
             return Err(io::Error::other(format!("stopped: {why}")));
         }
         self.reader.read(buf)
+    }
+}
+
+/// Whether [`text_since`] would give something: more than the start of a character whose
+/// other bytes have not come yet.
+fn whole_text_since(bytes: &[u8], from: usize) -> bool {
+    let new = bytes.get(from..).unwrap_or_default();
+    match std::str::from_utf8(new) {
+        Ok(text) => !text.is_empty(),
+        Err(e) => e.error_len().is_some() || e.valid_up_to() > 0,
     }
 }
 
@@ -208,6 +290,35 @@ mod tests {
         );
         let (third, _) = control.output_since(mark);
         assert_eq!(third, NewOutput::default());
+    }
+
+    #[test]
+    fn a_waiting_reader_is_woken_by_output_and_by_the_end() {
+        let control = Control::new();
+        let long = Duration::from_secs(600);
+        assert_eq!(
+            control.wait_output(Mark::default(), Duration::from_millis(1)),
+            Waited::TimedOut
+        );
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| control.keep(Stream::Stderr, b"x", 100));
+            assert_eq!(control.wait_output(Mark::default(), long), Waited::New);
+            writer.join().unwrap();
+        });
+        let (_, mark) = control.output_since(Mark::default());
+        // Half a character is not output yet: the reader is not woken for it.
+        control.keep(Stream::Stdout, b"\xc3", 100);
+        assert_eq!(
+            control.wait_output(mark, Duration::from_millis(1)),
+            Waited::TimedOut
+        );
+        std::thread::scope(|s| {
+            let ender = s.spawn(|| control.end_output());
+            assert_eq!(control.wait_output(mark, long), Waited::Ended);
+            ender.join().unwrap();
+        });
+        // The end does not hide output not read yet.
+        assert_eq!(control.wait_output(Mark::default(), long), Waited::New);
     }
 
     #[test]

@@ -354,6 +354,24 @@ impl StateRoot {
         Ok(())
     }
 
+    /// Another handle on the same open root: its descriptors duplicated (never opened again by
+    /// path), its audit log shared. For a gateway that hands one root to several owners (a
+    /// desk and a lane, each wanting its own `StateRoot`).
+    ///
+    /// # Errors
+    ///
+    /// `io` when the descriptor table is full.
+    pub fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            path: self.path.clone(),
+            anchor: self.anchor.try_clone()?,
+            downloads: self.downloads.try_clone()?,
+            uploads: self.uploads.try_clone()?,
+            audit: Arc::clone(&self.audit),
+            repairs: self.repairs.clone(),
+        })
+    }
+
     /// The canonical path of the root.
     pub fn path(&self) -> &Path {
         &self.path
@@ -524,6 +542,17 @@ impl Lane {
             }),
             Err(e) => Err(e),
         }
+    }
+
+    /// The same lane, its descriptor duplicated.
+    fn try_clone(&self) -> Result<Self> {
+        Ok(match self {
+            Self::Open(anchor) => Self::Open(anchor.try_clone()?),
+            Self::Broken { path, why } => Self::Broken {
+                path: path.clone(),
+                why: why.clone(),
+            },
+        })
     }
 
     fn anchor(&self) -> Result<&Anchor> {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use safe_lanes::audit::Operation;
+use safe_lanes::control::Waited;
 use safe_lanes::desk::CommandReport;
 use safe_lanes::{Confined, ConfinedOutcome, Control, Grants, Limits, StateRoot, apply_patch};
 use serde_json::json;
@@ -109,9 +110,15 @@ fn streamed(
             let _ = std::io::stderr().write_all(new.stderr.as_bytes());
             let _ = std::io::stdout().flush();
         };
-        while !run.is_finished() {
+        // Woken by new output and by the output's end (the command's pipes closed, or the
+        // run returned without starting it): nothing waits past the command's end.
+        loop {
             copy(&mut mark);
-            std::thread::sleep(Duration::from_millis(50));
+            if run.is_finished()
+                || control.wait_output(mark, Duration::from_secs(60)) == Waited::Ended
+            {
+                break;
+            }
         }
         copy(&mut mark);
         Ok(run

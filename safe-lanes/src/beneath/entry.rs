@@ -297,6 +297,35 @@ impl Anchor {
         Ok(out)
     }
 
+    /// Each name in the anchor's directory, without `.` and `..`, with its type when the
+    /// directory says it (`None` when the file system does not): one read of the directory,
+    /// no `lstat`, nothing allocated per name.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the directory cannot be read.
+    pub fn each_name(
+        &self,
+        mut visit: impl FnMut(&std::ffi::OsStr, Option<FileType>),
+    ) -> Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = rustix::fs::Dir::read_from(&self.fd)
+            .map_err(|e| Error::io("opendir", self.shown(), e))?;
+        for entry in dir {
+            let entry = entry.map_err(|e| Error::io("readdir", self.shown(), e))?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                FileType::Unknown => None,
+                kind => Some(kind),
+            };
+            visit(std::ffi::OsStr::from_bytes(name), kind);
+        }
+        Ok(())
+    }
+
     /// `fsync` of the directory itself, making created, linked and removed names durable.
     ///
     /// # Errors

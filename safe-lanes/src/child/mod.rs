@@ -108,6 +108,7 @@ pub(crate) fn run(
     let status = status.map_err(|e| Error::io("wait", program.as_str(), e))?;
     stdout.wait();
     stderr.wait();
+    control.end_output();
     let kept = control.output();
     Ok(Outcome {
         exit_code: status.code(),

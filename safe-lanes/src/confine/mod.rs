@@ -158,6 +158,13 @@ impl Confined {
     ///
     /// As [`Confined::run`].
     pub fn run_with(&self, session: &Session, control: &Control) -> Result<ConfinedOutcome> {
+        let result = self.recorded_or_refused(session, control);
+        // Whatever happened, no more output comes (a reader waiting for it wakes now).
+        control.end_output();
+        result
+    }
+
+    fn recorded_or_refused(&self, session: &Session, control: &Control) -> Result<ConfinedOutcome> {
         self.run_recorded(session, control)
             .map_err(|failure| match failure {
                 Failure::Before(e) => {

@@ -66,6 +66,8 @@ use crate::input::Name;
 use crate::name::{SafeName, sanitize};
 use crate::root::StateRoot;
 
+mod cursor;
+mod page;
 mod savers;
 
 use savers::{Registration, Savers};
@@ -224,6 +226,20 @@ pub struct Page {
     /// this page's last file, byte for byte.
     #[serde(skip)]
     pub next: Option<std::ffi::OsString>,
+}
+
+/// A page of the download lane's files, as a gateway hands it on ([`DownloadLane::listing`],
+/// the agent's [`AgentDesk::downloads`](crate::AgentDesk::downloads)).
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct DownloadList {
+    /// The download folder.
+    pub path: String,
+    /// The files, by name.
+    pub files: Vec<Entry>,
+    /// Give this as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// What [`DownloadLane::prune`] did.
@@ -527,7 +543,7 @@ impl DownloadLane {
     ///
     /// `io` when the lane cannot be read.
     pub fn list(&self) -> Result<Vec<Entry>> {
-        self.entries_after(None)
+        self.files(|_, _| true)
     }
 
     /// At most `limit` files of the lane, by name, after the name `after` (the `next` of the
@@ -535,28 +551,71 @@ impl DownloadLane {
     /// seen or missed, but no file is listed twice, and every file there all along is listed
     /// once, even two whose names differ only in bytes that are not UTF-8.
     ///
+    /// The page is found in one read of the directory keeping at most `limit + 1` names
+    /// (ADR 0022): memory and `lstat`s are those of the page, whatever the lane holds.
+    ///
     /// # Errors
     ///
     /// `io` when the lane cannot be read.
     pub fn page(&self, after: Option<&std::ffi::OsStr>, limit: usize) -> Result<Page> {
-        let mut entries = self.entries_after(after)?;
+        // A file a crash left unrecorded is recorded before it is listed.
+        self.recover_if_needed();
+        let limit = limit.max(1);
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut from = after.map(page::Key::of);
+        loop {
+            // The names that may fill the rest of the page (and tell whether one more
+            // follows): one read of the directory, at most `want` names kept.
+            let want = limit.saturating_add(1) - entries.len();
+            let (chosen, exhausted) = page::smallest_after(&self.dir, from.as_ref(), want)?;
+            from = chosen.last().cloned();
+            for key in chosen {
+                // Only the page's names are looked at; one gone or changed since is skipped.
+                let Ok(st) = Name::new(&key.raw).and_then(|n| self.dir.stat_entry(n)) else {
+                    continue;
+                };
+                if is_listed(&key.raw, &st) {
+                    entries.push(self.entry(key.raw, &st));
+                }
+            }
+            if entries.len() > limit || exhausted {
+                break;
+            }
+        }
         let next = (entries.len() > limit)
-            .then(|| entries.get(limit.saturating_sub(1)).map(|e| e.raw.clone()))
+            .then(|| entries.get(limit - 1).map(|e| e.raw.clone()))
             .flatten();
         entries.truncate(limit);
         Ok(Page { entries, next })
     }
 
-    /// The lane's files after the name `after` (all of them for `None`), in the order
-    /// [`DownloadLane::files`] lists them.
-    fn entries_after(&self, after: Option<&std::ffi::OsStr>) -> Result<Vec<Entry>> {
-        let after = after.map(|raw| (raw.to_string_lossy(), raw));
-        self.files(|name, _| {
-            after.as_ref().is_none_or(|(lossy, raw)| {
-                let order = name.to_string_lossy().as_ref().cmp(lossy.as_ref());
-                order.then_with(|| name.cmp(raw)).is_gt()
-            })
+    /// A page of at most `limit` files (at least 1) after the `cursor` a previous page gave
+    /// (its `next_cursor`; `None` for the first page): [`DownloadLane::page`], with the page's
+    /// end as an opaque cursor a gateway hands on.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` for a cursor no page gave; `io` when the lane cannot be read.
+    pub fn listing(&self, cursor: Option<&str>, limit: usize) -> Result<DownloadList> {
+        let after = cursor.map(cursor::decode).transpose()?;
+        let page = self.page(after.as_deref(), limit.max(1))?;
+        Ok(DownloadList {
+            path: self.path.to_string_lossy().into_owned(),
+            files: page.entries,
+            next_cursor: page.next.as_deref().map(cursor::encode),
         })
+    }
+
+    /// The [`Entry`] of the lane's file `raw`, whose `lstat` is `st`.
+    fn entry(&self, raw: std::ffi::OsString, st: &Stat) -> Entry {
+        Entry {
+            path: self.path.join(&raw),
+            name: raw.to_string_lossy().into_owned(),
+            bytes: u64::try_from(st.st_size).unwrap_or(0),
+            modified: rfc3339(modified(st)),
+            id: crate::beneath::stat_identity(st),
+            raw,
+        }
     }
 
     /// The lane's files (see [`is_listed`]) that `keep` accepts, by name (lossy, then bytes).
@@ -568,14 +627,7 @@ impl DownloadLane {
             .entries()?
             .into_iter()
             .filter(|(name, st)| is_listed(name, st) && keep(name, st))
-            .map(|(raw, st)| Entry {
-                path: self.path.join(&raw),
-                name: raw.to_string_lossy().into_owned(),
-                bytes: u64::try_from(st.st_size).unwrap_or(0),
-                modified: rfc3339(modified(&st)),
-                raw,
-                id: crate::beneath::stat_identity(&st),
-            })
+            .map(|(raw, st)| self.entry(raw, &st))
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.raw.cmp(&b.raw)));
         Ok(out)

@@ -679,6 +679,42 @@ fn a_control_shows_output_as_it_comes_and_stops_the_whole_command() {
     assert!(!rw.join("late").exists(), "nothing ran after the stop");
 }
 
+/// A reader following a command's output is woken by the command's end, whether the command
+/// ran or was refused before it started: it never has to look again to learn of it.
+#[test]
+fn the_end_of_a_command_wakes_whoever_follows_its_output() {
+    use safe_lanes::control::{Mark, Waited};
+    let w = World::new();
+    let session = w.grants.session();
+    let follow = |confined: Confined| {
+        let control = Control::new();
+        std::thread::scope(|s| {
+            let runner = s.spawn(|| confined.run_with(&session, &control));
+            let mut mark = Mark::default();
+            let mut seen = String::new();
+            loop {
+                // Far longer than the command takes: only a missing wake-up reaches it.
+                match control.wait_output(mark, Duration::from_secs(120)) {
+                    Waited::New => {
+                        let (new, next) = control.output_since(mark);
+                        seen.push_str(&new.stdout);
+                        mark = next;
+                    }
+                    Waited::Ended => break,
+                    Waited::TimedOut => panic!("the command's end woke nobody: {seen:?}"),
+                }
+            }
+            (seen, runner.join().unwrap())
+        })
+    };
+    let (seen, ran) = follow(Confined::new("/bin/sh", ["-c", "echo one; echo two"]));
+    assert_eq!(seen, "one\ntwo\n");
+    assert!(ran.unwrap().outcome.success());
+    let (seen, refused) = follow(Confined::new("/bin/true", [] as [&str; 0]).cwd(alias("nope")));
+    assert_eq!(seen, "");
+    assert!(refused.is_err());
+}
+
 /// Background jobs (the agent's desk holds them): output is reported once, as it comes; a
 /// finished job is reported one last time and forgotten; the number is bounded; a stop kills
 /// the whole command; a refusal comes at start; dropping the desk stops what still runs.

@@ -425,6 +425,29 @@ fn pages_list_every_file_once_in_order() {
     );
 }
 
+/// A page holds the lane's files only: directories, links, a FIFO and hidden staging files
+/// between them are passed over, and a page is never short while files follow.
+#[test]
+fn pages_pass_over_what_is_not_a_lane_file() {
+    let fx = Fixture::new();
+    let dir = fx.root.downloads_path();
+    for name in ["a.txt", "e.txt", "g.txt"] {
+        std::fs::write(dir.join(name), "x").unwrap();
+    }
+    std::fs::create_dir(dir.join("b.dir")).unwrap();
+    symlink(dir.join("a.txt"), dir.join("c.link")).unwrap();
+    mkfifo(&dir.join("d.fifo"));
+    std::fs::write(dir.join(".partial-f.txt"), "x").unwrap();
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    let first = lane.page(None, 2).unwrap();
+    let names: Vec<&str> = first.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["a.txt", "e.txt"]);
+    assert_eq!(first.next.as_deref(), Some(OsStr::new("e.txt")));
+    let second = lane.page(first.next.as_deref(), 2).unwrap();
+    let names: Vec<&str> = second.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!((names, second.next), (vec!["g.txt"], None));
+}
+
 /// Two files whose names differ only in bytes that are not UTF-8 have the same lossy name;
 /// paged one at a time, each is still listed exactly once.
 #[test]

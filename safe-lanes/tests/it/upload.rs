@@ -407,7 +407,20 @@ pub(crate) fn the_hard_guard_holds_when_the_allowlist_covers_the_state_root() {
     let roots = format!("{}\n{}\n", w.tmp.path().display(), w.p("state").display());
     std::fs::write(w.p("state/.upload-roots"), roots).unwrap();
     let source = w.source();
-    assert!(source.roots().iter().any(|r| r.covers_state_root));
+    // Both contain it (the lane `.downloads`, inside it, does not).
+    let covering: Vec<_> = source
+        .roots()
+        .iter()
+        .filter(|r| r.covers_state_root)
+        .map(|r| r.entry.clone())
+        .collect();
+    assert_eq!(
+        covering,
+        [
+            w.p("state").display().to_string(),
+            w.tmp.path().display().to_string()
+        ]
+    );
     for rel in [
         "state/token",
         "state/.upload-roots",
