@@ -271,7 +271,8 @@ pub(crate) enum GrantCommand {
         #[arg(long)]
         actor: Option<String>,
     },
-    /// Adopt on this host a grant approved without a host (one another tool wrote).
+    /// Adopt on this host a grant not bound to it: approved without a host (one another tool
+    /// wrote), or on another host or machine (a manifest restored here, a mounted state root).
     Adopt {
         /// The grant's alias.
         alias: String,
@@ -356,7 +357,7 @@ pub(crate) enum UploadCommand {
     /// Check that PATH may be uploaded; print its canonical path, root, size and SHA-256.
     Check {
         /// An absolute path.
-        #[arg(value_name = "PATH", allow_hyphen_values = true)]
+        #[arg(value_name = "PATH", allow_hyphen_values = true, value_parser = any_path())]
         path: PathBuf,
     },
     /// List the effective upload roots with their origin, and the ignored entries with why;
@@ -371,7 +372,7 @@ pub(crate) enum UploadCommand {
     /// deposit (the uploader's working directory); without `{file}` the path is appended.
     Send {
         /// An absolute path.
-        #[arg(value_name = "PATH", allow_hyphen_values = true)]
+        #[arg(value_name = "PATH", allow_hyphen_values = true, value_parser = any_path())]
         path: PathBuf,
         /// Kill the uploader after this many seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 300)]
@@ -481,4 +482,12 @@ pub(crate) struct ApproveArgs {
     /// Who, for the changelog (default: the OS user).
     #[arg(long)]
     pub(crate) actor: Option<String>,
+}
+
+/// A path argument taken as it is, the empty one included: what a path may be is the
+/// library's to say (`upload check ""` is `relative_path`, as the agent's `upload_resolve`
+/// answers), not clap's.
+fn any_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
 }

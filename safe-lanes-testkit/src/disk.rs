@@ -15,6 +15,20 @@ impl SmallDisk {
     /// Mount one, or `None` (the reason on stderr) unless running as root, which mounting
     /// needs (CI runs as root).
     pub fn mount(size: &str) -> Option<Self> {
+        Self::mount_with(size, "")
+    }
+
+    /// Mount one with more mount options (`nosymfollow`, …, comma-separated after the size);
+    /// running as root is required (the test cannot hold without it).
+    pub fn mount_as_root_with(size: &str, options: &str) -> Self {
+        assert!(
+            rustix::process::geteuid().is_root(),
+            "mounting a tmpfs needs root (CI runs as root)"
+        );
+        Self::mount_with(size, options).expect("mounted")
+    }
+
+    fn mount_with(size: &str, options: &str) -> Option<Self> {
         if !rustix::process::geteuid().is_root() {
             #[allow(clippy::print_stderr)] // the reason for skipping, where the runner shows it
             {
@@ -30,13 +44,16 @@ impl SmallDisk {
                 "-t",
                 "tmpfs",
                 "-o",
-                &format!("size={size},mode=0700"),
+                &format!(
+                    "size={size},mode=0700{}{options}",
+                    if options.is_empty() { "" } else { "," }
+                ),
                 "tmpfs",
             ])
             .arg(&path)
             .status()
             .unwrap();
-        assert!(status.success(), "mount a {size} tmpfs");
+        assert!(status.success(), "mount a {size} tmpfs ({options})");
         Some(Self { path, _tmp: tmp })
     }
 

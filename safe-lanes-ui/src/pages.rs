@@ -284,7 +284,7 @@ pub(crate) async fn uploads(State(app): State<Arc<App>>, human: Human) -> Respon
                     path: shown(&r.path),
                     origin: r.origin.as_str(),
                     entry: r.entry.clone(),
-                    note: safe_lanes::upload_roots::warnings(&r.path, app.root.path())
+                    note: safe_lanes::upload_roots::warnings(&r.path, &app.root)
                         .iter()
                         .map(|w| w.message.clone())
                         .collect::<Vec<_>>()

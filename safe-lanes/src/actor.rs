@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
+use crate::error::Shown;
+
 /// The side an operation comes from.
 ///
 /// The agent side (the MCP server, or any adapter that serves a model) is recorded as `agent`;
@@ -31,9 +33,9 @@ impl Actor {
     /// An actor as the audit log or the changelog recorded it, for a person to read: a user
     /// id (`uid:1000`, perhaps followed by the name `--actor` gave) with its account's name
     /// first (`alice (uid:1000)`, `alice (uid:1000) as ops bot`); anything else as recorded.
-    /// Escaped once ([`Shown`](crate::Shown)), so a recorded actor cannot pass for page text.
+    /// Escaped once ([`Shown`]), so a recorded actor cannot pass for page text.
     pub fn shown(recorded: &str) -> String {
-        let escaped = crate::Shown::text(recorded).to_string();
+        let escaped = Shown::text(recorded).to_string();
         let Some(rest) = recorded.strip_prefix("uid:") else {
             return escaped;
         };
@@ -44,11 +46,24 @@ impl Actor {
         let Some(name) = uid.parse::<u32>().ok().and_then(crate::accounts::name_of) else {
             return escaped;
         };
-        let name = crate::Shown::text(name);
+        let name = Shown::text(name);
         match given.and_then(|g| g.strip_prefix('(')?.strip_suffix(')')) {
-            Some(given) => format!("{name} (uid:{uid}) as {}", crate::Shown::text(given)),
+            Some(given) => format!("{name} (uid:{uid}) as {}", Shown::text(given)),
             None if given.is_none() => format!("{name} (uid:{uid})"),
             None => format!("{name} ({escaped})"),
+        }
+    }
+
+    /// How a human's change to the grants is recorded: [`Actor::human`] (`uid:N`), followed by
+    /// the name the caller gave, if any (`uid:N (alice)`, escaped as [`Shown`] escapes it).
+    ///
+    /// Guarantee: the side is always the process's user id; no name can pass for another side
+    /// (`agent`) or another user.
+    pub fn human_named(name: Option<&str>) -> String {
+        let me = Self::human().to_string();
+        match name {
+            Some(name) => format!("{me} ({})", Shown::text(name)),
+            None => me,
         }
     }
 }

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::beneath::shown_fd;
 use crate::digest::finish_hex;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Shown};
 
 /// The largest read/write chunk.
 const CHUNK: usize = 256 * 1024;
@@ -237,6 +237,14 @@ fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
 fn received(e: io::Error) -> Error {
     const WHAT: &str = "the content being received";
     if !e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+        // The input is not what it claims to be (invalid base64 from an adapter): a
+        // refusal of the content, recorded as such, not a failure of the system.
+        if e.kind() == io::ErrorKind::InvalidData {
+            return Error::InvalidArgument {
+                what: Shown::text("the content"),
+                why: Shown::message(&e.to_string()).as_str().to_owned(),
+            };
+        }
         return Error::io("read", WHAT, e);
     }
     match e.into_inner().map(|inner| inner.downcast::<Error>()) {

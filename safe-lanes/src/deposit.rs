@@ -214,6 +214,8 @@ pub struct UploadDeposit {
     path: PathBuf,
     /// Uploads in flight: each recorded before its uploader runs (`crate::ongoing`).
     ongoing: Ongoing,
+    /// Where refused content is recorded.
+    audit: std::sync::Arc<crate::audit::AuditLog>,
     max_bytes: Option<u64>,
     actor: Actor,
 }
@@ -265,6 +267,7 @@ impl UploadDeposit {
             dir: root.uploads()?.try_clone()?,
             path: root.uploads_path(),
             ongoing,
+            audit: root.audit(),
             max_bytes: None,
             actor: Actor::Agent,
         };
@@ -289,16 +292,31 @@ impl UploadDeposit {
         &self.path
     }
 
-    /// Stage what `reader` yields under a name derived from `hint`.
+    /// Stage what `reader` yields under a name derived from `hint`; a refusal is recorded
+    /// as `upload.refused`.
     ///
     /// # Errors
     ///
-    /// `too_large` past the cap, `io` otherwise; nothing is left in the deposit.
+    /// `too_large` past the cap; `invalid_argument` when `reader` fails with
+    /// [`InvalidData`](std::io::ErrorKind::InvalidData) (content that is not what it claims,
+    /// such as invalid base64); `io` otherwise; nothing is left in the deposit.
     ///
     /// # Security
     ///
     /// The hint is untrusted; it only becomes one sanitized name in a fresh private directory.
-    pub fn stage(&self, hint: impl AsRef<[u8]>, mut reader: impl Read) -> Result<Staged<'_>> {
+    pub fn stage(&self, hint: impl AsRef<[u8]>, reader: impl Read) -> Result<Staged<'_>> {
+        let hint = hint.as_ref();
+        self.stage_unrecorded(hint, reader).map_err(|e| {
+            self.audit.refused(
+                crate::audit::Operation::Upload,
+                self.actor,
+                &String::from_utf8_lossy(hint),
+                e,
+            )
+        })
+    }
+
+    fn stage_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Staged<'_>> {
         let name = sanitize(hint);
         let mut staged = Staged {
             deposit: self,

@@ -56,7 +56,8 @@ macro_rules! codes {
 }
 
 codes! {
-    /// A `..` component would climb out of the folder it is relative to.
+    /// A `..` that would climb out of the folder a path is relative to, or a `.`, `..` (or a
+    /// `/` in one name) where only a plain path or a single name is accepted.
     Traversal = "traversal",
     /// An absolute path was given where a relative one is required.
     AbsolutePath = "absolute_path",
@@ -119,6 +120,9 @@ codes! {
     /// A fetch failed on the way: the remote answered an error status, or the transfer broke
     /// or timed out. An operational failure, like `io`, not a refusal.
     FetchFailed = "fetch_failed",
+    /// An upload source (or a file to patch) on a pseudo-filesystem (`proc`, `sysfs`,
+    /// `cgroup` …) or a device node: a view of the kernel or of a process, never data.
+    PseudoFile = "pseudo_file",
     /// An operating-system call failed for a reason that is not a refusal.
     Io = "io",
 }
@@ -268,10 +272,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// A `..` component would leave the folder.
+    /// A `..` that would leave the folder, or a `.` or `..` where none is accepted.
     Traversal {
         /// The refused path.
         path: Shown,
+        /// Which rule it breaks.
+        why: &'static str,
     },
     /// An absolute path where a relative one is required.
     AbsolutePath {
@@ -439,6 +445,13 @@ pub enum Error {
         /// What went wrong (escaped).
         why: Shown,
     },
+    /// On a pseudo-filesystem, or a device node.
+    PseudoFile {
+        /// The refused path, as the caller gave it.
+        path: Shown,
+        /// What it is (`on proc`, `a character device` …).
+        what: String,
+    },
     /// An argument is malformed, out of range, or missing something it needs.
     InvalidArgument {
         /// The argument (escaped).
@@ -474,10 +487,7 @@ pub struct Message<'a>(&'a Error);
 impl fmt::Display for Message<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Error::Traversal { path, .. } => write!(
-                f,
-                "{path}: `..` would climb out of the folder it is relative to"
-            ),
+            Error::Traversal { path, why, .. } => write!(f, "{path}: {why}"),
             Error::AbsolutePath { path, .. } => write!(
                 f,
                 "{path}: an absolute path was given where a path relative to the folder is required"
@@ -542,6 +552,10 @@ impl fmt::Display for Message<'_> {
                 "{limit} background commands are running already; wait for one or stop one"
             ),
             Error::ProtectedPath { path, why, .. } => write!(f, "{path} is protected: {why}"),
+            Error::PseudoFile { path, what, .. } => write!(
+                f,
+                "{path}: is {what}, a view of the kernel or of a process, not a file of data"
+            ),
             Error::InvalidArgument { what, why, .. } => write!(f, "{what}: {why}"),
             Error::NotConfigured { what, why, .. } => write!(f, "{what} is not configured: {why}"),
             Error::AddressRefused { url, why, .. } => {

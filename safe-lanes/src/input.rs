@@ -13,6 +13,9 @@ use std::path::{Component, Path};
 
 use crate::error::{Error, Result, Shown};
 
+/// Why a `..` that climbs above a relative path's start is refused.
+const CLIMBS_OUT: &str = "`..` would climb out of the folder it is relative to";
+
 /// The longest path the kernel resolves (`PATH_MAX` without its NUL).
 pub const PATH_MAX: usize = 4095;
 
@@ -89,6 +92,7 @@ impl<'a> Name<'a> {
         if bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
             return Err(Error::Traversal {
                 path: Shown::bytes(bytes),
+                why: "not a single name: it is `.` or `..`, or holds a `/`",
             });
         }
         Ok(Self(Path::new(name)))
@@ -213,16 +217,22 @@ fn relative(path: &Path, parents: bool) -> Result<&Path> {
     for part in bytes.split(|&b| b == b'/') {
         match part {
             b"" | b"." => {}
-            b".." if parents => {
-                depth = depth.checked_sub(1).ok_or_else(|| Error::Traversal {
-                    path: Shown::bytes(bytes),
-                })?;
-            }
-            b".." => {
-                return Err(Error::Traversal {
-                    path: Shown::bytes(bytes),
-                });
-            }
+            b".." => match depth.checked_sub(1) {
+                None => {
+                    return Err(Error::Traversal {
+                        path: Shown::bytes(bytes),
+                        why: CLIMBS_OUT,
+                    });
+                }
+                Some(_) if !parents => {
+                    return Err(Error::Traversal {
+                        path: Shown::bytes(bytes),
+                        why: "a `..` component is not accepted here: the path must lead \
+                              straight down the folder",
+                    });
+                }
+                Some(up) => depth = up,
+            },
             _ => depth += 1,
         }
     }
@@ -245,6 +255,7 @@ fn absolute(path: &Path, normalized: bool) -> Result<&Path> {
     if normalized && dotted {
         return Err(Error::Traversal {
             path: Shown::bytes(bytes),
+            why: "a `.` or `..` component is not accepted here: the path must be normalized",
         });
     }
     Ok(path)
@@ -294,6 +305,15 @@ mod tests {
         assert_eq!(inside("a\0b"), Some(Code::NulByte));
         assert_eq!(plain("a/b"), None);
         assert_eq!(plain("a/../b"), Some(Code::Traversal));
+        // Each says what it breaks: `a/../b` never leaves the folder.
+        let why = |p: &str| RelPath::without_parents(p).unwrap_err().to_string();
+        assert!(
+            why("a/../b").contains("not accepted here"),
+            "{}",
+            why("a/../b")
+        );
+        assert!(!why("a/../b").contains("climb out"), "{}", why("a/../b"));
+        assert!(why("../b").contains("climb out"), "{}", why("../b"));
     }
 
     #[test]

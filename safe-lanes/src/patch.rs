@@ -11,6 +11,13 @@
 //!   text of at most [`MAX_FILE_BYTES`];
 //! - the diff must describe exactly one text file: binary patches, renames, copies, mode-only
 //!   changes and multi-file diffs are `patch_rejected`;
+//! - the file the diff says it changes must be the target: the name after `+++` (after `---`
+//!   for a deletion), without git's `a/` or `b/`, and the target must be one the other's
+//!   last components — a diff made above the grant (`b/src/x.rs` for the target `x.rs` of a
+//!   grant on `src/`) or in a folder below it (`b/x.rs` for `src/x.rs`) names it, `b/y.rs`
+//!   or `b/tests/x.rs` does not; the name after `---` of a change is free (`diff -u x.orig
+//!   x`). A diff written for another file is `patch_rejected`, so what is recorded as
+//!   patched is what the diff says it changes;
 //! - every hunk must match exactly (context lines included; a hunk may sit at another line
 //!   than it says, but never with fuzz), else `patch_rejected` names the failing hunk and the
 //!   file is untouched;
@@ -143,6 +150,7 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     let edit = parse(diff)?;
     let current = read_target(&dir, name, file)?;
     let base = base_text(&edit.op, current.as_ref(), file)?;
+    names_the_target(edit.changes.as_deref(), file)?;
     let mut work = Work::default();
     let patched = apply_hunks(base, edit.patch.hunks(), MAX_MATCH_WORK, &mut work)
         .map_err(|miss| rejected(miss.describe(file)))?;
@@ -509,6 +517,8 @@ enum Op {
 struct Edit<'d> {
     op: Op,
     patch: diffy::Patch<'d, str>,
+    /// The file the diff says it changes: the name after `+++`, or after `---` for a deletion.
+    changes: Option<String>,
 }
 
 /// Parse a diff that changes exactly one text file.
@@ -542,6 +552,11 @@ fn parse(diff: &str) -> Result<Edit<'_>> {
             "symbolic links and submodules are not patched".into(),
         ));
     }
+    let changes = match file.operation() {
+        FileOperation::Create(name) | FileOperation::Delete(name) => Some(name.to_string()),
+        FileOperation::Modify { modified, .. } => Some(modified.to_string()),
+        FileOperation::Rename { .. } | FileOperation::Copy { .. } => None,
+    };
     let op = match file.operation() {
         FileOperation::Create(_) => Op::Create,
         FileOperation::Delete(_) => Op::Delete,
@@ -557,7 +572,43 @@ fn parse(diff: &str) -> Result<Edit<'_>> {
     if patch.hunks().is_empty() {
         return Err(rejected("the diff has no hunks".into()));
     }
-    Ok(Edit { op, patch })
+    Ok(Edit { op, patch, changes })
+}
+
+/// Refuse a diff for another file than `target`: the file it says it changes (`name`, the one
+/// after `+++`, or after `---` for a deletion), as written or without git's `a/` or `b/`, and
+/// the target must be one the other's last components.
+fn names_the_target(name: Option<&str>, target: &Path) -> Result<()> {
+    let Some(name) = name else {
+        return Ok(());
+    };
+    // A diff is text: a name that is not UTF-8 is written in it as its lossy form.
+    let target_text = target.to_string_lossy();
+    let wanted: Vec<&[u8]> = target_text
+        .as_bytes()
+        .split(|&b| b == b'/')
+        .filter(|part| !part.is_empty() && *part != b".")
+        .collect();
+    let named: Vec<&[u8]> = name
+        .as_bytes()
+        .split(|&b| b == b'/')
+        .filter(|part| !part.is_empty() && *part != b".")
+        .collect();
+    let unprefixed = match named.split_first() {
+        Some((first, rest)) if !rest.is_empty() && matches!(*first, b"a" | b"b") => rest,
+        _ => &named[..],
+    };
+    let names_it = [&named[..], unprefixed]
+        .into_iter()
+        .any(|n| !n.is_empty() && (n.ends_with(&wanted) || wanted.ends_with(n)));
+    if !names_it {
+        return Err(rejected(format!(
+            "the diff is for {}, not for {}: a patch changes only the file it is given",
+            Shown::text(name),
+            Shown::path(target)
+        )));
+    }
+    Ok(())
 }
 
 /// The target's directory (relative to the grant) and its name.
@@ -600,7 +651,7 @@ fn read_target(dir: &Anchor, name: Name<'_>, shown: &Path) -> Result<Option<Curr
         }
         Err(e) => return Err(e),
     };
-    let st = crate::beneath::regular_single_link(fd.as_fd(), shown)?;
+    let st = crate::beneath::data_file(fd.as_fd(), shown)?;
     if st.st_size as u64 > MAX_FILE_BYTES {
         return Err(Error::TooLarge {
             what: "the file, in bytes,",

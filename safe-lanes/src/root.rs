@@ -109,7 +109,7 @@ impl RootLocation {
     ///
     /// # Errors
     ///
-    /// `not_found` when no setting applies and `HOME` is unset.
+    /// `not_configured` when no setting applies and `HOME` is unset.
     pub fn resolve(flag: Option<&Path>) -> Result<Self> {
         Self::resolve_with(flag, |key| std::env::var_os(key))
     }
@@ -123,23 +123,45 @@ impl RootLocation {
         flag: Option<&Path>,
         env: impl Fn(&str) -> Option<OsString>,
     ) -> Result<Self> {
-        let var = |key: &str| env(key).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let (path, origin) = if let Some(flag) = flag {
-            (flag.to_path_buf(), RootOrigin::Flag)
-        } else if let Some(p) = var("SAFE_LANES_ROOT") {
-            (p, RootOrigin::SafeLanesRoot)
-        } else if let Some(p) = var("GWSA_ROOT") {
-            (p, RootOrigin::GwsaRoot)
-        } else if let Some(p) = var("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
-            (p.join("safe-lanes"), RootOrigin::XdgStateHome)
-        } else if let Some(home) = var("HOME") {
-            (home.join(".local/state/safe-lanes"), RootOrigin::Home)
-        } else {
-            return Err(Error::NotConfigured {
-                what: "the state root",
-                why: "no --root, SAFE_LANES_ROOT, GWSA_ROOT, XDG_STATE_HOME or HOME is set".into(),
-            });
+        let chosen = match flag {
+            Some(flag) => Some(Self::absolute(flag.to_path_buf(), RootOrigin::Flag)?),
+            None => Self::named_with(env)?.into_iter().next(),
         };
+        chosen.ok_or_else(|| Error::NotConfigured {
+            what: "the state root",
+            why: "no --root, SAFE_LANES_ROOT, GWSA_ROOT, XDG_STATE_HOME or HOME is set".into(),
+        })
+    }
+
+    /// Every state root the environment and the defaults name, in the order
+    /// [`RootLocation::resolve`] tries them: `SAFE_LANES_ROOT`, `GWSA_ROOT`,
+    /// `$XDG_STATE_HOME/safe-lanes`, `~/.local/state/safe-lanes` (each that is set, with the
+    /// rules of [`RootLocation::resolve`]). Whichever is in use, the others may hold another
+    /// gateway's tokens: the upload hard guard covers them all
+    /// ([`UploadSource`](crate::UploadSource)).
+    ///
+    /// # Errors
+    ///
+    /// `io` when a relative root variable cannot be made absolute.
+    pub fn named_with(env: impl Fn(&str) -> Option<OsString>) -> Result<Vec<Self>> {
+        let var = |key: &str| env(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let named = [
+            var("SAFE_LANES_ROOT").map(|p| (p, RootOrigin::SafeLanesRoot)),
+            var("GWSA_ROOT").map(|p| (p, RootOrigin::GwsaRoot)),
+            var("XDG_STATE_HOME")
+                .filter(|p| p.is_absolute())
+                .map(|p| (p.join("safe-lanes"), RootOrigin::XdgStateHome)),
+            var("HOME").map(|home| (home.join(".local/state/safe-lanes"), RootOrigin::Home)),
+        ];
+        named
+            .into_iter()
+            .flatten()
+            .map(|(path, origin)| Self::absolute(path, origin))
+            .collect()
+    }
+
+    /// `path`, made absolute against the current directory, as chosen by `origin`.
+    fn absolute(path: PathBuf, origin: RootOrigin) -> Result<Self> {
         let path = std::path::absolute(&path).map_err(|e| Error::io("absolute", &path, e))?;
         Ok(Self { path, origin })
     }
@@ -332,6 +354,24 @@ impl StateRoot {
         Ok(())
     }
 
+    /// Another handle on the same open root: its descriptors duplicated (never opened again by
+    /// path), its audit log shared. For a gateway that hands one root to several owners (a
+    /// desk and a lane, each wanting its own `StateRoot`).
+    ///
+    /// # Errors
+    ///
+    /// `io` when the descriptor table is full.
+    pub fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            path: self.path.clone(),
+            anchor: self.anchor.try_clone()?,
+            downloads: self.downloads.try_clone()?,
+            uploads: self.uploads.try_clone()?,
+            audit: Arc::clone(&self.audit),
+            repairs: self.repairs.clone(),
+        })
+    }
+
     /// The canonical path of the root.
     pub fn path(&self) -> &Path {
         &self.path
@@ -502,6 +542,17 @@ impl Lane {
             }),
             Err(e) => Err(e),
         }
+    }
+
+    /// The same lane, its descriptor duplicated.
+    fn try_clone(&self) -> Result<Self> {
+        Ok(match self {
+            Self::Open(anchor) => Self::Open(anchor.try_clone()?),
+            Self::Broken { path, why } => Self::Broken {
+                path: path.clone(),
+                why: why.clone(),
+            },
+        })
     }
 
     fn anchor(&self) -> Result<&Anchor> {

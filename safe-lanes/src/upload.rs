@@ -39,12 +39,21 @@
 //!    allowed root is followed beneath that root's descriptor, a link anywhere else is
 //!    `outside_allowlist` naming the path given, never the target. The file is finally opened
 //!    beneath its root with `RESOLVE_NO_SYMLINKS`, so what was walked is what is opened; a
-//!    change between two steps restarts the walk (at most three times).
-//! 5. **Hard guard**: anything under the state root other than `.downloads` is refused
-//!    (`state_root`), even when an allowlist entry covers the state root by mistake.
-//! 6. Only regular files (`not_regular_file`; FIFOs are opened non-blocking, so a FIFO is
-//!    refused at once), with exactly one link (`hardlinked`: a second link can smuggle any
-//!    inode, such as a token, into an allowed folder).
+//!    change between two steps restarts the walk (at most three times). As the kernel
+//!    would: a link whose text ends in `/` names a directory (`not_found` when it leads to
+//!    a file), and no link is followed on a mount that follows none (`nosymfollow`:
+//!    `symlink_escape`).
+//! 5. **Hard guard**: anything under a state root other than its `.downloads` is refused
+//!    (`state_root`), even when an allowlist entry covers it by mistake — the state root in
+//!    use, and every other one the environment or the defaults name (`SAFE_LANES_ROOT`,
+//!    `GWSA_ROOT`, `$XDG_STATE_HOME/safe-lanes`, `~/.local/state/safe-lanes`: another
+//!    gateway's tokens), by the path as written and by where the kernel finds it.
+//! 6. Only files of data: nothing on a pseudo-filesystem (`proc`, `sysfs`, `cgroup` …) and
+//!    no device node (`pseudo_file`), decided from the opened descriptor (`fstatfs`), not the
+//!    path — `/proc/self/environ` is the gateway's own environment, wherever `proc` is
+//!    mounted; only regular files (`not_regular_file`; FIFOs are opened non-blocking, so a
+//!    FIFO is refused at once), with exactly one link (`hardlinked`: a second link can
+//!    smuggle any inode, such as a token, into an allowed folder).
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -61,13 +70,16 @@ use crate::actor::Actor;
 use crate::beneath::{self, Ambient, Anchor, Symlinks, location_of};
 use crate::error::{Error, Result, Shown};
 use crate::input::{self, AbsPath, Name, RelPath};
-use crate::root::{StateRoot, UPLOAD_ROOTS_FILE};
+use crate::root::{DOWNLOADS_DIR, RootLocation, StateRoot, UPLOAD_ROOTS_FILE};
 
 /// Walks through symbolic links restarted when what they checked changed before the open.
 const ATTEMPTS: usize = 3;
-/// Why the hard guard refuses a source.
+/// Why the hard guard refuses a source under the state root in use.
 const INSIDE_STATE_ROOT: &str =
     "inside the safe-lanes state root, which only the library itself may touch";
+/// Why the hard guard refuses a source under another state root.
+const INSIDE_OTHER_ROOT: &str = "inside another safe-lanes state root (one SAFE_LANES_ROOT, \
+     GWSA_ROOT or a default names), which only the library itself may touch";
 /// The most symbolic links followed for one source (as the kernel's `MAXSYMLINKS`).
 const MAX_LINKS: usize = 40;
 /// How a source is opened: read-only, and without blocking on a FIFO.
@@ -114,8 +126,9 @@ pub struct AllowedRoot {
     pub origin: AllowedBy,
     /// The entry as written (a line of the file, or an element of the variable).
     pub entry: String,
-    /// Whether the root contains the state root (the hard guard then refuses everything
-    /// under the state root but `.downloads`).
+    /// Whether the root contains a state root — the one in use, or another one the
+    /// environment or the defaults name (the hard guard then refuses everything under that
+    /// state root but its `.downloads`).
     pub covers_state_root: bool,
     #[serde(skip)]
     anchor: Anchor,
@@ -175,11 +188,7 @@ pub struct Source {
 pub struct UploadSource {
     roots: Vec<AllowedRoot>,
     ignored: Vec<IgnoredEntry>,
-    state_root: PathBuf,
-    downloads: PathBuf,
-    /// The components of `state_root` and `downloads`, for the hard guard on what a path spells.
-    state_parts: Vec<Vec<u8>>,
-    downloads_parts: Vec<Vec<u8>>,
+    guard: HardGuard,
     audit: std::sync::Arc<crate::audit::AuditLog>,
     actor: Actor,
 }
@@ -201,15 +210,11 @@ impl UploadSource {
     ///
     /// As [`UploadSource::load`].
     pub fn load_with(root: &StateRoot, env: impl Fn(&str) -> Option<OsString>) -> Result<Self> {
-        let state_root = root.path().to_path_buf();
         let downloads = root.downloads_path();
         let mut this = Self {
             roots: Vec::new(),
             ignored: Vec::new(),
-            state_parts: parts_of(&state_root),
-            downloads_parts: parts_of(&downloads),
-            state_root,
-            downloads: downloads.clone(),
+            guard: HardGuard::new(root, RootLocation::named_with(&env)?),
             audit: root.audit(),
             actor: Actor::Agent,
         };
@@ -218,7 +223,7 @@ impl UploadSource {
             path: downloads.clone(),
             origin: AllowedBy::Downloads,
             entry: downloads.to_string_lossy().into_owned(),
-            covers_state_root: false,
+            covers_state_root: this.guard.covered_by(&downloads),
             anchor: root.downloads()?.try_clone()?,
         });
         for (at, line) in read_roots_file(root) {
@@ -293,7 +298,7 @@ impl UploadSource {
         }
 
         let root = AllowedRoot {
-            covers_state_root: is_within(&self.state_root, &path),
+            covers_state_root: self.guard.covered_by(&path),
             path,
             origin,
             entry: shown,
@@ -343,15 +348,17 @@ impl UploadSource {
     /// # Errors
     ///
     /// `relative_path`, `nul_byte`, `invalid_argument`, `outside_allowlist`, `state_root`,
-    /// `not_found` (missing inside an allowed root), `symlink_escape` (a loop of links, or a
-    /// path that kept changing), `not_regular_file`, `hardlinked`, or `io`.
+    /// `not_found` (missing inside an allowed root), `symlink_escape` (a loop of links, a link
+    /// on a `nosymfollow` mount, or a path that kept changing), `pseudo_file`,
+    /// `not_regular_file`, `hardlinked`, or `io`.
     ///
     /// # Security
     ///
     /// `path` is untrusted. The returned handle was opened beneath an allowed root's
-    /// descriptor, and is never under the state root except `.downloads`. Nothing outside the
-    /// allowed roots is looked at, so the outcome and the message are the same whatever
-    /// exists there, and never name where a link leads outside.
+    /// descriptor, is never under a state root except its `.downloads`, and is a regular file
+    /// of data (never the kernel's view of a process, such as `/proc/self/environ`). Nothing
+    /// outside the allowed roots is looked at, so the outcome and the message are the same
+    /// whatever exists there, and never name where a link leads outside.
     pub fn open(&self, path: &Path) -> Result<Opened> {
         self.open_unrecorded(path).map_err(|e| {
             self.audit.refused(
@@ -446,6 +453,7 @@ impl UploadSource {
                 walked: Vec::new(),
                 queue: rest.iter().map(|part| part.to_vec()).collect(),
                 links: 0,
+                directory_only: false,
             };
             if let Some(opened) = self.walk(asked, walk)? {
                 return Ok(opened);
@@ -478,12 +486,21 @@ impl UploadSource {
             let kind = FileType::from_raw_mode(dir.stat_entry(name)?.st_mode);
             let last = w.queue.is_empty();
             match kind {
+                FileType::Symlink if !dir.follows_links()? => {
+                    return Err(Error::SymlinkEscape {
+                        path: Shown::path(asked),
+                        why: "a symbolic link on the way is on a mount that follows none \
+                              (nosymfollow)",
+                    });
+                }
                 FileType::Symlink => match dir.read_link(name)? {
                     Some(target) => self.expand(asked, &mut w, &target)?,
                     None => return Ok(None),
                 },
                 FileType::Directory if !last => w.walked.push(part),
-                _ if !last => {
+                // A link whose text ends in `/` (or `/.`) names a directory, as every
+                // component before the last does: the kernel answers ENOTDIR.
+                _ if !last || (w.directory_only && kind != FileType::Directory) => {
                     return Err(Error::NotFound {
                         path: Shown::path(asked),
                         why: "a path component is not a directory".into(),
@@ -519,6 +536,8 @@ impl UploadSource {
                 why: "a symbolic link on the way is empty".into(),
             });
         }
+        // The link stood last, and its text ends like a directory's: so must the path.
+        w.directory_only |= w.queue.is_empty() && names_a_directory(target);
         let parts = target
             .split(|&b| b == b'/')
             .filter(|part| !part.is_empty() && *part != b".")
@@ -561,7 +580,8 @@ impl UploadSource {
         }
     }
 
-    /// The checks on an opened candidate: hard guard, regular file, one link.
+    /// The checks on an opened candidate: hard guard, a file of data (no pseudo-file), regular,
+    /// one link.
     fn accept(
         &self,
         asked: &Path,
@@ -570,7 +590,7 @@ impl UploadSource {
         root: &AllowedRoot,
     ) -> Result<Opened> {
         self.guard(&real)?;
-        let st = beneath::regular_single_link(fd.as_fd(), asked)?;
+        let st = beneath::data_file(fd.as_fd(), asked)?;
         // Reads need no O_NONBLOCK; it only kept a FIFO from blocking the open.
         rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(|e| Error::io("fcntl", asked, e))?;
         // Walked beneath an outer root into a nested one, the file is reported in the inner.
@@ -587,29 +607,153 @@ impl UploadSource {
         })
     }
 
-    /// The hard guard: nothing under the state root but `.downloads`.
+    /// The hard guard on the canonical path of an opened file ([`HardGuard`]).
+    ///
+    /// `real` is normalized (an allowed root's real path joined with names read as written:
+    /// no `.`, `..` or empty component), so its components are compared as they stand, with
+    /// nothing allocated on the way of every open.
     fn guard(&self, real: &Path) -> Result<()> {
-        if is_within(&self.state_root, real) && !is_within(&self.downloads, real) {
-            return Err(Error::StateRoot {
-                path: Shown::path(real),
-                why: INSIDE_STATE_ROOT,
-            });
+        let parts = || {
+            real.as_os_str()
+                .as_bytes()
+                .split(|&b| b == b'/')
+                .filter(|part| !part.is_empty())
+        };
+        self.guard.check(real, parts)
+    }
+
+    /// The hard guard on what a path spells, before anything is opened ([`HardGuard`]). It
+    /// depends on the text alone, so it tells nothing about what exists there.
+    fn guard_spelled(&self, asked: &Path, spelled: &[&[u8]]) -> Result<()> {
+        self.guard.check(asked, || spelled.iter().copied())
+    }
+}
+
+/// Whether the folder `dir` (canonical) contains a state root the hard guard of `root` keeps
+/// out — what [`AllowedRoot::covers_state_root`] reports, for a folder not allowed yet.
+///
+/// # Errors
+///
+/// As [`RootLocation::named_with`].
+pub(crate) fn contains_state_root(root: &StateRoot, dir: &Path) -> Result<bool> {
+    let named = RootLocation::named_with(|name| std::env::var_os(name))?;
+    Ok(HardGuard::new(root, named).covered_by(dir))
+}
+
+/// The hard guard: nothing under a state root but its `.downloads`, whatever the allowlist
+/// says — under the state root in use, and under every other one the environment or the
+/// defaults name ([`RootLocation::named_with`]: `SAFE_LANES_ROOT`, `GWSA_ROOT`, the XDG
+/// default), which may hold another gateway's tokens (`GWSA_ROOT=G` beside
+/// `SAFE_LANES_ROOT=S`: `G/token.json` never leaves through `S`).
+#[derive(Debug)]
+struct HardGuard {
+    roots: Vec<Guarded>,
+}
+
+/// One state root the hard guard keeps out.
+#[derive(Debug)]
+struct Guarded {
+    /// The components of each path it is known by: as named, and where the kernel finds it
+    /// (or its nearest existing parent, for one not made yet).
+    spellings: Vec<Vec<Vec<u8>>>,
+    /// Why a source under it is refused.
+    why: &'static str,
+}
+
+impl HardGuard {
+    /// The guard of `root` (the state root in use) and of the roots `named`.
+    fn new(root: &StateRoot, named: Vec<RootLocation>) -> Self {
+        let mut roots = vec![Guarded {
+            spellings: vec![parts_of(root.path())],
+            why: INSIDE_STATE_ROOT,
+        }];
+        for named in named {
+            let mut spellings = vec![parts_of(&named.path)];
+            let found = parts_of(&where_found(&named.path));
+            if !spellings.contains(&found) {
+                spellings.push(found);
+            }
+            // A root named twice (the one in use, by the variable that chose it) is one root,
+            // known by every spelling.
+            match roots
+                .iter_mut()
+                .find(|r| spellings.iter().any(|s| r.spellings.contains(s)))
+            {
+                Some(known) => {
+                    for spelling in spellings {
+                        if !known.spellings.contains(&spelling) {
+                            known.spellings.push(spelling);
+                        }
+                    }
+                }
+                None => roots.push(Guarded {
+                    spellings,
+                    why: INSIDE_OTHER_ROOT,
+                }),
+            }
+        }
+        Self { roots }
+    }
+
+    /// Refuse the path whose components `parts` yields (an absolute path, read as written)
+    /// when they lie under a guarded state root but not under its `.downloads`; `shown`
+    /// names the path.
+    fn check<'p, I>(&self, shown: &Path, parts: impl Fn() -> I) -> Result<()>
+    where
+        I: Iterator<Item = &'p [u8]>,
+    {
+        for root in &self.roots {
+            for spelling in &root.spellings {
+                let mut rest = parts();
+                let under = spelling
+                    .iter()
+                    .all(|part| rest.next() == Some(part.as_slice()));
+                let downloads = under && rest.next() == Some(DOWNLOADS_DIR.as_bytes());
+                if under && !downloads {
+                    return Err(Error::StateRoot {
+                        path: Shown::path(shown),
+                        why: root.why,
+                    });
+                }
+            }
         }
         Ok(())
     }
 
-    /// The hard guard on what a path spells, before anything is opened: nothing under the
-    /// state root but `.downloads`. It depends on the text alone, so it tells nothing about
-    /// what exists there.
-    fn guard_spelled(&self, asked: &Path, spelled: &[&[u8]]) -> Result<()> {
-        if starts_with(spelled, &self.state_parts) && !starts_with(spelled, &self.downloads_parts) {
-            return Err(Error::StateRoot {
-                path: Shown::path(asked),
-                why: INSIDE_STATE_ROOT,
-            });
-        }
-        Ok(())
+    /// Whether the directory `dir` (canonical) contains a guarded state root.
+    fn covered_by(&self, dir: &Path) -> bool {
+        let dir = parts_of(dir);
+        self.roots.iter().any(|root| {
+            root.spellings.iter().any(|spelling| {
+                let spelling: Vec<&[u8]> = spelling.iter().map(Vec::as_slice).collect();
+                starts_with(&spelling, &dir)
+            })
+        })
     }
+}
+
+/// Where the kernel finds `path` (it follows links, as the human's setting means): the
+/// location of the directory there, or of its nearest existing parent followed by the rest
+/// as written; `path` itself when none can be told.
+fn where_found(path: &Path) -> PathBuf {
+    let why = Ambient::because("a state root the environment names, to keep uploads out of it");
+    for parent in path.ancestors() {
+        let Ok(anchor) = Anchor::open_ambient(parent, why) else {
+            continue;
+        };
+        let Ok(located) = location_of(anchor.as_fd()) else {
+            break;
+        };
+        let rest = path.strip_prefix(parent).unwrap_or(Path::new(""));
+        return located.join(rest);
+    }
+    path.to_path_buf()
+}
+
+/// Whether a link's text names a directory: it ends in `/`, or its last component is `.`
+/// (a `..` there climbs, and the walk ends at a directory anyway).
+fn names_a_directory(target: &[u8]) -> bool {
+    target.ends_with(b"/") || target == b"." || target.ends_with(b"/.")
 }
 
 /// Where a walk through symbolic links stands.
@@ -622,6 +766,9 @@ struct Walk<'s> {
     queue: VecDeque<Vec<u8>>,
     /// Links followed so far.
     links: usize,
+    /// Whether the path must end at a directory: a link that stood last had a text ending
+    /// in `/` or `/.`.
+    directory_only: bool,
 }
 
 impl Walk<'_> {

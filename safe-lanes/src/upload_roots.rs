@@ -58,20 +58,20 @@ pub fn too_broad(path: &Path) -> Option<String> {
     ))
 }
 
-/// What to look twice at in the upload root `path` (canonical) of the state root
-/// `state_root`: it holds the state root (the hard guard still refuses everything there but
-/// `.downloads`), or the warnings of [`risk::path_warnings`] (credentials, a hidden folder, a
-/// look-alike name).
-pub fn warnings(path: &Path, state_root: &Path) -> Vec<Warning> {
+/// What to look twice at in the upload root `path` (canonical) of the state root `root`: it
+/// holds a state root the hard guard keeps out (the one in use or another the environment
+/// names; the guard still refuses everything there but `.downloads`), or the warnings of
+/// [`risk::path_warnings`] (credentials, a hidden folder, a look-alike name).
+pub fn warnings(path: &Path, root: &StateRoot) -> Vec<Warning> {
     let mut out = Vec::new();
-    if state_root.starts_with(path) {
+    // A guard that cannot be built (an environment naming an unusable root) is warned of too.
+    if crate::upload::contains_state_root(root, path).unwrap_or(true) {
         out.push(Warning {
             risk: Risk::StateRoot,
             message: format!(
-                "{} holds the safe-lanes state root {}: nothing in it but `.downloads` is ever \
+                "{} holds a safe-lanes state root: nothing in it but `.downloads` is ever \
                  uploaded, whatever the allowlist says, but a narrower folder says what you mean",
                 Shown::path(path),
-                Shown::path(state_root)
             ),
             spelled: None,
         });
@@ -129,7 +129,7 @@ impl StateRoot {
                     .into(),
             });
         }
-        let warnings = warnings(&canonical, self.path());
+        let warnings = warnings(&canonical, self);
         let _lock = self.roots_lock()?;
         let mut text = self.read_roots()?;
         let known = lines(&text).any(|(_, entry)| same_folder(entry, &canonical));

@@ -78,11 +78,7 @@ pub(crate) fn run(
 pub(crate) fn who(actor: Option<String>) -> String {
     // The side is always recorded by its type (`uid:N`); `--actor` only adds a name to it, so
     // no text given on the command line can pass for another side (`agent`).
-    let me = safe_lanes::Actor::human().to_string();
-    match actor {
-        Some(name) => format!("{me} ({})", safe_lanes::Shown::text(&name)),
-        None => me,
-    }
+    safe_lanes::Actor::human_named(actor.as_deref())
 }
 
 /// `grant list`: every grant with its variable and availability, then pending requests.

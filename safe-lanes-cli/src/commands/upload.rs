@@ -53,7 +53,7 @@ fn roots(state: &StateRoot, source: &UploadSource) -> Report {
     let mut roots = Vec::new();
     for r in source.roots() {
         let _ = writeln!(text, "{:<9}  {}", r.origin.as_str(), Shown::path(&r.path));
-        let warnings = safe_lanes::upload_roots::warnings(&r.path, state.path());
+        let warnings = safe_lanes::upload_roots::warnings(&r.path, state);
         for w in &warnings {
             let _ = writeln!(text, "           warning: {}", w.message);
         }

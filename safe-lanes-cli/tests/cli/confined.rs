@@ -264,3 +264,31 @@ fn exec_streams_its_output_and_says_how_the_command_ended() {
     assert_eq!(lines.next().unwrap().unwrap(), "second");
     assert!(child.wait().unwrap().success());
 }
+
+/// Regression: `patch --file a/../a.txt` was refused saying the path "would climb out of the
+/// folder", which it does not: it is refused because a patch target takes no `..` at all, and
+/// the message says that.
+#[test]
+fn a_patch_target_with_dot_dot_is_refused_for_what_it_is() {
+    let env = world();
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n";
+    for (file, says) in [
+        ("sub/../a.txt", "not accepted here"),
+        ("../a.txt", "would climb out"),
+    ] {
+        let run = env.run(
+            &["--json", "patch", "--alias", "proj", "--file", file],
+            diff.as_bytes(),
+        );
+        assert_eq!(
+            (run.status, run.code().as_str()),
+            (3, "traversal"),
+            "{file}"
+        );
+        let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains(says), "{file}: {message}");
+        if file.starts_with("sub") {
+            assert!(!message.contains("climb out"), "{file}: {message}");
+        }
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::util::{Env, tree};
+use crate::util::{Env, run_in, tree};
 
 /// A state root with a received file, a token, an allowed folder and a secret outside it.
 fn world() -> Env {
@@ -404,4 +404,157 @@ fn over_broad_upload_roots_are_refused_by_one_rule() {
     let token = state.join("token");
     let token = ["--json", "upload", "check", token.to_str().unwrap()];
     assert_eq!(env.run(&token, b"").code(), "state_root");
+}
+
+/// Regression: `SAFE_LANES_ROOT=S GWSA_ROOT=G safe-lanes upload check G/token.json` with S's
+/// allowlist covering G's parent was accepted. Every state root the environment names is
+/// under the hard guard, but its `.downloads`.
+#[test]
+fn check_refuses_the_other_state_roots_tokens() {
+    let env = world();
+    let gwsa = env.tmp.path().join("share/gwsa");
+    std::fs::create_dir_all(gwsa.join(".downloads")).unwrap();
+    std::fs::write(gwsa.join("token.json"), "TOKEN").unwrap();
+    std::fs::write(gwsa.join(".downloads/got.pdf"), "%PDF").unwrap();
+    let vars = [
+        ("SAFE_LANES_ROOT", env.root().to_str().unwrap().to_owned()),
+        ("GWSA_ROOT", gwsa.to_str().unwrap().to_owned()),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let check = |path: &std::path::Path| {
+        let args = ["--json", "upload", "check", path.to_str().unwrap()];
+        run_in(&env.cwd(), &env.home(), &args, b"", &vars)
+    };
+    let token = check(&gwsa.join("token.json"));
+    assert_eq!(
+        (token.status, token.code().as_str()),
+        (3, "state_root"),
+        "{token:?}"
+    );
+    let received = check(&gwsa.join(".downloads/got.pdf"));
+    assert_eq!(received.status, 0, "{received:?}");
+    assert_eq!(check(&env.tmp.path().join("share/deck.txt")).status, 0);
+    let roots = run_in(
+        &env.cwd(),
+        &env.home(),
+        &["--json", "upload", "roots"],
+        b"",
+        &vars,
+    );
+    let share = roots.json()["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == env.tmp.path().join("share").to_str().unwrap())
+        .cloned()
+        .unwrap();
+    assert_eq!(share["covers_state_root"], true, "{share}");
+}
+
+/// Regression: with `/` allowed, `upload check /proc/self/cmdline` succeeded. A pseudo-file is
+/// refused with `pseudo_file`, whatever the allowlist says.
+#[test]
+fn check_refuses_pseudo_files_even_under_an_allowed_root() {
+    let env = world();
+    std::fs::write(env.root().join(".upload-roots"), "/proc\n/dev\n").unwrap();
+    for path in ["/proc/self/cmdline", "/proc/self/environ", "/dev/null"] {
+        let run = env.run(&["--json", "upload", "check", path], b"");
+        assert_eq!(
+            (run.status, run.code().as_str()),
+            (3, "pseudo_file"),
+            "{path}: {run:?}"
+        );
+    }
+}
+
+/// Regression: `upload check ""` was a usage error (exit 2) while the agent's `upload_resolve`
+/// answers `relative_path`: the path is the library's to judge, for both.
+#[test]
+fn an_empty_path_is_a_relative_path_as_for_the_agent() {
+    let env = world();
+    for args in [
+        &["--json", "upload", "check", ""][..],
+        &["--json", "upload", "send", "", "--", "true"][..],
+    ] {
+        let run = env.run(args, b"");
+        assert_eq!(
+            (run.status, run.code().as_str()),
+            (3, "relative_path"),
+            "{args:?}: {run:?}"
+        );
+    }
+}
+
+/// Regression: `upload roots` said whether a root lay *inside* the state root: an ancestor of
+/// the state root was `false`, a folder inside it `true`.
+#[test]
+fn roots_say_which_contain_the_state_root() {
+    let env = world();
+    let inner = env.root().join("inner");
+    std::fs::create_dir(&inner).unwrap();
+    // The state root itself contains it (an ancestor would also hold the test's home folder,
+    // which is never an upload root; the library's test has the ancestors).
+    let lines = format!(
+        "{}\n{}\n{}\n",
+        env.root().display(),
+        inner.display(),
+        env.tmp.path().join("share").display()
+    );
+    std::fs::write(env.root().join(".upload-roots"), lines).unwrap();
+    let roots = env.run(&["--json", "upload", "roots"], b"").json();
+    let covers = |path: &std::path::Path| {
+        roots["roots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path.to_str().unwrap())
+            .unwrap_or_else(|| panic!("{path:?} in {roots}"))["covers_state_root"]
+            .clone()
+    };
+    assert_eq!(covers(&env.root()), true);
+    assert_eq!(covers(&inner), false);
+    assert_eq!(covers(&env.tmp.path().join("share")), false);
+    assert_eq!(covers(&env.root().join(".downloads")), false);
+}
+
+/// Regression: the walk through links followed a link whose text ends in `/` to a regular
+/// file; the kernel answers ENOTDIR.
+#[test]
+fn check_refuses_a_link_ending_in_a_slash_to_a_file() {
+    let env = world();
+    let share = env.tmp.path().join("share");
+    std::os::unix::fs::symlink("deck.txt/", share.join("deck-slash")).unwrap();
+    std::os::unix::fs::symlink("deck.txt", share.join("deck-link")).unwrap();
+    let check = |path: &std::path::Path| {
+        env.run(&["--json", "upload", "check", path.to_str().unwrap()], b"")
+    };
+    assert_eq!(check(&share.join("deck-link")).status, 0);
+    let slash = check(&share.join("deck-slash"));
+    assert_eq!(
+        (slash.status, slash.code().as_str()),
+        (3, "not_found"),
+        "{slash:?}"
+    );
+}
+
+/// Regression: the walk through links followed links on a mount made `nosymfollow`, where
+/// the kernel follows none. Mounting needs root (CI runs as root).
+#[test]
+fn check_follows_no_link_on_a_nosymfollow_mount() {
+    let env = world();
+    let check = |path: &std::path::Path| {
+        env.run(&["--json", "upload", "check", path.to_str().unwrap()], b"")
+    };
+    let disk = safe_lanes_testkit::disk::SmallDisk::mount_as_root_with("1m", "nosymfollow");
+    std::fs::write(disk.path.join("file.txt"), "file").unwrap();
+    std::os::unix::fs::symlink("file.txt", disk.path.join("link")).unwrap();
+    let lines = format!("{}\n", disk.path.display());
+    std::fs::write(env.root().join(".upload-roots"), lines).unwrap();
+    assert_eq!(check(&disk.path.join("file.txt")).status, 0);
+    let link = check(&disk.path.join("link"));
+    assert_eq!(
+        (link.status, link.code().as_str()),
+        (3, "symlink_escape"),
+        "{link:?}"
+    );
 }

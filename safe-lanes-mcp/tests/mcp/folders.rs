@@ -494,3 +494,142 @@ async fn the_instructions_say_when_nothing_is_granted_or_available() {
     );
     fresh.cancel().await.unwrap();
 }
+
+/// Host mapping (docs/embedding.md): a gateway in a container, or on another machine than
+/// the one the human approved on, reads a manifest whose grants name another host and
+/// machine. Each is refused with `unavailable_on_host` until the human adopts it there, which
+/// needs the folder at the very path the grant names (a bind mount at the same path); one not
+/// mounted there is refused on adoption with `not_found`, and a grant of this machine whose
+/// folder is not (or no longer) mounted answers `not_found`.
+#[tokio::test]
+async fn grants_from_another_host_are_refused_until_adopted_at_the_same_path() {
+    let w = World::new().await;
+    std::fs::write(w.p("proj/a.txt"), "one\ntwo\n").unwrap();
+    let grant = |id: &str, alias: &str, path: std::path::PathBuf| {
+        json!({"id": id, "alias": alias, "path": path, "access": "read_write",
+               "created_at": "2026-11-30T16:02:11Z", "host": "the-host",
+               "machine": "0".repeat(32)})
+    };
+    let manifest = json!({"folder_access": [
+        grant("folder_aaaaaaaaaaaaaaaa", "mounted", w.p("proj")),
+        grant("folder_bbbbbbbbbbbbbbbb", "elsewhere", w.p("not-mounted")),
+    ]});
+    std::fs::write(w.root().join("workflow.json"), manifest.to_string()).unwrap();
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n";
+    let patch = |alias: &str| json!({"alias": alias, "path": "a.txt", "diff": diff});
+
+    let listed = w.ok("folder_grants_list", json!({})).await;
+    for g in listed["grants"].as_array().unwrap() {
+        assert_eq!(g["available"], false, "{g}");
+        assert!(
+            g["unavailable"].as_str().unwrap().contains("grant adopt"),
+            "{g}"
+        );
+    }
+    for alias in ["mounted", "elsewhere"] {
+        let (code, why) = w.refusal("folder_patch", patch(alias)).await;
+        assert_eq!(code, "unavailable_on_host", "{alias}: {why}");
+        assert!(why.contains(&format!("grant adopt {alias}")), "{why}");
+        assert_eq!(
+            w.refused("shell_exec", json!({"command": "true", "cwd": alias}))
+                .await,
+            "unavailable_on_host",
+            "{alias}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+
+    // Not mounted at the path it names: adoption is refused, the grant stays unavailable.
+    let refused = w.cli_any(&["grant", "adopt", "elsewhere", "--reason", "the container"]);
+    assert_eq!(refused["error"]["code"], "not_found", "{refused}");
+    assert_eq!(
+        w.refused("folder_patch", patch("elsewhere")).await,
+        "unavailable_on_host"
+    );
+    // Mounted at the same path: adopted, the grant works here.
+    w.cli(&["grant", "adopt", "mounted", "--reason", "the container"]);
+    w.ok("folder_patch", patch("mounted")).await;
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/a.txt")).unwrap(),
+        "one\nTWO\n"
+    );
+
+    // A grant of this machine whose folder is not mounted (any more): `not_found`.
+    std::fs::create_dir(w.p("volume")).unwrap();
+    let volume = w.p("volume").display().to_string();
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "volume",
+        "--path",
+        &volume,
+        "--access",
+        "read_write",
+        "--reason",
+        "a volume",
+    ]);
+    std::fs::remove_dir(w.p("volume")).unwrap();
+    assert_eq!(
+        w.refused("folder_patch", patch("volume")).await,
+        "not_found"
+    );
+    let listed = w.ok("folder_grants_list", json!({})).await;
+    let volume = listed["grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["alias"] == "volume")
+        .cloned()
+        .unwrap();
+    assert_eq!(volume["available"], false, "{volume}");
+}
+
+/// Regression: `folder_patch` applied a diff whose header names another file (`+++
+/// b/main.rs` given for `a.txt`) when its hunks fit the target. The diff must be for the
+/// target; nothing changes otherwise.
+#[tokio::test]
+async fn a_diff_for_another_file_is_not_applied_to_the_target() {
+    let w = World::new().await;
+    let proj = w.p("proj").display().to_string();
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "proj",
+        "--path",
+        &proj,
+        "--access",
+        "read_write",
+        "--reason",
+        "the project",
+    ]);
+    std::fs::write(w.p("proj/a.txt"), "one\ntwo\n").unwrap();
+    let hunk = "@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n";
+    let other = format!("--- a/main.rs\n+++ b/main.rs\n{hunk}");
+    let (code, why) = w
+        .refusal(
+            "folder_patch",
+            json!({"alias": "proj", "path": "a.txt", "diff": other}),
+        )
+        .await;
+    assert_eq!(code, "patch_rejected", "{why}");
+    assert!(why.contains("main.rs"), "{why}");
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    let mine = format!("--- a/a.txt\n+++ b/a.txt\n{hunk}");
+    w.ok(
+        "folder_patch",
+        json!({"alias": "proj", "path": "a.txt", "diff": mine}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/a.txt")).unwrap(),
+        "one\nTWO\n"
+    );
+}

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustix::fs::{CWD, RenameFlags};
 use serde_json::json;
 
+use base64::Engine as _;
+
 use crate::util::{World, sha256_hex};
 
 #[tokio::test]
@@ -266,4 +268,94 @@ async fn a_symlink_swap_race_never_resolves_outside() {
         inside > 0 && refused > 0,
         "both outcomes seen: {inside} inside, {refused} refused"
     );
+}
+
+/// Regression: with `/` (or `/proc`) allowed, `upload_file {"path": "/proc/self/environ"}` uploaded the
+/// server's own environment, its tokens included. A pseudo-file is refused (`pseudo_file`),
+/// the uploader never runs, and the refusal is recorded.
+#[tokio::test]
+async fn the_servers_own_process_files_are_never_uploaded() {
+    let seen = tempfile::tempdir().unwrap();
+    let ran = seen.path().join("ran");
+    let uploader = format!("/bin/sh -c 'touch {}' sh {{file}}", ran.display());
+    let w = World::with_args(&["--uploader", &uploader]).await;
+    std::fs::write(w.root().join(".upload-roots"), "/proc\n").unwrap();
+    for path in [
+        "/proc/self/environ",
+        "/proc/self/cmdline",
+        "/proc/self/status",
+    ] {
+        assert_eq!(
+            w.refused("upload_file", json!({ "path": path })).await,
+            "pseudo_file",
+            "{path}"
+        );
+        assert_eq!(
+            w.refused("upload_resolve", json!({ "path": path })).await,
+            "pseudo_file",
+            "{path}"
+        );
+    }
+    assert!(!ran.exists(), "the uploader ran");
+    let refused = safe_lanes_testkit::audit::records(&w.root())
+        .into_iter()
+        .filter(|r| r["event"] == "upload.refused" && r["code"] == "pseudo_file")
+        .count();
+    assert_eq!(refused, 6);
+}
+
+/// Regression: content that is not valid base64 was refused (`invalid_argument`) without a
+/// record, short or long, while every other refusal of the agent is recorded.
+#[tokio::test]
+async fn invalid_base64_is_refused_and_recorded() {
+    let w = World::with_args(&["--uploader", "/bin/cat {file}"]).await;
+    let mut long = base64::engine::general_purpose::STANDARD.encode(vec![9u8; 1 << 20]);
+    long.replace_range(1_000_001..1_000_002, "!");
+    for base64 in ["not base64!".to_owned(), long] {
+        for tool in ["download_save", "upload_content"] {
+            let args = json!({"filename": "bad.bin", "base64": base64});
+            assert_eq!(w.refused(tool, args).await, "invalid_argument", "{tool}");
+        }
+    }
+    let records = safe_lanes_testkit::audit::records(&w.root());
+    let refused = |event: &str| {
+        records
+            .iter()
+            .filter(|r| r["event"] == event && r["code"] == "invalid_argument")
+            .count()
+    };
+    assert_eq!(refused("download.refused"), 2, "{records:?}");
+    assert_eq!(refused("upload.refused"), 2, "{records:?}");
+}
+
+/// Regression: with `GWSA_ROOT=G` in the server's environment beside its own state root and
+/// an allowlist covering G's parent, `upload_file` sent `G/token.json`. Every state root the
+/// environment names is under the hard guard, but its `.downloads`; the uploader never runs.
+#[tokio::test]
+async fn the_tokens_of_another_named_state_root_are_never_uploaded() {
+    let seen = tempfile::tempdir().unwrap();
+    let ran = seen.path().join("ran");
+    let uploader = format!("/bin/sh -c 'touch {}' sh {{file}}", ran.display());
+    let w = World::with_env(&["--uploader", &uploader], |t| {
+        vec![("GWSA_ROOT", t.join("share/gwsa"))]
+    })
+    .await;
+    let gwsa = w.p("share/gwsa");
+    std::fs::create_dir_all(gwsa.join(".downloads")).unwrap();
+    std::fs::write(gwsa.join("token.json"), "TOKEN").unwrap();
+    std::fs::write(gwsa.join(".downloads/got.pdf"), "%PDF").unwrap();
+    let roots = format!("{}\n", w.p("share").display());
+    std::fs::write(w.root().join(".upload-roots"), roots).unwrap();
+    for tool in ["upload_resolve", "upload_file"] {
+        let token = json!({ "path": gwsa.join("token.json") });
+        assert_eq!(w.refused(tool, token).await, "state_root", "{tool}");
+    }
+    assert!(!ran.exists(), "the uploader ran");
+    let received = w
+        .ok(
+            "upload_resolve",
+            json!({ "path": gwsa.join(".downloads/got.pdf") }),
+        )
+        .await;
+    assert_eq!(received["bytes"], 4, "{received}");
 }

@@ -24,11 +24,21 @@ impl World {
 
     /// A server started with extra arguments (`--uploader …`, `--max-bytes …`).
     pub(crate) async fn with_args(extra: &[&str]) -> Self {
+        Self::with_env(extra, |_| Vec::new()).await
+    }
+
+    /// A server started with extra arguments and the variables `vars` gives for the world's
+    /// directory (`GWSA_ROOT` …).
+    pub(crate) async fn with_env(
+        extra: &[&str],
+        vars: impl FnOnce(&Path) -> Vec<(&'static str, PathBuf)>,
+    ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         for d in ["proj", "docs", "share", "outside"] {
             std::fs::create_dir(tmp.path().join(d)).unwrap();
         }
-        let client = connect(&tmp.path().join("state"), extra, ()).await;
+        let vars = vars(tmp.path());
+        let client = connect_with_env(&tmp.path().join("state"), extra, &vars, ()).await;
         Self { tmp, client }
     }
 
@@ -122,11 +132,22 @@ pub(crate) async fn connect<H: ClientHandler>(
     extra: &[&str],
     handler: H,
 ) -> RunningService<RoleClient, H> {
+    connect_with_env(root, extra, &[], handler).await
+}
+
+/// [`connect`], with the variables `vars` set for the server.
+pub(crate) async fn connect_with_env<H: ClientHandler>(
+    root: &Path,
+    extra: &[&str],
+    vars: &[(&str, PathBuf)],
+    handler: H,
+) -> RunningService<RoleClient, H> {
     let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_safe-lanes-mcp")).configure(|c| {
         c.arg("--root").arg(root).args(extra);
         c.env_remove("SAFE_LANES_UPLOAD_ROOTS")
             .env_remove("GWSA_UPLOAD_ROOTS");
         c.env("RUST_LOG", "error");
+        c.envs(vars.iter().map(|(k, v)| (k, v)));
     });
     handler
         .serve(TokioChildProcess::new(cmd).unwrap())

@@ -4,3 +4,4 @@
 mod actions;
 mod client;
 mod guard;
+mod uploads;

@@ -129,6 +129,20 @@ impl Anchor {
         rustix::fs::fstat(&self.fd).map_err(|e| Error::io("fstat", self.shown(), e))
     }
 
+    /// Whether the kernel follows symbolic links in this directory: not on a mount made
+    /// `nosymfollow` (Linux 5.10), where every lookup through a link fails. A caller that
+    /// reads links to follow them itself ([`Anchor::read_link`]) asks this first, so it never
+    /// follows a link the kernel would not.
+    ///
+    /// # Errors
+    ///
+    /// `io` if `fstatfs` fails.
+    #[doc(alias = "nosymfollow")]
+    pub fn follows_links(&self) -> Result<bool> {
+        super::filesystem::follows_links(self.fd.as_fd())
+            .map_err(|e| Error::io("fstatfs", self.shown(), e))
+    }
+
     /// Opens `path` beneath the anchor for reading, without blocking on FIFOs or taking a
     /// controlling terminal.
     ///

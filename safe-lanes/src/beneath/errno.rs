@@ -39,7 +39,8 @@ pub(super) fn refusal(errno: Errno, path: &Path, symlinks: Symlinks, call: &'sta
         },
         Errno::LOOP => Error::SymlinkEscape {
             path: shown,
-            why: "too many levels of symbolic links, or a /proc magic link",
+            why: "too many levels of symbolic links, a /proc magic link, or a link on a mount \
+                  that follows none (nosymfollow)",
         },
         Errno::NOENT => Error::NotFound {
             path: shown,

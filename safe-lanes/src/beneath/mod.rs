@@ -51,6 +51,7 @@ mod anchor;
 mod entry;
 mod errno;
 mod file;
+mod filesystem;
 #[cfg(feature = "cap-std")]
 mod interop;
 mod location;
@@ -68,7 +69,7 @@ pub use ambient::{Ambient, create_dir_all};
 pub(crate) use anchor::HOLD;
 pub use anchor::{Anchor, Symlinks};
 pub(crate) use errno::shown_fd;
-pub(crate) use file::regular_single_link;
+pub(crate) use file::data_file;
 pub use location::location_of;
 pub use mechanism::{Backend, Forced, Publishing, force_backend, force_publishing, publishing};
 pub use probe::openat2_available;

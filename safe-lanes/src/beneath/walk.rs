@@ -15,6 +15,8 @@
 //!   walked like any others, so containment never depends on which link was read (one
 //!   swapped in between is expanded by the same rules). An absolute target is `EXDEV`; more
 //!   than [`MAX_LINKS`] links is `ELOOP`; a name that is no link after all keeps the error.
+//! - A link on a mount that follows none (`nosymfollow`) is `ELOOP`, as the kernel answers:
+//!   reading a link is allowed there, following it is not.
 //!
 //! Every call takes one name, so `O_NOFOLLOW` on that name is all the "follow no link"
 //! there is to ask for (Apple's `O_NOFOLLOW_ANY` would add nothing). Directories are entered
@@ -33,6 +35,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use super::Symlinks;
+use super::filesystem::follows_links;
 
 /// The most symbolic links one lookup follows (as the kernel's `MAXSYMLINKS`).
 const MAX_LINKS: usize = 40;
@@ -121,6 +124,8 @@ fn link_or(dir: BorrowedFd<'_>, name: &Path, error: Errno) -> Result<Last, Errno
         return Err(error);
     }
     match rustix::fs::readlinkat(dir, name, Vec::new()) {
+        // The kernel follows no link on a `nosymfollow` mount: neither does the walk.
+        Ok(_) if !follows_links(dir)? => Err(Errno::LOOP),
         Ok(target) => Ok(Last::Link(target.into_bytes())),
         // Not a link (any more): the original refusal stands.
         Err(Errno::INVAL) => Err(error),

@@ -44,8 +44,20 @@ struct Job {
 /// A job's result, once its thread has it.
 #[derive(Debug, Default)]
 struct Done {
-    result: Mutex<Option<Result<ConfinedOutcome>>>,
+    result: Mutex<Slot>,
     ended: Condvar,
+}
+
+/// Where a job is in its life, as its reports see it.
+#[derive(Debug, Default)]
+enum Slot {
+    /// Its command has not ended.
+    #[default]
+    Running,
+    /// It ended; no report has said so yet.
+    Ended(Result<ConfinedOutcome>),
+    /// A report said how it ended: any other (a waiter on another thread) finds it gone.
+    Reported,
 }
 
 /// How a job is doing, with the output that is new since its previous report.
@@ -94,7 +106,7 @@ impl Jobs {
             .name("job".into())
             .spawn(move || {
                 let result = command.run_with(&session, &job_control);
-                *lock(&job_done.result) = Some(result);
+                *lock(&job_done.result) = Slot::Ended(result);
                 job_done.ended.notify_all();
             })
             .map_err(|e| Error::io("spawn", "a job thread", e))?;
@@ -106,13 +118,13 @@ impl Jobs {
         }
         let failed = {
             let mut result = lock(&done.result);
-            if matches!(*result, Some(Err(_))) {
-                result.take()
+            if matches!(*result, Slot::Ended(Err(_))) {
+                std::mem::take(&mut *result)
             } else {
-                None
+                Slot::Running
             }
         };
-        if let Some(Err(e)) = failed {
+        if let Slot::Ended(Err(e)) = failed {
             return Err(e);
         }
         let id = format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed));
@@ -127,7 +139,8 @@ impl Jobs {
     }
 
     /// Report job `id`, first waiting up to `wait` for it to end. A job that has ended is
-    /// reported one last time and then forgotten.
+    /// reported one last time and then forgotten: a report waiting on another thread at that
+    /// moment returns at once, `not_found`.
     ///
     /// # Errors
     ///
@@ -135,7 +148,17 @@ impl Jobs {
     /// job's command ended with.
     pub(crate) fn report(&self, id: &str, wait: Duration) -> Result<JobReport> {
         let done = Arc::clone(&self.job(id)?.done);
-        let ended = done.wait(wait).take();
+        let ended = {
+            let mut slot = done.wait(wait);
+            match std::mem::replace(&mut *slot, Slot::Reported) {
+                Slot::Running => {
+                    *slot = Slot::Running;
+                    None
+                }
+                Slot::Ended(result) => Some(result),
+                Slot::Reported => return Err(unknown(id)),
+            }
+        };
         let mut jobs = self.lock();
         let job = jobs.get_mut(id).ok_or_else(|| unknown(id))?;
         let (output, mark) = job.control.output_since(job.mark);
@@ -197,11 +220,12 @@ impl Drop for Jobs {
 }
 
 impl Done {
-    /// The result slot, once the job has ended or `wait` has passed (still empty then).
-    fn wait(&self, wait: Duration) -> MutexGuard<'_, Option<Result<ConfinedOutcome>>> {
+    /// The result slot, once the job has ended (or been reported) or `wait` has passed
+    /// (still running then).
+    fn wait(&self, wait: Duration) -> MutexGuard<'_, Slot> {
         let deadline = Instant::now() + wait;
         let mut result = lock(&self.result);
-        while result.is_none() {
+        while matches!(*result, Slot::Running) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;

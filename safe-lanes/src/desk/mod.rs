@@ -229,7 +229,10 @@ impl AgentDesk {
     ///
     /// # Errors
     ///
-    /// `too_large` past the size cap; `io`; what `content` fails with. Nothing is left.
+    /// `too_large` past the size cap; `invalid_argument` when `content` fails with
+    /// [`InvalidData`](std::io::ErrorKind::InvalidData) (invalid base64 an adapter decodes as
+    /// it reads), recorded as refused; `io`; what `content` fails with otherwise. Nothing is
+    /// left.
     pub fn save(&self, name_hint: impl AsRef<[u8]>, content: impl Read) -> Result<Saved> {
         self.shared.lane.save(name_hint, content)
     }
@@ -271,13 +274,7 @@ impl AgentDesk {
     ///
     /// `invalid_argument` for a cursor no page gave; `io`.
     pub fn downloads(&self, cursor: Option<&str>, limit: usize) -> Result<DownloadList> {
-        let after = cursor.map(cursor::decode).transpose()?;
-        let page = self.shared.lane.page(after.as_deref(), limit.max(1))?;
-        Ok(DownloadList {
-            path: self.shared.lane.path().to_string_lossy().into_owned(),
-            files: page.entries,
-            next_cursor: page.next.as_deref().map(cursor::encode),
-        })
+        self.shared.lane.listing(cursor, limit)
     }
 
     /// Check that the file at `path` (absolute, as the agent gave it) may be uploaded, and open
@@ -520,40 +517,4 @@ fn uploaded(path: Option<String>, sent: Sent) -> Result<Uploaded> {
         stderr: sent.outcome.stderr,
         recorded: sent.outcome.recorded,
     })
-}
-
-/// The opaque cursor of a page that starts after a file: the file's name, byte for byte (so a
-/// name that is not UTF-8 is exact too), in hex.
-mod cursor {
-    use std::ffi::{OsStr, OsString};
-    use std::os::unix::ffi::OsStringExt;
-
-    use crate::error::{Error, Result, Shown};
-
-    pub(super) fn encode(name: &OsStr) -> String {
-        name.as_encoded_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    }
-
-    pub(super) fn decode(cursor: &str) -> Result<OsString> {
-        let bytes = cursor.as_bytes();
-        let hex = bytes.len().is_multiple_of(2) && bytes.iter().all(u8::is_ascii_hexdigit);
-        let decoded: Option<Vec<u8>> = hex
-            .then(|| {
-                bytes
-                    .chunks(2)
-                    .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-                    .collect()
-            })
-            .flatten();
-        decoded
-            .filter(|d| !d.is_empty())
-            .map(OsString::from_vec)
-            .ok_or_else(|| Error::InvalidArgument {
-                what: Shown::text(cursor),
-                why: "`cursor`: not a `next_cursor` that a page of the downloads gave".into(),
-            })
-    }
 }

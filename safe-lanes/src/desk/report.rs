@@ -9,21 +9,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::confine::{ConfinedOutcome, JobReport};
-use crate::download::Entry;
 use crate::grants::{Access, Alias, GrantView, Request};
 
-/// A page of the download lane's files.
-#[derive(Clone, Debug, Serialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct DownloadList {
-    /// The download folder.
-    pub path: String,
-    /// The files, by name.
-    pub files: Vec<Entry>,
-    /// Give this as `cursor` for the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
+pub use crate::download::DownloadList;
 
 /// What the uploader did.
 #[derive(Clone, Debug, Serialize)]

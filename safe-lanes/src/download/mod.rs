@@ -66,6 +66,7 @@ use crate::input::Name;
 use crate::name::{SafeName, sanitize};
 use crate::root::StateRoot;
 
+mod cursor;
 mod page;
 mod savers;
 
@@ -225,6 +226,20 @@ pub struct Page {
     /// this page's last file, byte for byte.
     #[serde(skip)]
     pub next: Option<std::ffi::OsString>,
+}
+
+/// A page of the download lane's files, as a gateway hands it on ([`DownloadLane::listing`],
+/// the agent's [`AgentDesk::downloads`](crate::AgentDesk::downloads)).
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct DownloadList {
+    /// The download folder.
+    pub path: String,
+    /// The files, by name.
+    pub files: Vec<Entry>,
+    /// Give this as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// What [`DownloadLane::prune`] did.
@@ -412,8 +427,11 @@ impl DownloadLane {
     ///
     /// # Errors
     ///
-    /// `too_large` past the size cap; `io` when reading the input or writing the lane fails.
-    /// In every error case nothing is left in the lane.
+    /// `too_large` past the size cap; `invalid_argument` when `reader` fails with
+    /// [`InvalidData`](std::io::ErrorKind::InvalidData) (content that is not what it claims,
+    /// such as invalid base64), recorded as refused like `too_large`; `io` when reading the
+    /// input or writing the lane fails otherwise. In every error case nothing is left in the
+    /// lane.
     ///
     /// # Security
     ///
@@ -569,6 +587,23 @@ impl DownloadLane {
             .flatten();
         entries.truncate(limit);
         Ok(Page { entries, next })
+    }
+
+    /// A page of at most `limit` files (at least 1) after the `cursor` a previous page gave
+    /// (its `next_cursor`; `None` for the first page): [`DownloadLane::page`], with the page's
+    /// end as an opaque cursor a gateway hands on.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` for a cursor no page gave; `io` when the lane cannot be read.
+    pub fn listing(&self, cursor: Option<&str>, limit: usize) -> Result<DownloadList> {
+        let after = cursor.map(cursor::decode).transpose()?;
+        let page = self.page(after.as_deref(), limit.max(1))?;
+        Ok(DownloadList {
+            path: self.path.to_string_lossy().into_owned(),
+            files: page.entries,
+            next_cursor: page.next.as_deref().map(cursor::encode),
+        })
     }
 
     /// The [`Entry`] of the lane's file `raw`, whose `lstat` is `st`.
@@ -885,7 +920,7 @@ impl DownloadLane {
             return Ok(());
         }
         let shown = Path::new(name.as_os_str());
-        let st = crate::beneath::regular_single_link(fd.as_fd(), shown)?;
+        let st = crate::beneath::data_file(fd.as_fd(), shown)?;
         if !is_marked(&st) {
             return Ok(());
         }

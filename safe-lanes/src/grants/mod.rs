@@ -570,17 +570,18 @@ impl Grants {
         })
     }
 
-    /// Adopt on this host a grant that names no host (written by another tool, or restored
-    /// from elsewhere without one): it gets this host, and an approval time if it has none
-    /// (the human's action). Its folder must be at the path it names, and the grant must
+    /// Adopt on this host a grant not bound to it — one that names no host (written by
+    /// another tool, or restored from elsewhere without one), or one of another host or
+    /// machine (a manifest restored here, a state root mounted into a container: the explicit
+    /// host mapping, ADR 0005): it gets this host and machine, and an approval time if it has
+    /// none (the human's action). Its folder must be at the path it names, and the grant must
     /// keep every grant rule.
     ///
     /// # Errors
     ///
     /// `unknown_alias`; `invalid_argument` without a reason, or when the grant is bound to
-    /// this machine already;
-    /// every folder
-    /// refusal of [`Grants::add`] for its path, and `symlink_escape` when that path is not
+    /// this machine already; every folder refusal of [`Grants::add`] for its path, and
+    /// `symlink_escape` when that path is not
     /// canonical here; `overlapping_grant`, `invalid_manifest`, `io`.
     pub fn adopt(&self, alias: &str, reason: &str, actor: &str) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;

@@ -144,6 +144,19 @@ impl Access {
         }
     }
 
+    /// Parse `read_only` or `read_write` given as an argument (by a gateway's caller, not
+    /// read from the manifest).
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` for anything else.
+    pub fn from_argument(text: &str) -> Result<Self> {
+        Self::parse(text).map_err(|_| Error::InvalidArgument {
+            what: Shown::text(text),
+            why: "`access`: not read_only or read_write".into(),
+        })
+    }
+
     /// Whether changing a grant from this access to `to` gives the agent more (read-only to
     /// read-write): such a change needs a reason.
     pub fn is_raised_to(self, to: Access) -> bool {

@@ -147,6 +147,7 @@ fn refusals_are_recorded_and_system_failures_are_not() {
 
     let refusal = safe_lanes::Error::Traversal {
         path: safe_lanes::Shown::text("../x"),
+        why: "`..` would climb out of the folder it is relative to",
     };
     let back = audit.refused(
         safe_lanes::audit::Operation::Upload,

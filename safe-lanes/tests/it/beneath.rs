@@ -16,7 +16,7 @@ use safe_lanes::beneath::{Anchor, Symlinks, identity};
 use safe_lanes::input::{Name, RelPath};
 
 use crate::backends::BACKENDS;
-use crate::util::{mkfifo, rel};
+use crate::util::{SmallDisk, mkfifo, rel};
 
 /// What a lookup must give.
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +50,8 @@ pub(crate) fn tree() -> Tree {
     symlink("dir/inner.txt", base.join("link_in")).unwrap();
     symlink("dir", base.join("link_dir")).unwrap();
     symlink("dir/", base.join("link_dir_slash")).unwrap();
+    symlink("file.txt/", base.join("link_file_slash")).unwrap();
+    symlink("link_in/", base.join("link_link_slash")).unwrap();
     symlink("../outside.txt", base.join("link_up")).unwrap();
     symlink("/etc/passwd", base.join("link_abs")).unwrap();
     symlink(base.join("file.txt"), base.join("link_abs_inside")).unwrap();
@@ -133,6 +135,17 @@ const TABLE: &[(&str, Expect, Expect)] = &[
     (
         "dir/link_parent/file.txt",
         Opens("file.txt"),
+        Refused(Code::SymlinkEscape),
+    ),
+    // A text ending in `/` names a directory, through any link after it (ENOTDIR).
+    (
+        "link_file_slash",
+        Refused(Code::NotFound),
+        Refused(Code::SymlinkEscape),
+    ),
+    (
+        "link_link_slash",
+        Refused(Code::NotFound),
         Refused(Code::SymlinkEscape),
     ),
     (
@@ -374,5 +387,28 @@ fn a_directory_moved_out_mid_lookup_never_lets_dotdot_escape() {
             "{backend:?}: `..` escaped through a moved directory"
         );
         assert!(moves > 100, "{backend:?}: the mover ran ({moves} moves)");
+    }
+}
+
+/// Regression: the walk read and followed links on a mount made `nosymfollow`, where the
+/// kernel follows none (`openat2` answers `ELOOP` there). Both backends refuse them; the files
+/// themselves still open. Mounting needs root (CI runs as root).
+#[test]
+fn no_link_is_followed_on_a_nosymfollow_mount() {
+    let disk = SmallDisk::mount_as_root_with("1m", "nosymfollow");
+    std::fs::create_dir(disk.path.join("dir")).unwrap();
+    std::fs::write(disk.path.join("dir/file.txt"), "file").unwrap();
+    symlink("file.txt", disk.path.join("dir/link")).unwrap();
+    symlink("dir", disk.path.join("to-dir")).unwrap();
+    for backend in BACKENDS {
+        let anchor = Anchor::open_ambient(&disk.path, FIXTURE)
+            .unwrap()
+            .into_backend(backend);
+        let file = anchor.open_read(rel("dir/file.txt"), Symlinks::Beneath);
+        assert!(file.is_ok(), "{backend:?}: {file:?}");
+        for path in ["dir/link", "to-dir/file.txt"] {
+            let err = anchor.open_read(rel(path), Symlinks::Beneath).unwrap_err();
+            assert_eq!(err.code(), Code::SymlinkEscape, "{backend:?} {path}: {err}");
+        }
     }
 }

@@ -1672,8 +1672,11 @@ fn a_grant_without_a_host_is_unavailable_until_the_human_adopts_it() {
     assert!(w.root.audit().verify().unwrap().is_intact());
 }
 
+/// The human adopts any grant not bound to this machine — one without a host, or one of
+/// another host or machine (a manifest restored here: the explicit host mapping) — after the
+/// checks of an add; one bound here already is `invalid_argument`.
 #[test]
-fn only_a_grant_without_a_host_can_be_adopted_and_its_folder_is_checked() {
+fn a_grant_bound_here_cannot_be_adopted_and_any_other_is_checked_like_an_add() {
     let w = World::new();
     symlink(w.p("proj"), w.p("proj-link")).unwrap();
     let host = w.grants.host().to_owned();
@@ -1710,6 +1713,13 @@ fn only_a_grant_without_a_host_can_be_adopted_and_its_folder_is_checked() {
             "{alias}: untouched"
         );
     }
+    // A grant of another host is adopted: bound here from now on.
+    let there = w.grants.adopt("there", "restored here", "alice").unwrap();
+    assert_eq!(there.host.as_deref(), Some(host.as_str()));
+    assert_eq!(
+        code(w.grants.adopt("there", "", "alice")),
+        Code::InvalidArgument
+    );
 }
 
 /// Regression: a writer killed between creating its temporary file and renaming it left

@@ -85,8 +85,13 @@ impl World {
     }
 }
 
-fn diff(old: &str, new: &str) -> String {
-    diffy::create_patch(old, new).to_string()
+/// The diff from `old` to `new`, made as git makes it for `file` (`--- a/file`, `+++ b/file`).
+fn diff(file: &str, old: &str, new: &str) -> String {
+    diffy::DiffOptions::new()
+        .set_original_filename(format!("a/{file}"))
+        .set_modified_filename(format!("b/{file}"))
+        .create_patch(old, new)
+        .to_string()
 }
 
 #[test]
@@ -99,7 +104,7 @@ fn a_multi_hunk_patch_applies_at_shifted_offsets_and_keeps_the_mode() {
     let edited = original
         .replace("line 10\n", "line ten\n")
         .replace("line 90\n", "line ninety\nline ninety-one-bis\n");
-    let patch = diff(&original, &edited);
+    let patch = diff("src/lib.rs", &original, &edited);
     let shifted = format!("{}{original}", "header\n".repeat(5));
     std::fs::write(&target, &shifted).unwrap();
     let done = w.apply("rw", "src/lib.rs", &patch).unwrap();
@@ -123,7 +128,11 @@ fn a_multi_hunk_patch_applies_at_shifted_offsets_and_keeps_the_mode() {
 fn a_stale_patch_is_refused_and_changes_nothing() {
     let w = World::new();
     let original = lines(100);
-    let patch = diff(&original, &original.replace("line 50\n", "line fifty\n"));
+    let patch = diff(
+        "src/lib.rs",
+        &original,
+        &original.replace("line 50\n", "line fifty\n"),
+    );
     w.apply("rw", "src/lib.rs", &patch).unwrap();
     let before = w.snapshot();
     // Applied already: the old lines are gone.
@@ -132,6 +141,7 @@ fn a_stale_patch_is_refused_and_changes_nothing() {
     assert!(err.to_string().contains("hunk #1"), "{err}");
     // The context changed under the patch.
     let other = diff(
+        "src/lib.rs",
         &original,
         &original.replace("line 51\n", "line fifty-one\n"),
     );
@@ -183,41 +193,51 @@ pub(crate) fn every_refusal_leaves_everything_unchanged() {
     mkfifo(&w.p("rw/fifo"));
     std::fs::write(w.p("rw/blob.bin"), [0xff, 0xfe, 0x00, 0x01]).unwrap();
     let three = lines(3);
-    let edit = diff(&three, &three.replace("line 2\n", "pwned\n"));
+    // The edit, made for the file it is applied to (`None` in the table).
+    let edit = |file: &str| diff(file, &three, &three.replace("line 2\n", "pwned\n"));
     let binary =
         "diff --git a/x b/x\nindex 0000001..0000002 100644\nBinary files a/x and b/x differ\n";
-    let two_files = format!("{edit}{}", diff("a\n", "b\n"));
+    let two_files = format!("{}{}", edit("src/lib.rs"), diff("src/b.rs", "a\n", "b\n"));
+    let hundred = lines(100);
+    let for_main = diff(
+        "src/main.rs",
+        &hundred,
+        &hundred.replace("line 7\n", "seven\n"),
+    );
     let before = w.snapshot();
-    let cases: &[(&str, &str, &str, Code)] = &[
-        ("ro", "notes.txt", &edit, Code::ReadOnly),
-        ("nope", "notes.txt", &edit, Code::UnknownAlias),
-        ("Bad!", "notes.txt", &edit, Code::InvalidAlias),
-        ("gone", "victim.txt", &edit, Code::Revoked),
-        ("pending", "notes.txt", &edit, Code::UnknownAlias),
-        ("rw", "../outside/victim.txt", &edit, Code::Traversal),
-        ("rw", "src/../../outside/victim.txt", &edit, Code::Traversal),
-        ("rw", "/etc/passwd", &edit, Code::AbsolutePath),
-        ("rw", "link-dir/victim.txt", &edit, Code::SymlinkEscape),
-        ("rw", "link-file", &edit, Code::SymlinkEscape),
-        ("rw", "hardlink.txt", &edit, Code::Hardlinked),
-        ("rw", "fifo", &edit, Code::NotRegularFile),
-        ("rw", "src", &edit, Code::NotRegularFile),
-        ("rw", "src/", &edit, Code::NotRegularFile),
-        ("rw", "blob.bin", &edit, Code::PatchRejected),
-        ("rw", "hardlink.txt", binary, Code::PatchRejected),
-        ("rw", "src/lib.rs", &two_files, Code::PatchRejected),
+    let cases: &[(&str, &str, Option<&str>, Code)] = &[
+        ("ro", "notes.txt", None, Code::ReadOnly),
+        ("nope", "notes.txt", None, Code::UnknownAlias),
+        ("Bad!", "notes.txt", None, Code::InvalidAlias),
+        ("gone", "victim.txt", None, Code::Revoked),
+        ("pending", "notes.txt", None, Code::UnknownAlias),
+        ("rw", "../outside/victim.txt", None, Code::Traversal),
+        ("rw", "src/../../outside/victim.txt", None, Code::Traversal),
+        ("rw", "/etc/passwd", None, Code::AbsolutePath),
+        ("rw", "link-dir/victim.txt", None, Code::SymlinkEscape),
+        ("rw", "link-file", None, Code::SymlinkEscape),
+        ("rw", "hardlink.txt", None, Code::Hardlinked),
+        ("rw", "fifo", None, Code::NotRegularFile),
+        ("rw", "src", None, Code::NotRegularFile),
+        ("rw", "src/", None, Code::NotRegularFile),
+        ("rw", "blob.bin", None, Code::PatchRejected),
+        ("rw", "hardlink.txt", Some(binary), Code::PatchRejected),
+        ("rw", "src/lib.rs", Some(&two_files), Code::PatchRejected),
+        // Its hunks would apply to the target, but it is a diff of another file.
+        ("rw", "src/lib.rs", Some(&for_main), Code::PatchRejected),
         (
             "rw",
             "src/lib.rs",
-            "this is not a diff",
+            Some("this is not a diff"),
             Code::PatchRejected,
         ),
-        ("rw", "src/lib.rs", "", Code::PatchRejected),
-        ("rw", "src/lib\0.rs", &edit, Code::NulByte),
-        ("rw", "missing/x.txt", &edit, Code::NotFound),
+        ("rw", "src/lib.rs", Some(""), Code::PatchRejected),
+        ("rw", "src/lib\0.rs", None, Code::NulByte),
+        ("rw", "missing/x.txt", None, Code::NotFound),
     ];
     for &(alias, file, patch, code) in cases {
-        let err = w.apply(alias, file, patch).unwrap_err();
+        let patch = patch.map_or_else(|| edit(file), str::to_owned);
+        let err = w.apply(alias, file, &patch).unwrap_err();
         assert_eq!(err.code(), code, "{alias} {file:?}: {err}");
         assert_eq!(w.snapshot(), before, "{alias} {file:?} changed something");
     }
@@ -229,7 +249,8 @@ pub(crate) fn every_refusal_leaves_everything_unchanged() {
         why(binary, "src/lib.rs")
     );
     assert!(why(&two_files, "src/lib.rs").contains("exactly one file"));
-    assert!(why(&edit, "blob.bin").contains("UTF-8"));
+    assert!(why(&edit("blob.bin"), "blob.bin").contains("UTF-8"));
+    assert!(why(&for_main, "src/lib.rs").contains("src/main.rs"));
 }
 
 #[test]
@@ -239,7 +260,11 @@ fn every_patch_is_audited() {
     w.apply(
         "rw",
         "src/lib.rs",
-        &diff(&original, &original.replace("line 1\n", "one\n")),
+        &diff(
+            "src/lib.rs",
+            &original,
+            &original.replace("line 1\n", "one\n"),
+        ),
     )
     .unwrap();
     let last = || -> serde_json::Value {
@@ -259,7 +284,7 @@ fn every_patch_is_audited() {
         &w.grants.session(),
         &Alias::new("rw").unwrap(),
         Path::new("src/lib.rs"),
-        &diff(&edited, &edited.replace("line 2\n", "two\n")),
+        &diff("src/lib.rs", &edited, &edited.replace("line 2\n", "two\n")),
     )
     .unwrap();
     assert_eq!(
@@ -275,7 +300,8 @@ fn a_target_name_that_is_not_utf8_is_patched_and_reported() {
     use std::os::unix::ffi::OsStrExt;
     let w = World::new();
     let name = std::ffi::OsStr::from_bytes(b"new\xb6.txt");
-    let create = "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hi\n";
+    // A diff is text: it names the file by its lossy form.
+    let create = "--- /dev/null\n+++ b/new\u{FFFD}.txt\n@@ -0,0 +1 @@\n+hi\n";
     let rw = Alias::new("rw").unwrap();
     let done = apply_patch(&w.grants.session(), &rw, Path::new(name), create).unwrap();
     assert_eq!(std::fs::read(w.p("rw").join(name)).unwrap(), b"hi\n");
@@ -343,7 +369,7 @@ fn hunks_apply_at_offsets_of_their_own() {
         .replace("line 50\n", "line fifty\n")
         .replace("line 90\n", "")
         .replace("line 91\n", "line 91\nline 91-bis\n");
-    let patch = diff(&original, &edited);
+    let patch = diff("src/lib.rs", &original, &edited);
     let insert =
         |text: &str, after: &str, extra: &str| text.replace(after, &format!("{after}{extra}"));
     let drifted = insert(
@@ -360,4 +386,52 @@ fn hunks_apply_at_offsets_of_their_own() {
         &"middle\n".repeat(7),
     );
     assert_eq!(std::fs::read_to_string(w.p("rw/src/lib.rs")).unwrap(), want);
+}
+
+/// Regression: a diff whose header names another file (`+++ b/src/main.rs`) was applied to
+/// the target. The file a diff says it changes must be the target; one made above the grant
+/// or in a folder below it names it too, and a `---` name of a backup is free.
+#[test]
+fn a_diff_for_another_file_is_refused_and_the_targets_other_spellings_apply() {
+    let w = World::new();
+    let original = lines(100);
+    let hunk = "@@ -7 +7 @@\n-line 7\n+seven\n";
+    let before = w.snapshot();
+    for (old, new) in [
+        ("a/src/main.rs", "b/src/main.rs"),
+        ("a/src/lib.rs", "b/src/main.rs"),
+        ("a/src/lib.rs", "b/tests/lib.rs"),
+        ("original", "modified"),
+    ] {
+        let patch = format!("--- {old}\n+++ {new}\n{hunk}");
+        let err = w.apply("rw", "src/lib.rs", &patch).unwrap_err();
+        assert_eq!(err.code(), Code::PatchRejected, "{new}: {err}");
+        assert!(err.to_string().contains(new), "{err}");
+        assert_eq!(w.snapshot(), before, "{new}");
+    }
+    let mut expected = original.clone();
+    for (i, (old, new)) in [
+        ("a/src/lib.rs", "b/src/lib.rs"),
+        ("a/project/src/lib.rs", "b/project/src/lib.rs"),
+        ("lib.rs", "lib.rs"),
+        ("src/lib.rs.orig", "src/lib.rs"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let line = format!("line {}\n", 10 + i);
+        let changed = format!("changed {}\n", 10 + i);
+        let patch = format!(
+            "--- {old}\n+++ {new}\n@@ -{} +{} @@\n-{line}+{changed}",
+            10 + i,
+            10 + i
+        );
+        w.apply("rw", "src/lib.rs", &patch)
+            .unwrap_or_else(|e| panic!("{new}: {e}"));
+        expected = expected.replace(&line, &changed);
+    }
+    assert_eq!(
+        std::fs::read_to_string(w.p("rw/src/lib.rs")).unwrap(),
+        expected
+    );
 }

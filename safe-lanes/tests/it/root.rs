@@ -59,6 +59,46 @@ fn the_root_is_resolved_in_the_documented_order() {
     assert_eq!(none.code(), Code::NotConfigured);
 }
 
+/// Every root the environment and the defaults name, in the order they are tried (what the
+/// upload hard guard covers besides the root in use), with the same rules.
+#[test]
+fn every_root_the_environment_names_is_listed_in_order() {
+    let all = [
+        ("SAFE_LANES_ROOT", "/s"),
+        ("GWSA_ROOT", "/g"),
+        ("XDG_STATE_HOME", "/x"),
+        ("HOME", "/h"),
+    ];
+    let named = |vars| -> Vec<(PathBuf, RootOrigin)> {
+        RootLocation::named_with(env(vars))
+            .unwrap()
+            .into_iter()
+            .map(|l| (l.path, l.origin))
+            .collect()
+    };
+    assert_eq!(
+        named(&all),
+        [
+            (PathBuf::from("/s"), RootOrigin::SafeLanesRoot),
+            (PathBuf::from("/g"), RootOrigin::GwsaRoot),
+            (PathBuf::from("/x/safe-lanes"), RootOrigin::XdgStateHome),
+            (
+                PathBuf::from("/h/.local/state/safe-lanes"),
+                RootOrigin::Home
+            ),
+        ]
+    );
+    let some = named(&[("GWSA_ROOT", ""), ("XDG_STATE_HOME", "rel"), ("HOME", "/h")]);
+    assert_eq!(
+        some,
+        [(
+            PathBuf::from("/h/.local/state/safe-lanes"),
+            RootOrigin::Home
+        )]
+    );
+    assert!(named(&[]).is_empty());
+}
+
 #[test]
 fn a_relative_flag_is_made_absolute() {
     let got = RootLocation::resolve_with(Some(Path::new("rel/root")), env(&[])).unwrap();

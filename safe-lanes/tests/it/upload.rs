@@ -21,7 +21,7 @@ use safe_lanes::{Code, UploadSource};
 use sha2::Digest;
 
 use crate::backends::BACKENDS;
-use crate::util::{Fixture, mkfifo};
+use crate::util::{Fixture, SmallDisk, mkfifo};
 
 /// A state root with a token, three allowed roots (one listed through a symbolic link), and
 /// files outside.
@@ -69,6 +69,14 @@ impl World {
         symlink("..", t.join("allowed1/up")).unwrap();
         symlink("../file.txt", t.join("allowed1/sub/back")).unwrap();
         symlink("sub", t.join("allowed1/to-sub")).unwrap();
+        symlink("file.txt/", t.join("allowed1/file-slash")).unwrap();
+        symlink("sub/", t.join("allowed1/sub-slash")).unwrap();
+        symlink("to-other/", t.join("allowed1/to-other-slash")).unwrap();
+        symlink(
+            format!("{}/", t.join("allowed2/other.txt").display()),
+            t.join("allowed1/abs-slash"),
+        )
+        .unwrap();
         symlink("loop", t.join("allowed1/loop")).unwrap();
         std::fs::hard_link(t.join("state/token"), t.join("allowed1/token-hardlink")).unwrap();
         mkfifo(&t.join("allowed1/fifo"));
@@ -172,6 +180,11 @@ const TABLE: &[(&str, Expect)] = &[
     ("allowed1/missing.txt", Refused(Code::NotFound)),
     ("allowed1/file.txt/x", Refused(Code::NotFound)),
     ("allowed1/loop", Refused(Code::SymlinkEscape)),
+    // A link's text ending in `/` names a directory, as the kernel reads it (ENOTDIR).
+    ("allowed1/file-slash", Refused(Code::NotFound)),
+    ("allowed1/to-other-slash", Refused(Code::NotFound)),
+    ("allowed1/abs-slash", Refused(Code::NotFound)),
+    ("allowed1/sub-slash", Refused(Code::NotRegularFile)),
     ("state/token", Refused(Code::StateRoot)),
     ("state/.downloads/../token", Refused(Code::StateRoot)),
     // The state root is outside every allowed root here: where the link leads is not told.
@@ -394,7 +407,20 @@ pub(crate) fn the_hard_guard_holds_when_the_allowlist_covers_the_state_root() {
     let roots = format!("{}\n{}\n", w.tmp.path().display(), w.p("state").display());
     std::fs::write(w.p("state/.upload-roots"), roots).unwrap();
     let source = w.source();
-    assert!(source.roots().iter().any(|r| r.covers_state_root));
+    // Both contain it (the lane `.downloads`, inside it, does not).
+    let covering: Vec<_> = source
+        .roots()
+        .iter()
+        .filter(|r| r.covers_state_root)
+        .map(|r| r.entry.clone())
+        .collect();
+    assert_eq!(
+        covering,
+        [
+            w.p("state").display().to_string(),
+            w.tmp.path().display().to_string()
+        ]
+    );
     for rel in [
         "state/token",
         "state/.upload-roots",
@@ -766,5 +792,226 @@ fn a_path_outside_every_root_is_refused_without_a_lookup() {
             Some(libc::ENOTRECOVERABLE),
             "{backend:?}: {inside}"
         );
+    }
+}
+
+/// Regression: with `SAFE_LANES_ROOT=S GWSA_ROOT=G` and an allowlist covering G's parent,
+/// `G/token.json` was accepted: the hard guard knew only the state root in use. Every state
+/// root the environment or the defaults name is guarded — by the path as written and by where
+/// the kernel finds it — each but its `.downloads`, and one made after the allowlist was
+/// loaded too.
+#[test]
+fn every_state_root_the_environment_names_is_guarded() {
+    let w = World::new();
+    let t = w.tmp.path();
+    let named = [
+        "gateway/gwsa",
+        "gateway/xdg/safe-lanes",
+        "gateway/home/.local/state/safe-lanes",
+    ];
+    for root in named {
+        std::fs::create_dir_all(t.join(root).join(".downloads")).unwrap();
+        std::fs::write(t.join(root).join("token.json"), "TOKEN").unwrap();
+        std::fs::write(t.join(root).join(".downloads/got.pdf"), "received").unwrap();
+    }
+    symlink(t.join("gateway/gwsa"), t.join("gateway/gwsa-link")).unwrap();
+    symlink(
+        t.join("gateway/gwsa/token.json"),
+        t.join("gateway/token-link"),
+    )
+    .unwrap();
+    std::fs::write(
+        w.p("state/.upload-roots"),
+        format!("{}\n", t.join("gateway").display()),
+    )
+    .unwrap();
+    let env: Vec<(&str, PathBuf)> = vec![
+        ("SAFE_LANES_ROOT", w.p("state")),
+        ("GWSA_ROOT", t.join("gateway/gwsa-link")),
+        ("XDG_STATE_HOME", t.join("gateway/xdg")),
+        ("HOME", t.join("gateway/home")),
+    ];
+    let lookup = |key: &str| {
+        env.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone().into_os_string())
+    };
+    for backend in BACKENDS {
+        let _forced = force_backend(backend);
+        let source = UploadSource::load_with(&w.root, lookup).unwrap();
+        let gateway = source.roots().iter().find(|r| r.path == t.join("gateway"));
+        assert!(gateway.unwrap().covers_state_root, "{backend:?}");
+        for root in named {
+            for rel in [
+                format!("{root}/token.json"),
+                format!("{root}/.downloads/../token.json"),
+            ] {
+                let err = source.resolve(&t.join(&rel)).unwrap_err();
+                assert_eq!(err.code(), Code::StateRoot, "{backend:?} {rel}: {err}");
+            }
+            let received = source.resolve(&t.join(root).join(".downloads/got.pdf"));
+            assert!(received.is_ok(), "{backend:?} {root}: {received:?}");
+        }
+        for rel in ["gateway/gwsa-link/token.json", "gateway/token-link"] {
+            let err = source.resolve(&t.join(rel)).unwrap_err();
+            assert_eq!(err.code(), Code::StateRoot, "{backend:?} {rel}: {err}");
+        }
+    }
+    // A root named before it exists is guarded once it does.
+    let later = t.join("gateway/later");
+    let source = UploadSource::load_with(&w.root, |k| {
+        (k == "GWSA_ROOT").then(|| later.clone().into_os_string())
+    })
+    .unwrap();
+    std::fs::create_dir(&later).unwrap();
+    std::fs::write(later.join("token.json"), "TOKEN").unwrap();
+    let err = source.resolve(&later.join("token.json")).unwrap_err();
+    assert_eq!(err.code(), Code::StateRoot, "{err}");
+    // Without the variables, the other roots are folders like any other.
+    let unnamed = w.source();
+    assert!(unnamed.resolve(&t.join("gateway/gwsa/token.json")).is_ok());
+}
+
+/// Regression: `covers_state_root` said whether a root lay *inside* the state root: `/` was
+/// `false` and a folder inside the state root `true`.
+#[test]
+fn covers_state_root_says_whether_a_root_contains_a_state_root() {
+    let w = World::new();
+    std::fs::create_dir(w.p("state/inner")).unwrap();
+    let roots = format!(
+        "{}\n{}\n{}\n{}\n",
+        w.tmp.path().parent().unwrap().display(),
+        w.tmp.path().display(),
+        w.p("state/inner").display(),
+        w.p("allowed1").display()
+    );
+    std::fs::write(w.p("state/.upload-roots"), roots).unwrap();
+    let source = w.source();
+    let covers: Vec<(PathBuf, bool)> = source
+        .roots()
+        .iter()
+        .map(|r| (r.path.clone(), r.covers_state_root))
+        .collect();
+    for (path, want) in [
+        (w.tmp.path().parent().unwrap().to_path_buf(), true),
+        (w.tmp.path().to_path_buf(), true),
+        (w.p("state/inner"), false),
+        (w.p("allowed1"), false),
+        (w.p("state/.downloads"), false),
+    ] {
+        assert!(
+            covers.contains(&(path.clone(), want)),
+            "{path:?}: {covers:?}"
+        );
+    }
+}
+
+/// The pseudo-filesystems allowed as upload roots (made here through the variable, as a human
+/// might; `/` itself is never an upload root).
+fn with_everything_allowed(w: &World) -> UploadSource {
+    UploadSource::load_with(&w.root, |k| {
+        (k == "SAFE_LANES_UPLOAD_ROOTS").then(|| "/proc:/sys:/dev".into())
+    })
+    .unwrap()
+}
+
+/// Regression: with `/` (or `/proc`) allowed, `/proc/self/environ` — the gateway's own environment, its
+/// tokens included — was a valid source. Nothing on `proc`, `sysfs`, `cgroup` and the like,
+/// and no device node, is ever an upload source (`pseudo_file`), whatever the allowlist says.
+#[test]
+fn pseudo_files_are_never_upload_sources() {
+    let w = World::new();
+    let cgroup = [
+        "/sys/fs/cgroup/cgroup.controllers",
+        "/sys/fs/cgroup/cpu/cgroup.procs",
+        "/sys/fs/cgroup/memory/cgroup.procs",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+    .expect("a cgroup file (cgroup2 or v1) to try");
+    for backend in BACKENDS {
+        let _forced = force_backend(backend);
+        let source = with_everything_allowed(&w);
+        for path in [
+            "/proc/self/environ",
+            "/proc/self/cmdline",
+            "/proc/thread-self/environ",
+            "/proc/cpuinfo",
+            "/sys/kernel/uevent_seqnum",
+            cgroup,
+            "/dev/null",
+            "/dev/zero",
+        ] {
+            assert!(Path::new(path).exists(), "{path} is there to refuse");
+            let err = source.resolve(Path::new(path)).unwrap_err();
+            assert_eq!(err.code(), Code::PseudoFile, "{backend:?} {path}: {err}");
+        }
+        assert!(
+            source.resolve(&w.p("allowed1/file.txt")).is_ok(),
+            "{backend:?}"
+        );
+    }
+}
+
+/// The filesystem decides, not the path: `proc` mounted inside an allowed folder is refused
+/// the same. Mounting needs root (CI runs as root).
+#[test]
+fn a_pseudo_filesystem_mounted_in_an_allowed_folder_is_refused_alike() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "a bind mount needs root (CI runs as root)"
+    );
+    let w = World::new();
+    let at = w.p("allowed1/proc");
+    std::fs::create_dir(&at).unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["--bind", "/proc"])
+        .arg(&at)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mount --bind /proc");
+    let unmount = Unmount(at.clone());
+    for backend in BACKENDS {
+        let _forced = force_backend(backend);
+        let source = w.source();
+        for rel in ["self/environ", "self/cmdline", "cpuinfo"] {
+            let err = source.resolve(&at.join(rel)).unwrap_err();
+            assert_eq!(err.code(), Code::PseudoFile, "{backend:?} {rel}: {err}");
+            assert!(err.to_string().contains("proc"), "{err}");
+        }
+    }
+    drop(unmount);
+}
+
+/// Unmounts its path when dropped.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Regression: the walk through links read and followed a link on a mount made
+/// `nosymfollow`, where the kernel follows none. Mounting needs root (CI runs as root).
+#[test]
+fn no_link_is_followed_on_a_nosymfollow_mount() {
+    let w = World::new();
+    let disk = SmallDisk::mount_as_root_with("1m", "nosymfollow");
+    std::fs::write(disk.path.join("file.txt"), "file").unwrap();
+    symlink("file.txt", disk.path.join("link")).unwrap();
+    let root = disk.path.clone().into_os_string();
+    for backend in BACKENDS {
+        let _forced = force_backend(backend);
+        let source = UploadSource::load_with(&w.root, |k| {
+            (k == "SAFE_LANES_UPLOAD_ROOTS").then(|| root.clone())
+        })
+        .unwrap();
+        assert!(
+            source.resolve(&disk.path.join("file.txt")).is_ok(),
+            "{backend:?}"
+        );
+        let err = source.resolve(&disk.path.join("link")).unwrap_err();
+        assert_eq!(err.code(), Code::SymlinkEscape, "{backend:?}: {err}");
     }
 }
