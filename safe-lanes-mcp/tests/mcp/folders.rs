@@ -348,32 +348,8 @@ async fn a_tool_asked_for_and_approved_is_on_the_commands_path() {
 #[tokio::test]
 async fn a_grant_is_addressed_by_its_id_and_named_in_the_instructions() {
     let w = World::new().await;
-    let proj = w.p("proj").display().to_string();
-    let docs = w.p("docs").display().to_string();
-    let added = w.cli(&[
-        "grant",
-        "add",
-        "--alias",
-        "proj",
-        "--path",
-        &proj,
-        "--access",
-        "read_write",
-        "--reason",
-        "the project",
-    ]);
-    w.cli(&[
-        "grant",
-        "add",
-        "--alias",
-        "docs",
-        "--path",
-        &docs,
-        "--access",
-        "read_only",
-        "--reason",
-        "the docs",
-    ]);
+    let added = w.grant("proj", "proj", "read_write");
+    w.grant("docs", "docs", "read_only");
     let listed = w.ok("folder_grants_list", json!({})).await;
     let id_of = |alias: &str| {
         listed["grants"]
@@ -433,11 +409,7 @@ async fn a_grant_is_addressed_by_its_id_and_named_in_the_instructions() {
     );
 
     // A client that connects now is told both grants, with their ids and access.
-    let fresh = crate::util::connect(&w.root(), &[], ()).await;
-    let instructions = fresh
-        .peer_info()
-        .and_then(|info| info.instructions.clone())
-        .expect("instructions");
+    let instructions = w.instructions().await;
     for (alias, id, access) in [
         ("proj", &proj_id, "read_write"),
         ("docs", &docs_id, "read_only"),
@@ -451,7 +423,6 @@ async fn a_grant_is_addressed_by_its_id_and_named_in_the_instructions() {
         instructions.contains("folder_grants_list"),
         "{instructions}"
     );
-    fresh.cancel().await.unwrap();
 }
 
 #[tokio::test]
@@ -467,32 +438,15 @@ async fn the_instructions_say_when_nothing_is_granted_or_available() {
         "{instructions}"
     );
     // A grant whose folder is gone is not offered as available, but counted.
-    let docs = w.p("docs").display().to_string();
-    w.cli(&[
-        "grant",
-        "add",
-        "--alias",
-        "docs",
-        "--path",
-        &docs,
-        "--access",
-        "read_only",
-        "--reason",
-        "the docs",
-    ]);
+    w.grant("docs", "docs", "read_only");
     std::fs::remove_dir(w.p("docs")).unwrap();
-    let fresh = crate::util::connect(&w.root(), &[], ()).await;
-    let instructions = fresh
-        .peer_info()
-        .and_then(|info| info.instructions.clone())
-        .expect("instructions");
+    let instructions = w.instructions().await;
     assert!(
         instructions.contains("No granted folder is available on this host now.")
             && instructions.contains("1 more granted but unavailable here")
             && !instructions.contains("`docs`"),
         "{instructions}"
     );
-    fresh.cancel().await.unwrap();
 }
 
 /// Host mapping (docs/embedding.md): a gateway in a container, or on another machine than

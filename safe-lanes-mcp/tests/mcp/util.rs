@@ -94,6 +94,35 @@ impl World {
         json
     }
 
+    /// The human grants the folder `rel` of this world as `alias` with `access`, through the
+    /// CLI; the grant's JSON.
+    pub(crate) fn grant(&self, alias: &str, rel: &str, access: &str) -> Value {
+        let path = self.p(rel).display().to_string();
+        self.cli(&[
+            "grant",
+            "add",
+            "--alias",
+            alias,
+            "--path",
+            &path,
+            "--access",
+            access,
+            "--reason",
+            "for the test",
+        ])
+    }
+
+    /// The instructions a client connecting now is given.
+    pub(crate) async fn instructions(&self) -> String {
+        let client = connect(&self.root(), &[], ()).await;
+        let instructions = client
+            .peer_info()
+            .and_then(|info| info.instructions.clone())
+            .expect("instructions");
+        client.cancel().await.unwrap();
+        instructions
+    }
+
     /// Run the human's CLI fed `stdin`; it must succeed.
     pub(crate) fn cli_in(&self, args: &[&str], stdin: &[u8]) -> Value {
         let (ok, json) = self.run_cli(args, stdin);
