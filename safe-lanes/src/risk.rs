@@ -526,6 +526,31 @@ pub fn spelled_out(raw: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// A tree past the size bound is warned of as very large; its count stops at the bound.
+    #[test]
+    fn very_large_trees_are_warned_of_and_counted_only_to_the_bound() {
+        let tmp = tempfile::tempdir().unwrap();
+        let small = look_at(tmp.path()).unwrap();
+        assert!(small.warnings.iter().all(|w| w.risk != Risk::Large));
+        // 20 GiB that take no room: a sparse file has the size the bound reads.
+        let big = std::fs::File::create(tmp.path().join("disk.img")).unwrap();
+        big.set_len(LARGE_BYTES).unwrap();
+        let large = look_at(tmp.path()).unwrap();
+        let warning = large.warnings.iter().find(|w| w.risk == Risk::Large);
+        assert!(
+            warning.is_some_and(|w| w.message.contains("20 GiB")),
+            "{:?}",
+            large.warnings
+        );
+        for i in 0..6 {
+            std::fs::create_dir(tmp.path().join(format!("d{i}"))).unwrap();
+        }
+        let dir = Anchor::open_ambient(tmp.path(), Ambient::because("the test's folder")).unwrap();
+        let counted = measure(&dir, 5);
+        assert_eq!((counted.entries, counted.at_least), (5, true));
+        assert!(!measure(&dir, 100).at_least);
+    }
+
     /// `name => the start of why it may pass for another` (`None`: it may not).
     #[test]
     fn look_alike_names() {

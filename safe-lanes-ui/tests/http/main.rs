@@ -2,6 +2,7 @@
 //! the library for the human and audited as theirs.
 
 mod actions;
+mod changelog;
 mod client;
 mod guard;
 mod uploads;
