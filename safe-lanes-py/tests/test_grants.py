@@ -34,14 +34,14 @@ def test_a_grant_added_by_the_human_is_listed_for_the_agent(gw):
 
 @pytest.mark.parametrize("bad", ["", "Caps", "-lead", "has space", "a/b", "\u00e9", "x" * 49, "docs;rm -rf /", "d\u043ecs"])
 def test_alias_rules(gw, bad):
-    assert code_of(gw.grants().add, bad, gw.p("proj"), "read_only", reason="") == "invalid_alias"
+    assert code_of(gw.grants().add, bad, gw.p("proj"), "read_only", reason="for the test") == "invalid_alias"
 
 
 def test_aliases_are_unique_with_their_environment_key(gw):
     grants = gw.grants()
-    grants.add("rts-source", gw.p("proj"), "read_only", reason="")
-    assert code_of(grants.add, "rts-source", gw.p("proj2"), "read_only", reason="") == "alias_taken"
-    assert code_of(grants.add, "rts_source", gw.p("proj2"), "read_only", reason="") == "alias_taken"
+    grants.add("rts-source", gw.p("proj"), "read_only", reason="for the test")
+    assert code_of(grants.add, "rts-source", gw.p("proj2"), "read_only", reason="for the test") == "alias_taken"
+    assert code_of(grants.add, "rts_source", gw.p("proj2"), "read_only", reason="for the test") == "alias_taken"
 
 
 def test_path_rules(gw):
@@ -57,19 +57,19 @@ def test_path_rules(gw):
         ("/tmp/a\0b", "nul_byte"),
     ]
     for path, code in cases:
-        assert code_of(grants.add, "x", path, "read_only", reason="") == code, path
+        assert code_of(grants.add, "x", path, "read_only", reason="for the test") == code, path
     assert grants.list().grants == []
 
 
 def test_an_access_other_than_the_two_is_refused(gw):
-    assert code_of(gw.grants().add, "x", gw.p("proj"), "write", reason="") == "invalid_argument"
+    assert code_of(gw.grants().add, "x", gw.p("proj"), "write", reason="for the test") == "invalid_argument"
 
 
 def test_overlapping_grants(gw):
     grants = gw.grants()
-    grants.add("proj", gw.p("proj"), "read_write", reason="")
-    assert code_of(grants.add, "src", gw.p("proj/src"), "read_only", reason="") == "overlapping_grant"
-    assert code_of(grants.add, "again", gw.p("proj"), "read_only", reason="") == "overlapping_grant"
+    grants.add("proj", gw.p("proj"), "read_write", reason="for the test")
+    assert code_of(grants.add, "src", gw.p("proj/src"), "read_only", reason="for the test") == "overlapping_grant"
+    assert code_of(grants.add, "again", gw.p("proj"), "read_only", reason="for the test") == "overlapping_grant"
 
 
 def test_a_request_grants_nothing_until_the_human_approves_what_was_shown(gw):
@@ -102,7 +102,7 @@ def test_a_request_updated_after_it_was_shown_is_not_approved(gw):
     desk = safe_lanes.AgentDesk(gw.root)
     first = desk.request_access("docs", "read_only", "read", path=str(gw.p("proj2")))
     desk.request_access("docs", "read_write", "write too", path=str(gw.p("proj2")))
-    assert code_of(gw.grants().approve, first.request.id, alias="docs", access="read_only", reason="") == "not_found"
+    assert code_of(gw.grants().approve, first.request.id, alias="docs", access="read_only", reason="for the test") == "not_found"
 
 
 def test_deny_set_access_and_revoke(gw):
@@ -114,12 +114,12 @@ def test_deny_set_access_and_revoke(gw):
     assert [o.decision for o in desk.grants().outcomes if o.id == asked.request.id] == ["not now"]
     assert code_of(grants.deny, asked.request.id, reason="again") == "not_found"
 
-    grants.add("proj", gw.p("proj"), "read_only", reason="")
+    grants.add("proj", gw.p("proj"), "read_only", reason="for the test")
     assert code_of(grants.set_access, "proj", "read_write", reason="") == "invalid_argument"
     assert grants.set_access("proj", "read_write", reason="to fix the build").access == "read_write"
     assert grants.revoke("proj", reason="done").alias == "proj"
     assert desk.grants().grants == []
-    assert code_of(grants.revoke, "proj", reason="") == "unknown_alias"
+    assert code_of(grants.revoke, "proj", reason="for the test") == "unknown_alias"
 
 
 def test_the_human_is_recorded_as_the_os_user_and_the_agent_as_the_agent(gw):
@@ -136,9 +136,22 @@ def test_the_human_is_recorded_as_the_os_user_and_the_agent_as_the_agent(gw):
     assert [c["actor"].split(" ")[0] for c in changelog] == [me_human(), "agent", me_human(), me_human()]
 
 
+def test_every_change_of_the_humans_needs_a_reason(gw):
+    grants = gw.grants()
+    assert code_of(grants.add, "proj", gw.p("proj"), "read_only", reason="") == "invalid_argument"
+    assert code_of(grants.add, "proj", gw.p("proj"), "read_only", reason=" \n ") == "invalid_argument"
+    grants.add("proj", gw.p("proj"), "read_only", reason="the project")
+    asked = safe_lanes.AgentDesk(gw.root).request_access("docs", "read_only", "please")
+    assert code_of(grants.deny, asked.request.id, reason="") == "invalid_argument"
+    assert code_of(grants.revoke, "proj", reason="") == "invalid_argument"
+    manifest = json.loads((gw.root.path / "workflow.json").read_text())
+    changes = manifest["folder_access_changelog"]
+    assert changes and all(c["reason"].strip() for c in changes)
+
+
 def test_an_actor_name_cannot_pass_for_the_agent(gw):
     grants = gw.grants()
-    grants.add("proj", gw.p("proj"), "read_only", reason="", actor="agent")
+    grants.add("proj", gw.p("proj"), "read_only", reason="for the test", actor="agent")
     [record] = [r for r in gw.records() if r["event"] == "grant.add"]
     assert record["actor"] == f"{me_human()} (agent)"
 
@@ -175,7 +188,7 @@ def test_a_hostile_narrowing_is_refused(gw, spec, code):
 def test_a_narrowed_desk_sees_only_its_grants_at_most_its_access(gw):
     grants = gw.grants()
     for alias, folder in (("site", "proj"), ("docs", "proj2"), ("private", "other")):
-        grants.add(alias, gw.p(folder), "read_write", reason="")
+        grants.add(alias, gw.p(folder), "read_write", reason="for the test")
     child = safe_lanes.AgentDesk(gw.root, only="site,docs:read_only")
     assert [(g.alias, g.access) for g in child.grants().grants] == [("site", "read_write"), ("docs", "read_only")]
     assert code_of(child.apply_patch, "private", "x.txt", "--- /dev/null\n+++ b/x.txt\n@@ -0,0 +1 @@\n+x\n") == "unknown_alias"

@@ -32,10 +32,10 @@ def pw(world):
         ],
     )
     grants = world.grants()
-    grants.add("rw", world.p("rw"), "read_write", reason="")
-    grants.add("ro", world.p("ro"), "read_only", reason="")
-    grants.add("gone", world.p("outside"), "read_write", reason="")
-    grants.revoke("gone", reason="")
+    grants.add("rw", world.p("rw"), "read_write", reason="for the test")
+    grants.add("ro", world.p("ro"), "read_only", reason="for the test")
+    grants.add("gone", world.p("outside"), "read_write", reason="for the test")
+    grants.revoke("gone", reason="for the test")
     safe_lanes.AgentDesk(world.root).request_access("pending", "read_write", "", path=str(world.p("pending")))
     world.desk = safe_lanes.AgentDesk(world.root)
     return world
