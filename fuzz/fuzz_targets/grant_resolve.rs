@@ -41,10 +41,10 @@ fn fixture() -> &'static Fixture {
         }
         let grants = Arc::new(Grants::open(&root, None).unwrap());
         grants
-            .add("ro", &base.join("ro"), Access::ReadOnly, "", "fuzz")
+            .add("ro", &base.join("ro"), Access::ReadOnly, "the fuzz world", "fuzz")
             .unwrap();
         grants
-            .add("rw", &base.join("rw"), Access::ReadWrite, "", "fuzz")
+            .add("rw", &base.join("rw"), Access::ReadWrite, "the fuzz world", "fuzz")
             .unwrap();
         let session = grants.session();
         Fixture {

@@ -54,10 +54,10 @@ fn fixture() -> &'static Fixture {
         symlink(base.join("outside/victim.txt"), base.join("rw/victim-link")).unwrap();
         let grants = Arc::new(Grants::open(&root, None).unwrap());
         grants
-            .add("rw", &base.join("rw"), Access::ReadWrite, "", "fuzz")
+            .add("rw", &base.join("rw"), Access::ReadWrite, "the fuzz world", "fuzz")
             .unwrap();
         grants
-            .add("ro", &base.join("outside/ro"), Access::ReadOnly, "", "fuzz")
+            .add("ro", &base.join("outside/ro"), Access::ReadOnly, "the fuzz world", "fuzz")
             .unwrap();
         let outside = base.join("outside");
         let before = listing(&outside);
