@@ -1,6 +1,6 @@
 //! `exec` and `patch` through the real binary.
 
-use crate::util::Env;
+use crate::util::{Env, give_to_nobody, users};
 
 fn world() -> Env {
     let env = Env::new();
@@ -291,4 +291,87 @@ fn a_patch_target_with_dot_dot_is_refused_for_what_it_is() {
             assert!(!message.contains("climb out"), "{file}: {message}");
         }
     }
+}
+
+/// `(major, minor)` of the running kernel.
+fn kernel_version() -> (u32, u32) {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut parts = release.trim().split(['.', '-']);
+    let major = parts.next().unwrap().parse().unwrap();
+    let minor = parts.next().unwrap().parse().unwrap();
+    (major, minor)
+}
+
+#[test]
+fn a_fork_bomb_stops_at_the_limit_whichever_way_the_processes_are_bounded() {
+    use safe_lanes::confine::limits::PROCESS_LIMIT_VARIABLE;
+    // As root, from Linux 6.14: the PID namespace's own pid_max; a pids cgroup when asked for
+    // (and on older kernels). As an ordinary user: RLIMIT_NPROC in the user namespace.
+    let cgroup = format!("{PROCESS_LIMIT_VARIABLE}=cgroup");
+    for (who, wrapper) in users() {
+        let root = wrapper.is_empty() && rustix::process::geteuid().is_root();
+        let default = match (root, kernel_version() >= (6, 14)) {
+            (false, _) => "RLIMIT_NPROC in its user namespace",
+            (true, true) => "pid_max of its PID namespace",
+            (true, false) => "a pids cgroup",
+        };
+        fork_bomb(who, &wrapper, default);
+        let mut asked = vec!["env", cgroup.as_str()];
+        asked.extend_from_slice(&wrapper);
+        fork_bomb(who, &asked, if root { "a pids cgroup" } else { default });
+    }
+}
+
+/// A fork bomb run with `safe-lanes exec` under `wrapper`, whose `doctor` names `mechanism`.
+fn fork_bomb(who: &str, wrapper: &[&str], mechanism: &str) {
+    use safe_lanes::confine::limits::MAX_PROCESSES;
+    let env = world();
+    if wrapper.contains(&"setpriv") {
+        give_to_nobody(env.tmp.path());
+    }
+    let way = format!("{who} {wrapper:?}");
+    let doctor = env.run_as(wrapper, &["--json", "doctor"]).json();
+    let layers = doctor["sandbox"]["layers"].to_string();
+    assert!(layers.contains(mechanism), "{way}: {layers}");
+    let machine_pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
+    // `dash` gives up at the first fork refused ("Cannot fork"): the outer shell reads how
+    // many sleeps the inner one started with builtins only (no fork is left to it).
+    let script = r#"sh -c 'i=0; while [ $i -lt 2000 ]; do sleep 5 & i=$((i+1)); echo $i > /tmp/n; done'
+        read n < /tmp/n; echo "started $n""#;
+    let run = env.run_as(
+        wrapper,
+        &[
+            "--json",
+            "exec",
+            "--timeout",
+            "60",
+            "--",
+            "/bin/sh",
+            "-c",
+            script,
+        ],
+    );
+    let json = run.json();
+    let started: u64 = json["stdout"]
+        .as_str()
+        .and_then(|out| out.trim().strip_prefix("started "))
+        .unwrap_or_else(|| panic!("{way}: {json}"))
+        .parse()
+        .unwrap();
+    // The two shells and the sleeps share the limit: the bomb stops just short of it.
+    assert!(started < MAX_PROCESSES, "{way}: {started}");
+    assert!(started > MAX_PROCESSES - 16, "{way}: {started}");
+    assert!(
+        json["stderr"].as_str().unwrap().contains("Cannot fork"),
+        "{way}: {json}"
+    );
+    assert_eq!(json["timed_out"], false, "{way}: {json}");
+    // The machine's own limit is untouched.
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap(),
+        machine_pid_max,
+        "{way}"
+    );
+    let next = env.run_as(wrapper, &["--json", "exec", "--", "/bin/echo", "next"]);
+    assert_eq!(next.json()["stdout"], "next\n", "{way}: {next:?}");
 }

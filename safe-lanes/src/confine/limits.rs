@@ -16,10 +16,17 @@
 //! - **Processes.** Each command may have at most [`MAX_PROCESSES`] processes and threads: a
 //!   fork bomb stays bounded. For a gateway running as an ordinary user, `RLIMIT_NPROC` is set
 //!   inside the command's user namespace, where it counts that namespace's processes only. The
-//!   kernel does not apply `RLIMIT_NPROC` to root, so a gateway running as root puts each
-//!   command in a `pids` cgroup of its own below its own (cgroup v1's `pids` hierarchy, or v2
-//!   where the gateway's cgroup enables `pids` for its children); where it cannot make one,
-//!   commands are refused (`sandbox_unavailable`), never run unbounded.
+//!   kernel does not apply `RLIMIT_NPROC` to root, so for a gateway running as root the
+//!   command's PID namespace allows no more process ids than that: from Linux 6.14 each PID
+//!   namespace has a `pid_max` of its own, which the command's first process sets before it
+//!   runs anything (ADR 0024). It first checks that the file it opens is its namespace's, not
+//!   the machine's (whose `pid_max` it would otherwise lower for everyone): a kernel without
+//!   the feature shows it the very file the gateway holds open, and the command is refused.
+//!   On older kernels (or with `SAFE_LANES_PROCESS_LIMIT=cgroup`) each command gets a `pids`
+//!   cgroup of its own below the gateway's (cgroup v1's `pids` hierarchy, or v2 where the
+//!   gateway's cgroup enables `pids` for its children), which costs a move into it: up to an
+//!   RCU grace period, milliseconds. Where neither works, commands are refused
+//!   (`sandbox_unavailable`), never run unbounded.
 
 use std::ffi::CString;
 use std::io::Read;
@@ -41,6 +48,8 @@ pub const SCRATCH_SIZE: u64 = 1 << 30;
 pub const MIN_SCRATCH: u64 = 1 << 20;
 /// The most processes and threads one confined command may have at once.
 pub const MAX_PROCESSES: u64 = 512;
+// A PID namespace's `pid_max` is `MAX_PROCESSES + 1`, and the kernel refuses one below 301.
+const _: () = assert!(MAX_PROCESSES + 1 >= 301);
 
 /// The budget: `None` until set or first used (then a quarter of the machine's memory).
 static BUDGET: Mutex<Option<Budget>> = Mutex::new(None);
@@ -117,9 +126,106 @@ impl Drop for Scratch {
 pub(super) enum ProcessLimit {
     /// `RLIMIT_NPROC` in the command's user namespace (an ordinary user).
     Rlimit,
+    /// `pid_max` of the command's PID namespace (root, Linux 6.14 and later).
+    PidMax(&'static HostPidMax),
     /// A `pids` cgroup of the command's own; the child moves itself into it by writing `0` to
     /// this `cgroup.procs`.
     Cgroup(CommandCgroup),
+}
+
+/// What the child of a command does to bound its processes: a [`ProcessLimit`] as the plan
+/// carries it into the child.
+#[derive(Debug)]
+pub(super) enum ProcessBound {
+    /// Set `RLIMIT_NPROC` in the new user namespace.
+    Rlimit,
+    /// Once PID 1 of the new PID namespace, write `value` to `/proc/sys/kernel/pid_max` if the
+    /// file opened there is not the machine's, whose identity is `host`.
+    PidMax {
+        /// `(device, inode)` of the machine's `pid_max`, held open by the gateway
+        /// ([`HostPidMax`]), so a kernel without per-namespace `pid_max` shows the child
+        /// this very file.
+        host: (u64, u64),
+        /// [`MAX_PROCESSES`] + 1: ids 1 to [`MAX_PROCESSES`].
+        value: CString,
+    },
+    /// Before the new namespaces, write `0` to this `cgroup.procs`.
+    Cgroup(OwnedFd),
+}
+
+/// The machine's `/proc/sys/kernel/pid_max`, opened read-only once per process and held open
+/// for its lifetime: while it is open, its entry in the kernel's cache stays, so that a child
+/// on a kernel without per-namespace `pid_max` finds this same file, and refuses to write it.
+#[derive(Debug)]
+pub(super) struct HostPidMax {
+    _held: OwnedFd,
+    identity: (u64, u64),
+}
+
+/// The environment variable that makes a root gateway use `pids` cgroups even where the PID
+/// namespace's `pid_max` would do (`SAFE_LANES_PROCESS_LIMIT=cgroup`).
+pub const PROCESS_LIMIT_VARIABLE: &str = "SAFE_LANES_PROCESS_LIMIT";
+
+/// The first kernel whose PID namespaces have a `pid_max` of their own.
+const PID_MAX_PER_NAMESPACE: (u32, u32) = (6, 14);
+
+impl HostPidMax {
+    /// The machine's `pid_max`, held open, when the kernel gives each PID namespace its own
+    /// (Linux 6.14 and later) and the file is on a writable mount; `None` otherwise (then
+    /// `pids` cgroups bound a root gateway's commands).
+    fn get() -> Option<&'static Self> {
+        static HELD: std::sync::OnceLock<Option<HostPidMax>> = std::sync::OnceLock::new();
+        HELD.get_or_init(|| {
+            let release = rustix::system::uname();
+            let release = release.release().to_str().ok()?;
+            if kernel_version(release)? < PID_MAX_PER_NAMESPACE {
+                return None;
+            }
+            let why = Ambient::because("the machine's pid_max, from the system");
+            let dir = Anchor::open_ambient(Path::new("/proc/sys/kernel"), why).ok()?;
+            let held = dir
+                .open_read(RelPath::new("pid_max").ok()?, Symlinks::Deny)
+                .ok()?;
+            let mount = rustix::fs::fstatvfs(&held).ok()?;
+            if mount.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY) {
+                return None;
+            }
+            let identity = crate::beneath::identity(held.as_fd()).ok()?;
+            Some(HostPidMax {
+                _held: held,
+                identity,
+            })
+        })
+        .as_ref()
+    }
+}
+
+/// `(major, minor)` of a kernel release such as `6.18.44-fc-v1045`.
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(['.', '-', '+']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts
+        .next()?
+        .trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()?;
+    Some((major, minor))
+}
+
+/// Whether the environment asks for `pids` cgroups ([`PROCESS_LIMIT_VARIABLE`]).
+fn cgroups_asked_for() -> bool {
+    std::env::var_os(PROCESS_LIMIT_VARIABLE).is_some_and(|v| v == "cgroup")
+}
+
+/// How this process bounds its commands' processes, in words (for `doctor`).
+pub(super) fn process_limit_mechanism() -> &'static str {
+    if !is_kernel_root() {
+        "RLIMIT_NPROC in its user namespace"
+    } else if !cgroups_asked_for() && HostPidMax::get().is_some() {
+        "pid_max of its PID namespace"
+    } else {
+        "a pids cgroup"
+    }
 }
 
 /// A command's `pids` cgroup, removed when dropped (once its processes are gone).
@@ -156,6 +262,11 @@ impl ProcessLimit {
     pub(super) fn for_command() -> Result<Self> {
         if !is_kernel_root() {
             return Ok(Self::Rlimit);
+        }
+        if !cgroups_asked_for()
+            && let Some(host) = HostPidMax::get()
+        {
+            return Ok(Self::PidMax(host));
         }
         let parent = pids_cgroup().map_err(|why| Error::SandboxUnavailable {
             why: format!(
@@ -201,6 +312,26 @@ impl ProcessLimit {
                 Err(unavailable(e))
             }
         }
+    }
+}
+
+impl ProcessLimit {
+    /// What the command's child does to stay within this limit.
+    ///
+    /// # Errors
+    ///
+    /// `io` if the cgroup's `cgroup.procs` cannot be duplicated for the child.
+    pub(super) fn bound(&self) -> Result<ProcessBound> {
+        Ok(match self {
+            Self::Rlimit => ProcessBound::Rlimit,
+            Self::PidMax(host) => ProcessBound::PidMax {
+                host: host.identity,
+                value: CString::new((MAX_PROCESSES + 1).to_string()).unwrap_or_default(),
+            },
+            Self::Cgroup(cgroup) => ProcessBound::Cgroup(
+                rustix::io::dup(&cgroup.procs).map_err(|e| Error::io("dup", "cgroup.procs", e))?,
+            ),
+        })
     }
 }
 
@@ -345,4 +476,83 @@ fn unescape(field: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_releases_are_read_as_major_and_minor() {
+        assert_eq!(kernel_version("6.18.44-fc-v1045"), Some((6, 18)));
+        assert_eq!(kernel_version("6.14.0"), Some((6, 14)));
+        assert_eq!(kernel_version("6.9-rc3"), Some((6, 9)));
+        assert_eq!(kernel_version("5.15.0-91-generic"), Some((5, 15)));
+        assert_eq!(kernel_version("6.14+"), Some((6, 14)));
+        assert_eq!(kernel_version("4.4.0"), Some((4, 4)));
+        assert_eq!(kernel_version("garbage"), None);
+        assert_eq!(kernel_version(""), None);
+        // Compared as numbers, not text: 6.9 is before 6.14.
+        assert!(kernel_version("6.9.1").unwrap() < PID_MAX_PER_NAMESPACE);
+        assert!(kernel_version("6.14.1").unwrap() >= PID_MAX_PER_NAMESPACE);
+    }
+
+    /// The premise of the child's check: the file held open is the one this process finds
+    /// again (the machine's), and a process in a new PID namespace finds another one.
+    #[test]
+    fn a_new_pid_namespace_shows_a_pid_max_of_its_own_and_the_machines_stays_the_same_file() {
+        let release = rustix::system::uname();
+        let version = kernel_version(release.release().to_str().unwrap()).unwrap();
+        let Some(held) = HostPidMax::get() else {
+            assert!(
+                version < PID_MAX_PER_NAMESPACE,
+                "Linux {version:?} has a pid_max per PID namespace, but it was not found usable"
+            );
+            return;
+        };
+        let again = rustix::fs::open(
+            "/proc/sys/kernel/pid_max",
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        assert_eq!(
+            crate::beneath::identity(again.as_fd()).unwrap(),
+            held.identity
+        );
+        let out = std::process::Command::new("unshare")
+            .args([
+                "--user",
+                "--map-root-user",
+                "--pid",
+                "--fork",
+                "--mount-proc",
+            ])
+            .args(["stat", "-Lc", "%d %i", "/proc/sys/kernel/pid_max"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().unwrap());
+        let theirs = (fields.next().unwrap(), fields.next().unwrap());
+        assert_ne!(
+            theirs, held.identity,
+            "the new namespace saw the machine's pid_max"
+        );
+    }
+
+    #[test]
+    fn the_pid_max_written_allows_exactly_the_limit() {
+        // Ids 1 to MAX_PROCESSES.
+        let held = Box::leak(Box::new(HostPidMax {
+            _held: rustix::fs::open("/", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).unwrap(),
+            identity: (1, 2),
+        }));
+        let ProcessBound::PidMax { value, host } = ProcessLimit::PidMax(held).bound().unwrap()
+        else {
+            panic!("not a pid_max bound");
+        };
+        assert_eq!(value.to_str().unwrap(), (MAX_PROCESSES + 1).to_string());
+        assert_eq!(host, (1, 2));
+    }
 }

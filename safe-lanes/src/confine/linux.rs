@@ -93,12 +93,6 @@ impl Confined {
         let caches = cache_layers(session, &grants)?;
         let scratch = limits::Scratch::reserve();
         let processes = limits::ProcessLimit::for_command()?;
-        let cgroup_procs = match &processes {
-            limits::ProcessLimit::Cgroup(cgroup) => Some(
-                rustix::io::dup(&cgroup.procs).map_err(|e| Error::io("dup", "cgroup.procs", e))?,
-            ),
-            limits::ProcessLimit::Rlimit => None,
-        };
         let plan = prepare(
             abi,
             &grants,
@@ -108,7 +102,7 @@ impl Confined {
         )?
         .protecting(&protecting.mounts())?
         .overlaying(&overlays(&caches)?)?
-        .bounded(scratch.size_option(), cgroup_procs);
+        .bounded(scratch.size_option(), processes.bound()?);
         // The layers' descriptors are borrowed by the plan's preparation only.
         let caches: Vec<crate::caches::Layer> =
             caches.into_iter().map(|(_, layer)| layer).collect();
@@ -351,14 +345,8 @@ pub fn sandbox_support() -> SandboxSupport {
     let landlock = landlock_support();
     let outcome = supported_abi().and_then(|abi| {
         let processes = limits::ProcessLimit::for_command()?;
-        let cgroup_procs = match &processes {
-            limits::ProcessLimit::Cgroup(cgroup) => Some(
-                rustix::io::dup(&cgroup.procs).map_err(|e| Error::io("dup", "cgroup.procs", e))?,
-            ),
-            limits::ProcessLimit::Rlimit => None,
-        };
         let plan = prepare(abi, &[], Arc::new(layout(&[])?), None, false)?
-            .bounded(c"1m".to_owned(), cgroup_procs)
+            .bounded(c"1m".to_owned(), processes.bound()?)
             .probing();
         let mut command = Command::new("/");
         plan.install(&mut command);
@@ -398,11 +386,7 @@ pub fn sandbox_support() -> SandboxSupport {
                 format!(
                     "at most {} processes per command ({}); oom_score_adj 1000",
                     limits::MAX_PROCESSES,
-                    if limits::is_kernel_root() {
-                        "a pids cgroup"
-                    } else {
-                        "RLIMIT_NPROC in its user namespace"
-                    }
+                    limits::process_limit_mechanism()
                 ),
                 format!(
                     "private /tmp of at most {} MiB per command, {} MiB shared by all commands \

@@ -42,6 +42,7 @@ use rustix::mount::{
 use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions};
 use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
 
+use super::limits::ProcessBound;
 use super::sandbox::{Entry, Plan, Source};
 use super::sys;
 
@@ -169,6 +170,7 @@ unsafe fn enter(plan: &mut Plan) -> io::Result<()> {
     limit_processes(plan).map_err(Step::Limits.failed())?;
     // SAFETY: this is a child between `fork` and `exec`, by this function's contract.
     unsafe { become_pid_one() }?;
+    limit_pids(plan).map_err(Step::Limits.failed())?;
     rustix::process::setsid().map_err(Step::Session.failed())?;
     build_root(plan)?;
     drop_capabilities().map_err(Step::Capabilities.failed())?;
@@ -190,7 +192,7 @@ fn limit_before(plan: &Plan) -> rustix::io::Result<()> {
     let written = write_file(c"/proc/self/oom_score_adj", b"1000");
     set_dumpable_behavior(was)?;
     written?;
-    if let Some(procs) = &plan.cgroup_procs
+    if let ProcessBound::Cgroup(procs) = &plan.processes
         && rustix::io::write(procs, b"0")? != 1
     {
         return Err(Errno::IO);
@@ -198,11 +200,37 @@ fn limit_before(plan: &Plan) -> rustix::io::Result<()> {
     Ok(())
 }
 
-/// In the new user namespace: without a `pids` cgroup, at most
+/// As PID 1 of the new PID namespace, for a root gateway: no more process ids in it than
+/// [`MAX_PROCESSES`](super::limits::MAX_PROCESSES), through its own `pid_max`. The sysctl
+/// shows each PID namespace its own file; a kernel that has one `pid_max` for the whole
+/// machine shows the very file the gateway holds open, and then nothing is written
+/// (`EXDEV`): lowering it would bound every process of the machine.
+fn limit_pids(plan: &Plan) -> rustix::io::Result<()> {
+    let ProcessBound::PidMax { host, value } = &plan.processes else {
+        return Ok(());
+    };
+    let fd = rustix::fs::open(
+        c"/proc/sys/kernel/pid_max",
+        OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )?;
+    let st = rustix::fs::fstat(&fd)?;
+    if crate::beneath::stat_identity(&st) == *host {
+        return Err(Errno::XDEV);
+    }
+    let bytes = value.as_bytes();
+    if rustix::io::write(&fd, bytes)? == bytes.len() {
+        Ok(())
+    } else {
+        Err(Errno::IO)
+    }
+}
+
+/// In the new user namespace, for an ordinary user's gateway: at most
 /// [`MAX_PROCESSES`](super::limits::MAX_PROCESSES) processes and threads for this user in
 /// it (`RLIMIT_NPROC`, which counts per user namespace).
 fn limit_processes(plan: &Plan) -> rustix::io::Result<()> {
-    if plan.cgroup_procs.is_some() {
+    if !matches!(plan.processes, ProcessBound::Rlimit) {
         return Ok(());
     }
     let max = Some(super::limits::MAX_PROCESSES);

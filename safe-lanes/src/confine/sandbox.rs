@@ -34,7 +34,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
@@ -44,6 +44,7 @@ use landlock::{ABI, Access, AccessFs, BitFlags, RulesetCreated};
 use rustix::io::Errno;
 use rustix::thread::UnshareFlags;
 
+use super::limits::ProcessBound;
 use super::pre_exec::{self, Reopened, STEP_SHIFT, Step};
 use super::syscalls::Filters;
 use crate::error::{Error, Result};
@@ -145,9 +146,8 @@ pub(crate) struct Plan {
     pub(super) probe: bool,
     /// The `size` of the command's private `/tmp`, its share of the scratch budget.
     pub(super) scratch_size: CString,
-    /// `cgroup.procs` of the command's own `pids` cgroup, which the child moves itself into;
-    /// without one, `RLIMIT_NPROC` bounds its processes (see `limits`).
-    pub(super) cgroup_procs: Option<OwnedFd>,
+    /// How the child bounds the command's processes (see `limits`).
+    pub(super) processes: ProcessBound,
 }
 
 impl std::fmt::Debug for Plan {
@@ -285,16 +285,15 @@ impl Plan {
             slots: Vec::new(),
             probe: false,
             scratch_size: c"1m".to_owned(),
-            cgroup_procs: None,
+            processes: ProcessBound::Rlimit,
         })
     }
 
     /// This plan with the bounds of `limits`: the private `/tmp` of size `scratch` (a `tmpfs`
-    /// size option), and the processes bounded by the `pids` cgroup whose `cgroup.procs` is
-    /// `cgroup_procs`, or else by `RLIMIT_NPROC` in the user namespace.
-    pub(crate) fn bounded(mut self, scratch: CString, cgroup_procs: Option<OwnedFd>) -> Self {
+    /// size option), and the processes bounded as `processes` says.
+    pub(crate) fn bounded(mut self, scratch: CString, processes: ProcessBound) -> Self {
         self.scratch_size = scratch;
-        self.cgroup_procs = cgroup_procs;
+        self.processes = processes;
         self
     }
 
