@@ -165,7 +165,11 @@ impl<'a> AbsPath<'a> {
     /// does). No system call is made: this is the path's text, not where it leads (after a
     /// symbolic link the kernel's `..` climbs from the link's target, not from the link).
     pub fn spelled(self) -> Vec<&'a [u8]> {
-        read_as_written(self.0.as_os_str().as_bytes().split(|&b| b == b'/'))
+        let bytes = self.0.as_os_str().as_bytes();
+        // At most one component after each `/`: the list never grows on the way.
+        let mut out = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'/').count());
+        read_as_written_into(&mut out, bytes.split(|&b| b == b'/'));
+        out
     }
 
     /// The path below `/` (`.` for `/` itself), for resolution beneath the root directory.
@@ -193,6 +197,12 @@ impl AsRef<Path> for AbsPath<'_> {
 /// taking away the one before it, none climbing above the first.
 pub(crate) fn read_as_written<'p>(parts: impl IntoIterator<Item = &'p [u8]>) -> Vec<&'p [u8]> {
     let mut out = Vec::new();
+    read_as_written_into(&mut out, parts);
+    out
+}
+
+/// [`read_as_written`] into `out` (empty).
+fn read_as_written_into<'p>(out: &mut Vec<&'p [u8]>, parts: impl IntoIterator<Item = &'p [u8]>) {
     for part in parts {
         match part {
             b"" | b"." => {}
@@ -202,7 +212,6 @@ pub(crate) fn read_as_written<'p>(parts: impl IntoIterator<Item = &'p [u8]>) -> 
             _ => out.push(part),
         }
     }
-    out
 }
 
 /// The relative-path rule; `parents` says whether `..` may appear (while it stays inside).
@@ -249,10 +258,12 @@ fn absolute(path: &Path, normalized: bool) -> Result<&Path> {
         });
     }
     not_too_long(bytes)?;
-    let dotted = bytes
-        .split(|&b| b == b'/')
-        .any(|part| part == b"." || part == b"..");
-    if normalized && dotted {
+    let dotted = || {
+        bytes
+            .split(|&b| b == b'/')
+            .any(|part| part == b"." || part == b"..")
+    };
+    if normalized && dotted() {
         return Err(Error::Traversal {
             path: Shown::bytes(bytes),
             why: "a `.` or `..` component is not accepted here: the path must be normalized",

@@ -154,7 +154,10 @@ pub struct IgnoredEntry {
 /// A source file that passed every check, open for reading.
 #[derive(Debug)]
 pub struct Opened {
-    /// The handle to exactly the file that was checked (read-only, offset 0).
+    /// The handle to exactly the file that was checked (read-only, offset 0). Reads through it
+    /// wait as a file's do; on a disk filesystem (ext4, xfs …) it may still carry the
+    /// `O_NONBLOCK` it was opened with (so that a FIFO could not block the open), which reads
+    /// of such a file ignore.
     pub file: File,
     /// Its canonical path.
     pub path: PathBuf,
@@ -371,14 +374,21 @@ impl UploadSource {
     }
 
     fn open_unrecorded(&self, asked: &Path) -> Result<Opened> {
-        let spelled = check_lexically(asked)?.spelled();
+        let checked = check_lexically(asked)?;
+        let spelled = checked.spelled();
         self.guard_spelled(asked, &spelled)?;
-        let (root, rest) = self.place(asked, &spelled)?;
-        let rel = join(rest);
+        let (root, rest) = self.root_of(asked, &spelled)?;
+        // The rest as the path wrote it when it is exactly the components (no `.`, `..` or
+        // doubled `/` among them, the common case): nothing to join.
+        let text = checked.as_path().as_os_str().as_bytes();
+        let rel = match span_of(text, rest) {
+            Some(span) => std::borrow::Cow::Borrowed(Path::new(OsStr::from_bytes(span))),
+            None => std::borrow::Cow::Owned(join(rest)),
+        };
         let opened = RelPath::new(&rel)
             .and_then(|rel| root.anchor.open(rel, READ, Mode::empty(), Symlinks::Deny));
         match opened {
-            Ok(fd) => self.accept(asked, fd, root.path.join(&rel), root),
+            Ok(fd) => self.accept(asked, fd, below(&root.path, &rel), root),
             // A symbolic link on the way: follow it, through allowed roots only.
             Err(Error::SymlinkEscape { .. }) => self.open_through_links(asked, root, rest),
             Err(e) => Err(e),
@@ -424,6 +434,21 @@ impl UploadSource {
         asked: &Path,
         spelled: &'p [&'p [u8]],
     ) -> Result<(&AllowedRoot, &'p [&'p [u8]])> {
+        let placed = self.root_of(asked, spelled)?;
+        self.guard_spelled(asked, spelled)?;
+        Ok(placed)
+    }
+
+    /// [`UploadSource::place`] without the hard guard, for a caller that applied it first.
+    ///
+    /// # Errors
+    ///
+    /// `outside_allowlist`, naming `asked` only.
+    fn root_of<'p>(
+        &self,
+        asked: &Path,
+        spelled: &'p [&'p [u8]],
+    ) -> Result<(&AllowedRoot, &'p [&'p [u8]])> {
         let found = self
             .roots
             .iter()
@@ -435,7 +460,6 @@ impl UploadSource {
                 path: Shown::path(asked),
             });
         };
-        self.guard_spelled(asked, spelled)?;
         Ok((root, &spelled[spelling.len()..]))
     }
 
@@ -573,7 +597,7 @@ impl UploadSource {
             .and_then(|rel| w.root.anchor.open(rel, READ, Mode::empty(), Symlinks::Deny));
         match opened {
             Ok(fd) => self
-                .accept(asked, fd, w.root.path.join(&rel), w.root)
+                .accept(asked, fd, below(&w.root.path, &rel), w.root)
                 .map(Some),
             Err(Error::SymlinkEscape { .. } | Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
@@ -591,8 +615,15 @@ impl UploadSource {
     ) -> Result<Opened> {
         self.guard(&real)?;
         let st = beneath::data_file(fd.as_fd(), asked)?;
-        // Reads need no O_NONBLOCK; it only kept a FIFO from blocking the open.
-        rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(|e| Error::io("fcntl", asked, e))?;
+        // O_NONBLOCK only kept a FIFO from blocking the open. Reads of a file on a disk
+        // filesystem ignore it (`reads_ignore_nonblock` says why, and what it leaves out); the
+        // library itself reads only with `pread`, and hands the descriptor to no other process
+        // (a deposit copies the content). Elsewhere it is cleared: a FUSE server, for one, is
+        // told each read's flags.
+        if !beneath::reads_ignore_nonblock(&st) {
+            rustix::fs::fcntl_setfl(&fd, OFlags::empty())
+                .map_err(|e| Error::io("fcntl", asked, e))?;
+        }
         // Walked beneath an outer root into a nested one, the file is reported in the inner.
         let root = self
             .roots
@@ -804,9 +835,37 @@ fn join(parts: &[&[u8]]) -> PathBuf {
     PathBuf::from(OsString::from_vec(parts.join(&b'/')))
 }
 
-/// Whether `path` is `base` or below it, by whole components.
+/// The components `parts`, each borrowed from `text`, as the run of `text` they span when
+/// that run is exactly them joined by `/`; `None` otherwise (a `.`, `..` or doubled `/` among
+/// them), and for parts borrowed from elsewhere. The text is compared, so the answer never
+/// rests on where the parts lie alone.
+fn span_of<'t>(text: &'t [u8], parts: &[&[u8]]) -> Option<&'t [u8]> {
+    let (Some(first), Some(last)) = (parts.first(), parts.last()) else {
+        return Some(&[]);
+    };
+    let base = text.as_ptr() as usize;
+    let start = (first.as_ptr() as usize).checked_sub(base)?;
+    let end = (last.as_ptr() as usize + last.len()).checked_sub(base)?;
+    let span = text.get(start..end)?;
+    span.split(|&b| b == b'/')
+        .eq(parts.iter().copied())
+        .then_some(span)
+}
+
+/// `rel` below the directory `dir`, as [`Path::join`] makes it, allocated once.
+fn below(dir: &Path, rel: &Path) -> PathBuf {
+    let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + rel.as_os_str().len());
+    path.push(dir);
+    path.push(rel);
+    path
+}
+
+/// Whether `path` is `base` or below it, by whole components; both are normalized (absolute,
+/// no `.`, `..`, empty component or trailing `/`), so their bytes are compared.
 fn is_within(base: &Path, path: &Path) -> bool {
-    path.starts_with(base)
+    let (base, path) = (base.as_os_str().as_bytes(), path.as_os_str().as_bytes());
+    path.strip_prefix(base)
+        .is_some_and(|rest| rest.is_empty() || rest[0] == b'/' || base.ends_with(b"/"))
 }
 
 /// The lexical checks of step 1; the checked path, for what it spells.
@@ -872,6 +931,33 @@ mod tests {
         assert!(is_within(Path::new("/a/b"), Path::new("/a/b/c")));
         assert!(!is_within(Path::new("/a/b"), Path::new("/a/bc")));
         assert!(!is_within(Path::new("/a/b"), Path::new("/a")));
+        assert!(is_within(Path::new("/"), Path::new("/a")));
+        assert!(is_within(Path::new("/a/b"), Path::new("/a/b/")));
+    }
+
+    #[test]
+    fn the_rest_is_borrowed_only_where_it_is_its_components_joined() {
+        let rest_of = |path: &'static str| {
+            let spelled = AbsPath::new(Path::new(path)).unwrap().spelled();
+            let rest = spelled[1..].to_vec();
+            let span = span_of(path.as_bytes(), &rest).map(<[u8]>::to_vec);
+            let joined = join(&rest).into_os_string().into_vec();
+            if let Some(span) = &span {
+                assert_eq!(*span, joined, "{path}");
+            }
+            span
+        };
+        assert_eq!(rest_of("/r/a/b.txt").as_deref(), Some(&b"a/b.txt"[..]));
+        assert_eq!(rest_of("/r//a/b").as_deref(), Some(&b"a/b"[..]));
+        assert_eq!(rest_of("/r/x/../a/b").as_deref(), Some(&b"a/b"[..]));
+        assert_eq!(rest_of("/r").as_deref(), Some(&b""[..]));
+        for spaced in ["/r/a//b", "/r/a/./b", "/r/a/x/../b", "/r/a/.//b/c"] {
+            assert_eq!(rest_of(spaced), None, "{spaced}");
+        }
+        // Components that are not the text's own are never taken for it.
+        let other = b"a/b".to_vec();
+        let parts: Vec<&[u8]> = other.split(|&b| b == b'/').collect();
+        assert_eq!(span_of(b"/r/a/b", &parts), None);
     }
 
     #[test]

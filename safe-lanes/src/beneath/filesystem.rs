@@ -83,6 +83,39 @@ pub(crate) fn pseudo_filesystem(
     Ok(pseudo_named(&st))
 }
 
+/// Whether reading the regular file whose status is `st` through a descriptor is the same
+/// with `O_NONBLOCK` as without, so that the flag (which kept a FIFO from blocking the open)
+/// need not be cleared: a file on a filesystem backed by a block device ([`on_a_block_device`]:
+/// ext4, xfs …), whose mode never asked for mandatory locking.
+///
+/// Why that holds, on Linux: `read(2)` and `pread(2)` of a regular file turn no file flag but
+/// `O_APPEND`, `O_DIRECT` and the sync ones into flags of the request (`iocb_flags`), so
+/// `O_NONBLOCK` never reaches the page cache or the disk filesystems' read paths (only
+/// `RWF_NOWAIT`, which `preadv2` passes, does). `splice(2)` and `sendfile(2)` wait by the flag
+/// of the pipe or socket, not of the file (both seen to wait on a full one, on Linux 6.18). The one place a regular file's `O_NONBLOCK` changed a
+/// read was mandatory locking (removed in Linux 5.15): `EAGAIN` instead of waiting for a lock,
+/// on a `mand` mount, for a file that is set-group-ID without group execute; such a mode keeps
+/// the flag cleared here whatever the kernel. Every other filesystem (on an anonymous device:
+/// `tmpfs`, overlays, FUSE, NFS, btrfs subvolumes) may hand the flag to code of its own, and
+/// keeps it cleared.
+///
+/// What this does not cover: a FUSE filesystem on a block device (`fuseblk`, such as ntfs-3g)
+/// is given each read's file flags, which a server may look at; and io_uring, on some older
+/// kernels, answers `EAGAIN` instead of waiting for the disk when a file has `O_NONBLOCK`.
+/// Either could only make a read fail, never read another file: the checks were all made.
+#[cfg(target_os = "linux")]
+pub(crate) fn reads_ignore_nonblock(st: &rustix::fs::Stat) -> bool {
+    const MANDATORY: u32 = libc::S_ISGID | libc::S_IXGRP;
+    on_a_block_device(st) && st.st_mode & MANDATORY != libc::S_ISGID
+}
+
+/// Whether reading the regular file whose status is `st` is the same with `O_NONBLOCK` as
+/// without: never assumed here.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn reads_ignore_nonblock(_st: &rustix::fs::Stat) -> bool {
+    false
+}
+
 /// Whether `st` is of a file on a filesystem backed by a block device (Linux: its device
 /// number's major is not 0).
 #[cfg(target_os = "linux")]

@@ -70,6 +70,7 @@ pub(crate) use anchor::HOLD;
 pub use anchor::{Anchor, Symlinks};
 pub(crate) use errno::shown_fd;
 pub(crate) use file::data_file;
+pub(crate) use filesystem::reads_ignore_nonblock;
 pub use location::location_of;
 pub use mechanism::{Backend, Forced, Publishing, force_backend, force_publishing, publishing};
 pub use probe::openat2_available;

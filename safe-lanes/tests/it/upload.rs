@@ -277,6 +277,90 @@ pub(crate) fn a_fifo_is_refused_at_once() {
     assert!(err.to_string().contains("FIFO"), "{err}");
 }
 
+/// Whether the descriptor of an opened source still has the `O_NONBLOCK` it was opened with.
+fn nonblocking(opened: &safe_lanes::Opened) -> bool {
+    rustix::fs::fcntl_getfl(&opened.file)
+        .unwrap()
+        .contains(rustix::fs::OFlags::NONBLOCK)
+}
+
+/// On a filesystem that is not backed by a block device (tmpfs here; FUSE, NFS and overlays
+/// are the same) the `O_NONBLOCK` that kept a FIFO from blocking the open is cleared before
+/// the handle is returned, and the file reads whole, through the handle and hashed.
+#[test]
+pub(crate) fn a_source_on_tmpfs_is_handed_over_blocking_and_reads_whole() {
+    let shm = Path::new("/dev/shm");
+    let on = rustix::fs::statfs(shm).expect("/dev/shm, a tmpfs, is needed");
+    assert_eq!(on.f_type, libc::TMPFS_MAGIC, "/dev/shm is not a tmpfs");
+    let dir = tempfile::tempdir_in(shm).unwrap();
+    let content = vec![b'x'; 300_000];
+    std::fs::write(dir.path().join("big.bin"), &content).unwrap();
+    mkfifo(&dir.path().join("fifo"));
+    let fx = Fixture::new();
+    std::fs::write(
+        fx.root.path().join(".upload-roots"),
+        format!("{}\n", dir.path().display()),
+    )
+    .unwrap();
+    let source = UploadSource::load_with(&fx.root, |_| None).unwrap();
+
+    let opened = source.open(&dir.path().join("big.bin")).unwrap();
+    assert!(!nonblocking(&opened), "O_NONBLOCK left set on a tmpfs file");
+    let mut read = Vec::new();
+    std::io::Read::read_to_end(&mut &opened.file, &mut read).unwrap();
+    assert_eq!(read, content);
+    let hashed = source.resolve(&dir.path().join("big.bin")).unwrap();
+    assert_eq!(hashed.sha256, sha256(&content));
+    // A FIFO there is still refused at once (no writer: a blocking open would hang).
+    let err = source.open(&dir.path().join("fifo")).unwrap_err();
+    assert_eq!(err.code(), Code::NotRegularFile);
+}
+
+/// On a filesystem backed by a block device (the temporary directory's: ext4 or xfs on CI) the
+/// descriptor is handed over as opened, `O_NONBLOCK` included, which reads of such a file
+/// ignore: it reads whole. A file whose mode asked for mandatory locking (set-group-ID without
+/// group execute: `EAGAIN` instead of waiting, before Linux 5.15) has the flag cleared.
+#[test]
+pub(crate) fn a_source_on_a_disk_filesystem_reads_whole_with_its_open_flags() {
+    let fx = Fixture::new();
+    let dev = std::fs::metadata(fx.tmp.path()).unwrap().dev();
+    assert_ne!(
+        rustix::fs::major(dev),
+        0,
+        "the temporary directory must be on a filesystem backed by a block device"
+    );
+    let allowed = fx.path("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let content = vec![b'y'; 300_000];
+    std::fs::write(allowed.join("big.bin"), &content).unwrap();
+    std::fs::write(allowed.join("locked.bin"), &content).unwrap();
+    let setgid = std::os::unix::fs::PermissionsExt::from_mode(0o2640);
+    std::fs::set_permissions(allowed.join("locked.bin"), setgid).unwrap();
+    std::fs::write(
+        fx.root.path().join(".upload-roots"),
+        format!("{}\n", allowed.display()),
+    )
+    .unwrap();
+    let source = UploadSource::load_with(&fx.root, |_| None).unwrap();
+
+    let opened = source.open(&allowed.join("big.bin")).unwrap();
+    assert!(
+        nonblocking(&opened),
+        "the descriptor was changed after the open"
+    );
+    let mut read = Vec::new();
+    std::io::Read::read_to_end(&mut &opened.file, &mut read).unwrap();
+    assert_eq!(read, content);
+    let hashed = source.resolve(&allowed.join("big.bin")).unwrap();
+    assert_eq!(hashed.sha256, sha256(&content));
+
+    let locked = source.open(&allowed.join("locked.bin")).unwrap();
+    assert!(
+        !nonblocking(&locked),
+        "O_NONBLOCK left set on a file asking for mandatory locks"
+    );
+}
+
 #[test]
 pub(crate) fn the_handle_is_the_file_that_was_checked() {
     let w = World::new();
