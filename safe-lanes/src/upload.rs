@@ -861,7 +861,7 @@ fn below(dir: &Path, rel: &Path) -> PathBuf {
 }
 
 /// Whether `path` is `base` or below it, by whole components; both are normalized (absolute,
-/// no `.`, `..`, empty component or trailing `/`), so their bytes are compared.
+/// with no `.`, `..` or empty component inside), so their bytes are compared.
 fn is_within(base: &Path, path: &Path) -> bool {
     let (base, path) = (base.as_os_str().as_bytes(), path.as_os_str().as_bytes());
     path.strip_prefix(base)

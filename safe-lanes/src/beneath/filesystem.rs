@@ -92,10 +92,11 @@ pub(crate) fn pseudo_filesystem(
 /// `O_APPEND`, `O_DIRECT` and the sync ones into flags of the request (`iocb_flags`), so
 /// `O_NONBLOCK` never reaches the page cache or the disk filesystems' read paths (only
 /// `RWF_NOWAIT`, which `preadv2` passes, does). `splice(2)` and `sendfile(2)` wait by the flag
-/// of the pipe or socket, not of the file (both seen to wait on a full one, on Linux 6.18). The one place a regular file's `O_NONBLOCK` changed a
-/// read was mandatory locking (removed in Linux 5.15): `EAGAIN` instead of waiting for a lock,
-/// on a `mand` mount, for a file that is set-group-ID without group execute; such a mode keeps
-/// the flag cleared here whatever the kernel. Every other filesystem (on an anonymous device:
+/// of the pipe or socket, not of the file (both seen to wait on a full one, on Linux 6.18).
+/// The one place a regular file's `O_NONBLOCK` changed a read was mandatory locking (removed
+/// in Linux 5.15): `EAGAIN` instead of waiting for a lock, on a `mand` mount, for a file that
+/// is set-group-ID without group execute; such a mode keeps the flag cleared here whatever the
+/// kernel. Every other filesystem (on an anonymous device:
 /// `tmpfs`, overlays, FUSE, NFS, btrfs subvolumes) may hand the flag to code of its own, and
 /// keeps it cleared.
 ///
