@@ -1,6 +1,8 @@
 //! `DownloadLane::page`: one page of 100 files from the middle of a lane of 100, 10,000 and
-//! 100,000 files (`list/page_of_{100,10000,100000}`). The goal is a page whose cost does not
-//! grow with the lane beyond one read of its directory (ADR 0022).
+//! 100,000 files (`list/page_of_{100,10000,100000}`), as the pages of a walk through one handle
+//! come: the handle keeps the names it read while the directory does not change (ADR 0022).
+//! And the same page when the lane changed since the last one (`…_changed`: a file made and
+//! removed before each page), which reads the directory again.
 //!
 //! The lanes are made once per run, with plain files created straight in the lane's folder
 //! (a save would add an audit line per file and make the run minutes long), in one scratch
@@ -44,6 +46,18 @@ fn list(c: &mut Criterion) {
         assert_eq!(page.entries.len(), PAGE);
         g.bench_function(format!("page_of_{files}"), |b| {
             b.iter(|| black_box(lane.page(Some(&cursor), PAGE).expect("page")))
+        });
+        g.bench_function(format!("page_of_{files}_changed"), |b| {
+            b.iter_batched(
+                || {
+                    // A file made and removed again: a change, and the same lane.
+                    let made = lane.path().join("new.pdf");
+                    std::fs::File::create_new(&made).expect("create");
+                    std::fs::remove_file(&made).expect("remove");
+                },
+                |()| black_box(lane.page(Some(&cursor), PAGE).expect("page")),
+                criterion::BatchSize::PerIteration,
+            )
         });
     }
     g.finish();

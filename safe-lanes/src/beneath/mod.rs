@@ -62,6 +62,8 @@ mod probe;
 mod publish;
 mod stat;
 mod walk;
+#[cfg(target_os = "linux")]
+mod watch;
 
 #[cfg(target_os = "linux")]
 pub(crate) use ambient::open_path;
@@ -77,3 +79,5 @@ pub use publish::Publish;
 pub(crate) use stat::mode_bits;
 pub use stat::{identity, permissions};
 pub(crate) use stat::{kind_of, stat_identity};
+#[cfg(target_os = "linux")]
+pub(crate) use watch::NameWatch;

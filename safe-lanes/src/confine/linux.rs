@@ -532,40 +532,56 @@ const MASK_DEPTH: usize = 8;
 
 const MASK_ENTRIES: usize = 20_000;
 
-/// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files without `o+r`, directories without `o+rx` (not searched further). Those are the
-/// owner's — root's — alone, and a command of a gateway running as root would own them.
+/// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files
+/// without `o+r`, directories without `o+rx` (not searched further). Those are the owner's —
+/// root's — alone, and a command of a gateway running as root would own them.
+///
+/// Only files and directories are `lstat`ed: an entry the directory says is anything else (a
+/// symbolic link above all, most of `/etc` on a Debian system) is neither masked nor followed.
 fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
+    use rustix::fs::FileType;
     let why = Ambient::because("the system set, searched for what only root may read");
     let Ok(anchor) = crate::beneath::Anchor::open_ambient(dir, why) else {
         return;
     };
     let mut stack = vec![(anchor, dir.to_path_buf(), 0)];
     let mut seen = 0;
+    let mut names = Vec::new();
     while let Some((anchor, path, depth)) = stack.pop() {
-        let Ok(entries) = anchor.entries() else {
+        names.clear();
+        let listed = anchor.each_name(|name, kind| {
+            if matches!(
+                kind,
+                None | Some(FileType::RegularFile | FileType::Directory)
+            ) {
+                names.push(name.to_owned());
+            }
+        });
+        if listed.is_err() {
             continue;
-        };
-        for (name, stat) in entries {
+        }
+        for name in &names {
             seen += 1;
             if seen > MASK_ENTRIES {
                 return;
             }
-            let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+            let Ok(name) = crate::input::Name::new(name) else {
+                continue;
+            };
+            let Ok(stat) = anchor.stat_entry(name) else {
+                continue;
+            };
             let others = stat.st_mode & 0o7;
-            let child = path.join(&name);
-            match kind {
-                rustix::fs::FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
-                rustix::fs::FileType::Directory if depth + 1 < MASK_DEPTH => {
-                    let sub = crate::input::Name::new(&name).and_then(|name| {
-                        anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny)
-                    });
-                    if let Ok(sub) = sub {
+            let child = path.join(name.as_os_str());
+            match FileType::from_raw_mode(stat.st_mode) {
+                FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
+                FileType::Directory if depth + 1 < MASK_DEPTH => {
+                    if let Ok(sub) = anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny)
+                    {
                         stack.push((sub, child, depth + 1));
                     }
                 }
-                rustix::fs::FileType::RegularFile if others & 0o4 == 0 => {
-                    out.push((child, false));
-                }
+                FileType::RegularFile if others & 0o4 == 0 => out.push((child, false)),
                 _ => {}
             }
         }

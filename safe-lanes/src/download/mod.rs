@@ -350,6 +350,8 @@ pub struct DownloadLane {
     savers: Savers,
     /// This handle's entry in it, made before its first save.
     registration: OnceLock<Registration>,
+    /// The names read for the last page, kept while the directory does not change.
+    listing: page::Listing,
     /// What a crash left is looked for before the first use, and again (at most once a
     /// second) while a look could not record everything ([`DownloadLane::sweep`]).
     recovery: Mutex<Recovery>,
@@ -383,6 +385,7 @@ impl DownloadLane {
             next_suffix: Mutex::new(HashMap::new()),
             savers: Savers::open(root)?,
             registration: OnceLock::new(),
+            listing: page::Listing::default(),
             recovery: Mutex::new(Recovery {
                 needed: true,
                 tried: None,
@@ -567,7 +570,9 @@ impl DownloadLane {
             // The names that may fill the rest of the page (and tell whether one more
             // follows): one read of the directory, at most `want` names kept.
             let want = limit.saturating_add(1) - entries.len();
-            let (chosen, exhausted) = page::smallest_after(&self.dir, from.as_ref(), want)?;
+            let (chosen, exhausted) =
+                self.listing
+                    .smallest_after(&self.dir, from.as_ref(), want)?;
             from = chosen.last().cloned();
             for key in chosen {
                 // Only the page's names are looked at; one gone or changed since is skipped.

@@ -476,6 +476,56 @@ fn pages_tell_apart_names_that_differ_only_in_invalid_bytes() {
     );
 }
 
+/// A walk of the lane, page by page through one handle, sees what others changed between its
+/// pages — another process making, removing and renaming files by hand, another handle
+/// saving — even once the handle keeps the names it read (from its second page, ADR 0022).
+#[test]
+fn a_walk_sees_what_others_change_between_its_pages() {
+    let fx = Fixture::new();
+    let dir = fx.root.downloads_path();
+    let first: Vec<String> = (b'a'..=b't')
+        .map(|c| format!("{}.txt", c as char))
+        .collect();
+    for name in &first {
+        std::fs::write(dir.join(name), "x").unwrap();
+    }
+    let lane = DownloadLane::open(&fx.root).unwrap();
+    let other = DownloadLane::open(&fx.root).unwrap();
+    let by_hand = |script: &str| {
+        let done = std::process::Command::new("sh")
+            .args(["-c", script])
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(done.success(), "{script}");
+    };
+    let mut seen = Vec::new();
+    let mut after: Option<std::ffi::OsString> = None;
+    for page_number in 0.. {
+        let page = lane.page(after.as_deref(), 3).unwrap();
+        seen.extend(page.entries.iter().map(|e| e.name.clone()));
+        // Between later pages, ahead of the walk: each change in turn.
+        match page_number {
+            2 => by_hand("echo x > z1.txt"),
+            3 => by_hand("rm q.txt"),
+            4 => by_hand("mv r.txt zz2.txt"),
+            5 => drop(other.save("zz3.txt", &b"x"[..]).unwrap()),
+            6 => by_hand("echo x > s2.txt && rm s2.txt"),
+            _ => {}
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let mut expected: Vec<String> = first
+        .into_iter()
+        .filter(|n| n != "q.txt" && n != "r.txt")
+        .collect();
+    expected.extend(["z1.txt", "zz2.txt", "zz3.txt"].map(String::from));
+    assert_eq!(seen, expected);
+}
+
 /// A file in the lane named by raw bytes, `days` old.
 fn plant(fx: &Fixture, name: &[u8], days: u64) -> PathBuf {
     let path = fx.root.downloads_path().join(OsStr::from_bytes(name));
