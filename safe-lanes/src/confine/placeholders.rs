@@ -21,6 +21,10 @@
 //! empty directory, or a file holding exactly its placeholder's content), so nothing the human
 //! put there since is touched. The last command to end does it, and so does the next command
 //! to start after a crash.
+//!
+//! Every lock is released by its holder ([`Flocked`]), not left to the close of its
+//! descriptor: a `fork` anywhere in the process copies the descriptor, and a copy keeps the
+//! lock until the child's `exec` (or for good, in a child that never execs).
 
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
@@ -58,7 +62,7 @@ pub(super) struct Wanted<'a> {
 #[derive(Debug)]
 pub(super) struct InUse {
     registry: Anchor,
-    shared: Option<OwnedFd>,
+    shared: Option<Flocked>,
 }
 
 impl Drop for InUse {
@@ -81,7 +85,7 @@ pub(super) struct Registry {
 #[derive(Debug)]
 pub(super) struct Locked<'r> {
     registry: &'r Registry,
-    lock: OwnedFd,
+    lock: Flocked,
 }
 
 impl Registry {
@@ -103,8 +107,11 @@ impl Registry {
     ///
     /// `insecure_root` for a registry file that is not a regular file; `io`.
     pub(super) fn lock(&self) -> Result<Locked<'_>> {
-        let lock = file(&self.dir, LOCK, OFlags::RDWR)?;
-        flock(&lock, FlockOperation::LockExclusive, LOCK)?;
+        let lock = Flocked::take(
+            file(&self.dir, LOCK, OFlags::RDWR)?,
+            FlockOperation::LockExclusive,
+            LOCK,
+        )?;
         remove_if_unused(&self.dir)?;
         Ok(Locked {
             registry: self,
@@ -129,8 +136,11 @@ impl Locked<'_> {
                     .map_err(|e| Error::io("write", Shown::path(Path::new(JOURNAL)), e))?;
             }
         }
-        let shared = file(dir, IN_USE, OFlags::RDONLY)?;
-        flock(&shared, FlockOperation::LockShared, IN_USE)?;
+        let shared = Flocked::take(
+            file(dir, IN_USE, OFlags::RDONLY)?,
+            FlockOperation::LockShared,
+            IN_USE,
+        )?;
         let made = wanted.iter().try_for_each(make);
         let in_use = InUse {
             registry: dir.try_clone()?,
@@ -144,8 +154,11 @@ impl Locked<'_> {
 
 /// Remove every journaled placeholder, if no command holds them.
 fn collect(registry: &Anchor) -> Result<()> {
-    let lock = file(registry, LOCK, OFlags::RDWR)?;
-    flock(&lock, FlockOperation::LockExclusive, LOCK)?;
+    let _lock = Flocked::take(
+        file(registry, LOCK, OFlags::RDWR)?,
+        FlockOperation::LockExclusive,
+        LOCK,
+    )?;
     remove_if_unused(registry)
 }
 
@@ -153,9 +166,10 @@ fn collect(registry: &Anchor) -> Result<()> {
 /// empty it.
 fn remove_if_unused(registry: &Anchor) -> Result<()> {
     let in_use = file(registry, IN_USE, OFlags::RDONLY)?;
-    if rustix::fs::flock(&in_use, FlockOperation::NonBlockingLockExclusive).is_err() {
+    let Ok(_unused) = Flocked::take(in_use, FlockOperation::NonBlockingLockExclusive, IN_USE)
+    else {
         return Ok(());
-    }
+    };
     let journal = file(registry, JOURNAL, OFlags::RDWR)?;
     let mut text = Vec::new();
     ReadAt::new(journal.as_fd())
@@ -292,6 +306,36 @@ fn file(registry: &Anchor, name: &str, flags: OFlags) -> Result<OwnedFd> {
         });
     }
     Ok(fd)
+}
+
+/// A `flock` held on an open file description, released when this is dropped.
+///
+/// The lock belongs to the open file description, not to the descriptor: closing the
+/// descriptor releases it only once no copy of it is left, and a `fork` anywhere in the
+/// process (another thread spawning a program) makes copies, which a child keeps until its
+/// `exec`, or for good if it never execs. Unlocking releases it for every copy at once.
+#[derive(Debug)]
+struct Flocked {
+    fd: OwnedFd,
+    name: &'static str,
+}
+
+impl Flocked {
+    /// `fd`, the registry's file `name`, locked by `op`.
+    fn take(fd: OwnedFd, op: FlockOperation, name: &'static str) -> Result<Self> {
+        flock(&fd, op, name)?;
+        Ok(Self { fd, name })
+    }
+}
+
+impl Drop for Flocked {
+    fn drop(&mut self) {
+        // Unlocking does not block; should it fail, the close that follows still releases
+        // the lock once no copy of the descriptor is left.
+        if let Err(e) = flock(&self.fd, FlockOperation::Unlock, self.name) {
+            tracing::warn!(error = %e, "could not unlock the placeholder registry");
+        }
+    }
 }
 
 fn flock(fd: &OwnedFd, op: FlockOperation, name: &str) -> Result<()> {

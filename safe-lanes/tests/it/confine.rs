@@ -1026,6 +1026,72 @@ fn protected_paths_are_read_only_pinned_and_their_placeholders_go_when_the_comma
     assert!(!out.outcome.stdout.contains(".vscode"), "{out:?}");
 }
 
+/// A `fork` anywhere in the gateway's process (another thread spawning a program) copies every
+/// descriptor into a child that keeps them until its `exec`, or for good if it never execs:
+/// copies of a running command's descriptors of the placeholder registry, taken as such a
+/// child would, do not keep its placeholders once it ends, nor hold up the next command.
+#[test]
+fn placeholders_go_when_the_command_ends_though_a_fork_copied_its_descriptors() {
+    use rustix::process::{PidfdFlags, PidfdGetfdFlags, getpid, pidfd_getfd, pidfd_open};
+    let w = World::new();
+    let rw = w.p("rw");
+    let registry = w.root.path().join(".placeholders");
+    let placeholders = [".vscode", ".envrc", ".idea"];
+    let session = w.grants.session();
+    let script = r#": > "$1/started"; while [ ! -e "$1/go" ]; do sleep 0.01; done"#;
+    /// Lets the command end, however the test goes.
+    struct Go(PathBuf);
+    impl Drop for Go {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.0, "");
+        }
+    }
+    let copies = std::thread::scope(|s| {
+        let runner = s.spawn(|| sh_in(&session, script, &[&rw]));
+        let go = Go(rw.join("go"));
+        while !present(&rw.join("started")) {
+            assert!(!runner.is_finished(), "the command ended before it waited");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let stood: Vec<bool> = placeholders.iter().map(|p| present(&rw.join(p))).collect();
+        // A copy of the very open file description, as fork makes.
+        let me = pidfd_open(getpid(), PidfdFlags::empty()).expect("pidfd_open (Linux 5.3+)");
+        let mut copies = Vec::new();
+        for entry in std::fs::read_dir("/proc/self/fd").unwrap() {
+            let entry = entry.unwrap();
+            let Ok(target) = std::fs::read_link(entry.path()) else {
+                continue;
+            };
+            if target.parent() == Some(registry.as_path()) {
+                let fd: i32 = entry.file_name().to_str().unwrap().parse().unwrap();
+                copies.push(
+                    pidfd_getfd(&me, fd, PidfdGetfdFlags::empty())
+                        .expect("pidfd_getfd (Linux 5.6+)"),
+                );
+            }
+        }
+        drop(go);
+        let out = runner.join().unwrap();
+        assert_eq!(out.outcome.exit_code, Some(0), "{out:?}");
+        assert_eq!(stood, [true; 3], "{placeholders:?} stood there");
+        assert!(!copies.is_empty(), "the running command held the registry");
+        copies
+    });
+    for placeholder in placeholders {
+        assert!(!present(&rw.join(placeholder)), "{placeholder} is gone");
+    }
+    let out = w.ok(r#"ls -a "$1" | tr '\n' ' '"#, &[&rw]);
+    assert!(
+        out.contains(".vscode"),
+        "the next command has its own: {out}"
+    );
+    assert!(
+        !present(&rw.join(".vscode")),
+        "and it goes when that one ends"
+    );
+    drop(copies);
+}
+
 #[test]
 fn a_path_the_human_lifted_is_writable_and_lifting_needs_a_reason() {
     use safe_lanes::grants::LiftedPath;
