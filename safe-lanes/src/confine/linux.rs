@@ -538,52 +538,62 @@ const MASK_ENTRIES: usize = 20_000;
 ///
 /// Only files and directories are `lstat`ed: an entry the directory says is anything else (a
 /// symbolic link above all, most of `/etc` on a Debian system) is neither masked nor followed.
+/// The search goes depth first and holds one directory open per level: a process that opens
+/// more descriptors than its table holds while other threads run waits for the kernel to grow
+/// it (an RCU grace period, milliseconds).
 fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
-    use rustix::fs::FileType;
     let why = Ambient::because("the system set, searched for what only root may read");
     let Ok(anchor) = crate::beneath::Anchor::open_ambient(dir, why) else {
         return;
     };
-    let mut stack = vec![(anchor, dir.to_path_buf(), 0)];
-    let mut seen = 0;
+    let mut budget = MASK_ENTRIES;
+    owner_only_in(&anchor, dir, 0, &mut budget, out);
+}
+
+/// [`owner_only`] in the directory `anchor` (at `path`, `depth` below the top), looking at
+/// most at `budget` more entries.
+fn owner_only_in(
+    anchor: &crate::beneath::Anchor,
+    path: &Path,
+    depth: usize,
+    budget: &mut usize,
+    out: &mut Vec<(PathBuf, bool)>,
+) {
+    use rustix::fs::FileType;
     let mut names = Vec::new();
-    while let Some((anchor, path, depth)) = stack.pop() {
-        names.clear();
-        let listed = anchor.each_name(|name, kind| {
-            if matches!(
-                kind,
-                None | Some(FileType::RegularFile | FileType::Directory)
-            ) {
-                names.push(name.to_owned());
-            }
-        });
-        if listed.is_err() {
-            continue;
+    let listed = anchor.each_name(|name, kind| {
+        if matches!(
+            kind,
+            None | Some(FileType::RegularFile | FileType::Directory)
+        ) {
+            names.push(name.to_owned());
         }
-        for name in &names {
-            seen += 1;
-            if seen > MASK_ENTRIES {
-                return;
-            }
-            let Ok(name) = crate::input::Name::new(name) else {
-                continue;
-            };
-            let Ok(stat) = anchor.stat_entry(name) else {
-                continue;
-            };
-            let others = stat.st_mode & 0o7;
-            let child = path.join(name.as_os_str());
-            match FileType::from_raw_mode(stat.st_mode) {
-                FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
-                FileType::Directory if depth + 1 < MASK_DEPTH => {
-                    if let Ok(sub) = anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny)
-                    {
-                        stack.push((sub, child, depth + 1));
-                    }
+    });
+    if listed.is_err() {
+        return;
+    }
+    for name in &names {
+        let Some(left) = budget.checked_sub(1) else {
+            return;
+        };
+        *budget = left;
+        let Ok(name) = crate::input::Name::new(name) else {
+            continue;
+        };
+        let Ok(stat) = anchor.stat_entry(name) else {
+            continue;
+        };
+        let others = stat.st_mode & 0o7;
+        let child = path.join(name.as_os_str());
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
+            FileType::Directory if depth + 1 < MASK_DEPTH => {
+                if let Ok(sub) = anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny) {
+                    owner_only_in(&sub, &child, depth + 1, budget, out);
                 }
-                FileType::RegularFile if others & 0o4 == 0 => out.push((child, false)),
-                _ => {}
             }
+            FileType::RegularFile if others & 0o4 == 0 => out.push((child, false)),
+            _ => {}
         }
     }
 }
