@@ -5,44 +5,26 @@
 //!
 //! Usage: `upload_open lane|raw N`
 
-use std::fs::File;
 use std::hint::black_box;
 use std::path::Path;
 
-use rustix::fs::{Mode, OFlags, ResolveFlags};
-use safe_lanes::{StateRoot, UploadSource};
+use safe_lanes_benches::upload::Setting;
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let side = args.next().unwrap_or_else(|| "lane".to_owned());
     let n: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let allowed = tmp.path().join("a/b/c/d/e");
-    std::fs::create_dir_all(&allowed).expect("mkdir");
-    std::fs::write(allowed.join("report.pdf"), b"%PDF-1.7").expect("write");
-    let root = StateRoot::open(&tmp.path().join("state")).expect("state root");
-    std::fs::write(
-        root.path().join(".upload-roots"),
-        format!("{}\n", allowed.display()),
-    )
-    .expect("write roots");
-    let source = UploadSource::load_with(&root, |_| None).expect("load");
-    let target = allowed.join("report.pdf");
-    let allowed_dir = File::open(&allowed).expect("open root");
+    let setting = Setting::new();
     for _ in 0..n {
         if side == "raw" {
-            black_box(
-                rustix::fs::openat2(
-                    &allowed_dir,
-                    "report.pdf",
-                    OFlags::RDONLY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                    ResolveFlags::BENEATH,
-                )
-                .expect("openat2"),
-            );
+            black_box(setting.raw_open());
         } else {
-            black_box(source.open(black_box(Path::new(&target))).expect("open"));
+            black_box(
+                setting
+                    .source
+                    .open(black_box(Path::new(&setting.target)))
+                    .expect("open"),
+            );
         }
     }
 }

@@ -107,3 +107,71 @@ pub mod hints {
         hints.iter().map(|&h| h.to_owned()).collect()
     }
 }
+
+/// The setting of the upload `open` measurements, shared by the `resolve` benchmark and the
+/// `upload_open` instruction-count driver: one file five directories below its allowed root.
+pub mod upload {
+    use std::fs::File;
+    use std::os::fd::OwnedFd;
+    use std::path::PathBuf;
+
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use safe_lanes::{StateRoot, UploadSource};
+
+    /// `report.pdf` in the allowed root `a/b/c/d/e` of a scratch directory, removed when
+    /// dropped.
+    #[derive(Debug)]
+    pub struct Setting {
+        /// The state root's allowlist, loaded.
+        pub source: UploadSource,
+        /// The file's absolute path.
+        pub target: PathBuf,
+        /// The allowed root's path.
+        pub allowed: PathBuf,
+        /// The allowed root, open: what a bare `openat2` resolves beneath.
+        pub allowed_dir: File,
+        _tmp: tempfile::TempDir,
+    }
+
+    impl Setting {
+        /// Make the scratch tree, its state root and allowlist.
+        pub fn new() -> Self {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let allowed = tmp.path().join("a/b/c/d/e");
+            std::fs::create_dir_all(&allowed).expect("mkdir");
+            std::fs::write(allowed.join("report.pdf"), b"%PDF-1.7").expect("write");
+            let root = StateRoot::open(&tmp.path().join("state")).expect("state root");
+            std::fs::write(
+                root.path().join(".upload-roots"),
+                format!("{}\n", allowed.display()),
+            )
+            .expect("write roots");
+            let source = UploadSource::load_with(&root, |_| None).expect("load");
+            Self {
+                source,
+                target: allowed.join("report.pdf"),
+                allowed_dir: File::open(&allowed).expect("open root"),
+                allowed,
+                _tmp: tmp,
+            }
+        }
+
+        /// The baseline: a bare `openat2(RESOLVE_BENEATH)` of the file in its allowed root.
+        pub fn raw_open(&self) -> OwnedFd {
+            rustix::fs::openat2(
+                &self.allowed_dir,
+                "report.pdf",
+                OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+                ResolveFlags::BENEATH,
+            )
+            .expect("openat2")
+        }
+    }
+
+    impl Default for Setting {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+}
