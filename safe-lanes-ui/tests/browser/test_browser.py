@@ -103,6 +103,13 @@ class Page(unittest.TestCase):
     def wait_for(self, by, what, condition=EC.visibility_of_element_located):
         return WebDriverWait(self.browser, WAIT).until(condition((by, what)))
 
+    def press(self, button):
+        """Click a form's button, and wait for the page it was on to be replaced by the answer
+        (every form of the page posts and gets a new page), so what is read next is the answer's."""
+        page = self.browser.find_element(By.TAG_NAME, "html")
+        button.click()
+        WebDriverWait(self.browser, WAIT).until(EC.staleness_of(page))
+
     def flash(self):
         return self.wait_for(By.ID, "flash").text
 
@@ -124,7 +131,7 @@ class Approvals(Page):
     def confirm(self, rid, note):
         """The review step: the note (required), then the confirmation."""
         self.wait_for(By.ID, f"{rid}-approve-reason").send_keys(note)
-        self.browser.find_element(By.ID, f"{rid}-confirm").click()
+        self.press(self.browser.find_element(By.ID, f"{rid}-confirm"))
 
     def test_an_agents_request_approved_in_the_browser_is_a_grant(self):
         docs = (self.home / "docs").resolve()
@@ -157,7 +164,7 @@ class Approvals(Page):
         rid = self.request("notes", "read_write", "to tidy up", self.home / "notes")
         self.wait_for(By.ID, f"{rid}-deny-reason").send_keys("not the notes, please")
         self.shot("deny")
-        self.browser.find_element(By.ID, f"{rid}-deny").click()
+        self.press(self.browser.find_element(By.ID, f"{rid}-deny"))
         self.assertIn("Denied", self.flash())
         listed = self.agent("folder_grants_list", {})
         outcome = next(o for o in listed["outcomes"] if o["id"] == rid)
@@ -198,7 +205,7 @@ class Approvals(Page):
         note.send_keys("fine")  # the human is mid-way through the review …
         self.request("docs", "read_write", "actually, to write", docs)  # … when the agent re-files
         self.shot("stale")
-        self.browser.find_element(By.ID, f"{rid}-confirm").click()
+        self.press(self.browser.find_element(By.ID, f"{rid}-confirm"))
         said = self.flash()
         self.assertIn("Nothing was approved", said)
         self.assertIn("changed since the page was shown", said)
@@ -308,7 +315,7 @@ class Judging(Page):
         self.assertEqual(self.grants()["docs"]["access"], "read_only")
         self.shot("widen", whole=True)
         self.wait_for(By.ID, "widen-docs-approve-reason").send_keys("the agent edits the docs now")
-        self.browser.find_element(By.ID, "widen-docs-confirm").click()
+        self.press(self.browser.find_element(By.ID, "widen-docs-confirm"))
         self.assertIn("Widened", self.flash())
         self.assertEqual(self.grants()["docs"]["access"], "read_write")
         last = self.cli("grant", "log")["changelog"][-1]
@@ -378,13 +385,13 @@ class Judging(Page):
         self.browser.get(base + "/uploads")
         self.wait_for(By.ID, "allow-path").send_keys("/")
         self.browser.find_element(By.ID, "allow-reason").send_keys("everything")
-        self.browser.find_element(By.ID, "allow-go").click()
+        self.press(self.browser.find_element(By.ID, "allow-go"))
         said = self.flash()
         self.assertIn("Nothing was changed (invalid_argument)", said)
         self.assertIn("the whole file system", said)
         self.wait_for(By.ID, "allow-path").send_keys(str(share))
         self.browser.find_element(By.ID, "allow-reason").send_keys("the slides")
-        self.browser.find_element(By.ID, "allow-go").click()
+        self.press(self.browser.find_element(By.ID, "allow-go"))
         self.assertIn(f"Allowed: {share}", self.flash())
         self.assertEqual((self.root / ".upload-roots").read_text(), f"{share}\n")
         self.shot("uploads", whole=True)
@@ -392,7 +399,7 @@ class Judging(Page):
                    if str(share) in r.text)
         row.find_element(By.TAG_NAME, "summary").click()
         row.find_element(By.CSS_SELECTOR, "input[name=reason]").send_keys("sent")
-        row.find_element(By.CSS_SELECTOR, "button.danger").click()
+        self.press(row.find_element(By.CSS_SELECTOR, "button.danger"))
         self.assertIn(f"No longer allowed: {share}", self.flash())
         self.assertEqual((self.root / ".upload-roots").read_text(), "")
         events = [json.loads(l)["event"] for l in (self.root / "audit.jsonl").read_text().splitlines()]
