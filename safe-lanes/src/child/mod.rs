@@ -8,10 +8,9 @@
 #[cfg(target_os = "linux")]
 pub(crate) mod supervise;
 
-use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
@@ -82,6 +81,10 @@ pub(crate) const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// new process group), wait at most `limits.timeout` — every 100 ms stopping the process when
 /// `control` was asked to stop or `watch` (if given) says so — and kill its process group when
 /// it is done.
+///
+/// All of it happens on the calling thread: one `poll` waits on both pipes and, on Linux, on
+/// a process descriptor that becomes readable when the child exits, so its end is noticed
+/// when it happens, with no thread to wake.
 pub(crate) fn run(
     command: &mut Command,
     limits: Limits,
@@ -98,16 +101,22 @@ pub(crate) fn run(
         .map_err(|e| Error::io("spawn", program.as_str(), e))?;
     control.set_spawned();
     let group = Pid::from_child(&child);
-    let cap = limits.max_output;
-    let stdout = capture(child.stdout.take(), control, Stream::Stdout, cap);
-    let stderr = capture(child.stderr.take(), control, Stream::Stderr, cap);
+    let mut pipes = Pipes::new(&mut child, limits.max_output);
     let stopped = || control.stopped().or_else(|| watch.and_then(|w| w()));
-    let (status, ended) = wait_for(&mut child, limits.timeout, &stopped);
+    let exit = exit_descriptor(&child);
+    let exit = exit.as_ref().map(AsFd::as_fd);
+    let (status, ended) = wait_for(
+        &mut child,
+        exit,
+        &mut pipes,
+        control,
+        limits.timeout,
+        &stopped,
+    );
     // Whatever the child left running in its group goes with it.
     let _ = rustix::process::kill_process_group(group, Signal::KILL);
     let status = status.map_err(|e| Error::io("wait", program.as_str(), e))?;
-    stdout.wait();
-    stderr.wait();
+    pipes.drain(control);
     control.end_output();
     let kept = control.output();
     Ok(Outcome {
@@ -136,82 +145,241 @@ enum Ended {
     Stopped(String),
 }
 
-/// Wait for `child`; kill its group at `timeout`, or when `stopped` gives a reason.
+/// How often the exit of a child is looked for where no process descriptor tells of it
+/// (not Linux, or `pidfd_open` refused) and both its pipes have ended.
+const EXIT_POLL: Duration = Duration::from_millis(10);
+
+/// Wait for `child`, reading its pipes meanwhile; kill its group at `timeout`, or when
+/// `stopped` gives a reason (asked every [`WATCH_INTERVAL`]). `exit`, when there is one,
+/// becomes readable when the child exits ([`exit_descriptor`]); without it, once both pipes
+/// ended, the exit is looked for every [`EXIT_POLL`].
 fn wait_for(
     child: &mut Child,
+    exit: Option<BorrowedFd<'_>>,
+    pipes: &mut Pipes,
+    control: &Control,
     timeout: Duration,
     stopped: Watch<'_>,
 ) -> (std::io::Result<ExitStatus>, Ended) {
     let group = Pid::from_child(child);
-    let (done_tx, done_rx) = mpsc::channel::<()>();
     // A timeout too large to add is as good as none (about 30 years is plenty).
     let now = Instant::now();
     let deadline = now
         .checked_add(timeout)
         .or_else(|| now.checked_add(Duration::from_secs(1 << 30)))
         .unwrap_or(now);
-    std::thread::scope(|scope| {
-        // A watchdog kills the group at the deadline or when stopped, unless the child is done.
-        let watchdog = scope.spawn(move || {
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match done_rx.recv_timeout(left.min(WATCH_INTERVAL)) {
-                    Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                        let _ = rustix::process::kill_process_group(group, Signal::KILL);
-                        return Ended::TimedOut;
-                    }
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if let Some(why) = stopped() {
-                            let _ = rustix::process::kill_process_group(group, Signal::KILL);
-                            return Ended::Stopped(why);
-                        }
-                    }
-                    _ => return Ended::Exited,
-                }
+    let mut next_watch = now + WATCH_INTERVAL;
+    let killed = |ended: Ended, child: &mut Child| {
+        let _ = rustix::process::kill_process_group(group, Signal::KILL);
+        (child.wait(), ended)
+    };
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return (Ok(status), Ended::Exited),
+            Ok(None) => {}
+            Err(e) => return (Err(e), Ended::Exited),
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return killed(Ended::TimedOut, child);
+        }
+        if now >= next_watch {
+            if let Some(why) = stopped() {
+                return killed(Ended::Stopped(why), child);
             }
-        });
-        let status = child.wait();
-        let _ = done_tx.send(());
-        (status, watchdog.join().unwrap_or(Ended::Exited))
-    })
-}
-
-/// How long the pipes may stay open after the process group was killed (by a process that
-/// left the group): after that, what was read so far is taken and the reader is abandoned.
-const PIPE_GRACE: Duration = Duration::from_millis(500);
-
-/// A pipe being read on its own thread into a [`Control`].
-struct Capture {
-    eof: mpsc::Receiver<()>,
-}
-
-impl Capture {
-    /// Wait until the pipe ended, or the grace passed (what was read so far is kept).
-    fn wait(self) {
-        let _ = self.eof.recv_timeout(PIPE_GRACE);
+            next_watch = now + WATCH_INTERVAL;
+        }
+        let mut wait = deadline.min(next_watch).saturating_duration_since(now);
+        if exit.is_none() && pipes.ended() {
+            wait = wait.min(EXIT_POLL);
+        }
+        pipes.read_ready(control, exit, Some(wait));
     }
 }
 
-/// Read a pipe to its end on a thread, keeping at most `cap` bytes of it in `control`.
-fn capture<R: Read + Send + 'static>(
-    pipe: Option<R>,
-    control: &Control,
-    stream: Stream,
+/// A descriptor that becomes readable when `child` exits (`pidfd_open`; Linux 5.3), or `None`
+/// where there is none.
+fn exit_descriptor(child: &Child) -> Option<OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::process::pidfd_open(Pid::from_child(child), rustix::process::PidfdFlags::empty())
+            .ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = child;
+        None
+    }
+}
+
+/// How long the pipes may stay open after the process group was killed (by a process that
+/// left the group): after that, what was read so far is taken and the rest is not waited for.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// The child's stdout and stderr, each until it ends, read into a [`Control`] (at most `cap`
+/// bytes kept of each, the rest read and dropped).
+struct Pipes {
+    open: Vec<(Stream, OwnedFd)>,
+    buf: Vec<u8>,
     cap: usize,
-) -> Capture {
-    let (eof_tx, eof) = mpsc::channel();
-    let control = control.clone();
-    std::thread::spawn(move || {
-        if let Some(mut pipe) = pipe {
-            let mut buf = [0u8; 8192];
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => control.keep(stream, &buf[..n], cap),
-                }
-            }
+}
+
+impl Pipes {
+    /// Take `child`'s captured stdout and stderr.
+    fn new(child: &mut Child, cap: usize) -> Self {
+        let stdout = child
+            .stdout
+            .take()
+            .map(|p| (Stream::Stdout, OwnedFd::from(p)));
+        let stderr = child
+            .stderr
+            .take()
+            .map(|p| (Stream::Stderr, OwnedFd::from(p)));
+        Self {
+            open: stdout.into_iter().chain(stderr).collect(),
+            buf: vec![0; 64 << 10],
+            cap,
         }
-        let _ = eof_tx.send(());
-    });
-    Capture { eof }
+    }
+
+    /// Whether both pipes have ended.
+    fn ended(&self) -> bool {
+        self.open.is_empty()
+    }
+
+    /// Wait at most `timeout` (`None`: as long as it takes) for a pipe to be readable or
+    /// `also` to be, and read once from each pipe that is; a pipe that ended (or failed) is
+    /// closed.
+    fn read_ready(
+        &mut self,
+        control: &Control,
+        also: Option<BorrowedFd<'_>>,
+        timeout: Option<Duration>,
+    ) {
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        let mut fds: Vec<PollFd<'_>> = self
+            .open
+            .iter()
+            .map(|(_, fd)| PollFd::new(fd, PollFlags::IN))
+            .chain(also.map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)))
+            .collect();
+        let timeout = timeout.map(|t| Timespec {
+            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(t.subsec_nanos()),
+        });
+        if rustix::event::poll(&mut fds, timeout.as_ref()).is_err() {
+            return;
+        }
+        let ready: Vec<bool> = fds.iter().map(|fd| !fd.revents().is_empty()).collect();
+        drop(fds);
+        let mut index = 0;
+        self.open.retain(|(stream, fd)| {
+            let was_ready = ready[index];
+            index += 1;
+            if !was_ready {
+                return true;
+            }
+            match rustix::io::read(fd, &mut self.buf[..]) {
+                Ok(0) => false,
+                Ok(n) => {
+                    control.keep(*stream, &self.buf[..n], self.cap);
+                    true
+                }
+                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => true,
+                Err(_) => false,
+            }
+        });
+    }
+
+    /// Read both pipes to their end, or until [`PIPE_GRACE`] passed (what was read is kept).
+    fn drain(&mut self, control: &Control) {
+        let until = Instant::now() + PIPE_GRACE;
+        while !self.ended() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            self.read_ready(control, None, Some(left));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spawned(script: &str) -> Child {
+        Command::new("/bin/sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("spawn /bin/sh")
+    }
+
+    /// A child that closes its pipes long before it exits is seen exiting, with and without a
+    /// descriptor telling of its exit (where there is none: not Linux, or `pidfd_open`
+    /// refused): its status comes back, not the timeout's.
+    #[test]
+    fn an_exit_after_the_pipes_closed_is_seen_with_or_without_a_process_descriptor() {
+        for with_descriptor in [true, false] {
+            let mut child = spawned("echo out; exec >&- 2>&-; sleep 0.3; exit 3");
+            let exit = exit_descriptor(&child);
+            assert!(exit.is_some(), "Linux 5.3 has pidfd_open");
+            let exit = exit.as_ref().filter(|_| with_descriptor).map(AsFd::as_fd);
+            let control = Control::new();
+            let mut pipes = Pipes::new(&mut child, 100);
+            let never = || None;
+            let (status, ended) = wait_for(
+                &mut child,
+                exit,
+                &mut pipes,
+                &control,
+                Duration::from_secs(60),
+                &never,
+            );
+            assert_eq!(ended, Ended::Exited, "with a descriptor: {with_descriptor}");
+            assert_eq!(status.expect("status").code(), Some(3));
+            assert!(pipes.ended());
+            assert_eq!(control.output().stdout, b"out\n");
+        }
+    }
+
+    /// Output many times a pipe's capacity is read while the child writes it (the child does
+    /// not block on a full pipe), kept up to the cap, and the rest counted as truncated.
+    #[test]
+    fn output_beyond_a_pipe_and_the_cap_is_read_as_it_comes_and_truncated() {
+        let mut command = Command::new("/bin/sh");
+        command.args([
+            "-c",
+            "head -c 1048576 /dev/zero; head -c 300000 /dev/zero >&2",
+        ]);
+        let limits = Limits {
+            timeout: Duration::from_secs(60),
+            max_output: 200_000,
+        };
+        let control = Control::new();
+        let out = run(&mut command, limits, &control, None).expect("run");
+        assert_eq!(out.exit_code, Some(0));
+        assert!(!out.timed_out);
+        assert!(out.truncated);
+        assert_eq!(out.stdout.len(), 200_000);
+        assert_eq!(out.stderr.len(), 200_000);
+    }
+
+    /// The timeout kills the whole group, also when the child's pipes stay open.
+    #[test]
+    fn the_timeout_kills_the_group() {
+        let mut command = Command::new("/bin/sh");
+        command.args(["-c", "sleep 30 & sleep 30"]);
+        let limits = Limits {
+            timeout: Duration::from_millis(300),
+            max_output: 100,
+        };
+        let out = run(&mut command, limits, &Control::new(), None).expect("run");
+        assert!(out.timed_out);
+        assert_eq!(out.signal, Some(libc::SIGKILL));
+    }
 }

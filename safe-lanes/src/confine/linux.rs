@@ -13,8 +13,8 @@ use landlock::ABI;
 
 use super::probe::landlock_support;
 use super::{
-    Confined, ConfinedOutcome, Failure, LandlockSupport, REQUIRED_ABI, SandboxSupport, layouts,
-    limits, protect, ruleset, sandbox, syscalls,
+    Confined, ConfinedOutcome, Failure, REQUIRED_ABI, SandboxSupport, layouts, limits, protect,
+    ruleset, sandbox, sys, syscalls,
 };
 use crate::beneath::{self, Ambient};
 use crate::child::run;
@@ -434,16 +434,16 @@ fn still_granted(session: &Session, used: &[(Alias, Access, PathBuf)]) -> Option
 }
 
 /// The Landlock ABI rulesets are built for: the kernel's (as far as the `landlock` crate
-/// knows it), at least [`REQUIRED_ABI`].
+/// knows it), at least [`REQUIRED_ABI`]. One system call: that the ruleset is then fully
+/// enforced is checked where it is, by each command's child before `exec` (a ruleset built
+/// for this ABI is a hard requirement, and a status short of fully enforced with
+/// `no_new_privs` stops the child). Where it is below, the probe says why.
 fn supported_abi() -> Result<ABI> {
-    static SUPPORT: OnceLock<LandlockSupport> = OnceLock::new();
-    let support = SUPPORT.get_or_init(landlock_support);
-    match (support.fully_enforced, support.abi) {
-        (true, Some(abi)) if abi >= REQUIRED_ABI => Ok(ABI::from(abi as i32)),
+    match sys::landlock_abi() {
+        Some(abi) if abi >= REQUIRED_ABI => Ok(ABI::from(abi as i32)),
         _ => Err(Error::SandboxUnavailable {
-            why: support
+            why: landlock_support()
                 .problem
-                .clone()
                 .unwrap_or_else(|| "Landlock is not available".to_owned()),
         }),
     }
@@ -595,5 +595,29 @@ fn owner_only_in(
             FileType::RegularFile if others & 0o4 == 0 => out.push((child, false)),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command path asks the kernel one question (its Landlock ABI); `doctor`'s probe
+    /// restricts a thread with the required ruleset. Where the probe finds that ruleset fully
+    /// enforced, the command path builds for the same ABI the probe reports.
+    #[test]
+    fn the_command_path_and_the_probe_see_the_same_landlock() {
+        let probe = landlock_support();
+        assert!(
+            probe.fully_enforced,
+            "this test needs Landlock ABI {REQUIRED_ABI}: {:?}",
+            probe.problem
+        );
+        assert_eq!(sys::landlock_abi(), probe.abi);
+        let kernel = probe.abi.expect("the probe's ABI");
+        assert_eq!(
+            supported_abi().expect("supported"),
+            ABI::from(kernel as i32)
+        );
     }
 }

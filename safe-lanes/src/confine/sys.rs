@@ -50,6 +50,24 @@ where
     }
 }
 
+/// The kernel's Landlock ABI version (`landlock_create_ruleset(NULL, 0,
+/// LANDLOCK_CREATE_RULESET_VERSION)`), or `None` where Landlock is not built in or not
+/// enabled. Creates nothing and restricts nothing.
+pub(crate) fn landlock_abi() -> Option<u32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: a raw system call with a null pointer, a zero size and a flag: the kernel reads
+    // no memory of ours and returns a number.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0 as libc::size_t,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(version).ok().filter(|&v| v > 0)
+}
+
 /// `close_range(first, ~0, CLOSE_RANGE_CLOEXEC)`: mark every descriptor from `first` up
 /// close-on-exec, so that `exec` leaves them behind. Nothing is closed before then.
 pub(crate) fn cloexec_from(first: u32) -> rustix::io::Result<()> {
