@@ -68,6 +68,15 @@ pub(crate) fn landlock_abi() -> Option<u32> {
     u32::try_from(version).ok().filter(|&v| v > 0)
 }
 
+/// `getpid` by its x32 number (x86_64): how the seccomp filter's x32 check is tested.
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(crate) fn x32_getpid() -> rustix::io::Result<i64> {
+    let number = i64::from(super::syscalls::X32) | libc::SYS_getpid;
+    // SAFETY: `getpid` takes no argument and touches no memory, by any number it is called.
+    let pid = unsafe { libc::syscall(number) };
+    if pid >= 0 { Ok(pid) } else { Err(last_errno()) }
+}
+
 /// `close_range(first, ~0, CLOSE_RANGE_CLOEXEC)`: mark every descriptor from `first` up
 /// close-on-exec, so that `exec` leaves them behind. Nothing is closed before then.
 pub(crate) fn cloexec_from(first: u32) -> rustix::io::Result<()> {

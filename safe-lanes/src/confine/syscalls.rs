@@ -27,7 +27,10 @@
 //! of a socket file needs a `socket` the filter already refuses.
 //!
 //! Stream and sequenced-packet `socketpair`s stay allowed: they only connect a process to
-//! itself. On x86_64 the x32 numbers of the same calls are refused too.
+//! itself. On x86_64 every x32 system call is refused (`EPERM`), by one check ahead of the
+//! rules: the command is an x86_64 program, and no rule above needs a second copy for the x32
+//! numbers of the same calls (which would double the program the kernel compiles for each
+//! command and runs at each system call).
 //!
 //! The two programs (with and without network) are compiled once per process.
 
@@ -57,9 +60,7 @@ const ARCH: TargetArch = TargetArch::riscv64;
 
 /// The x32 ABI marker on x86_64 (its system calls carry the same numbers with this bit set).
 #[cfg(target_arch = "x86_64")]
-const X32: Option<i64> = Some(0x4000_0000);
-#[cfg(not(target_arch = "x86_64"))]
-const X32: Option<i64> = None;
+pub(crate) const X32: u32 = 0x4000_0000;
 
 /// `ioctl` requests that push input into a terminal (the same numbers on every architecture
 /// above).
@@ -224,8 +225,8 @@ fn compile_filters(network: bool) -> Result<Filters> {
     enosys.insert(libc::SYS_clone3, Vec::new());
     enosys.insert(libc::SYS_openat2, Vec::new());
     Ok(Filters {
-        eperm: compile(with_x32(eperm), libc::EPERM)?,
-        enosys: compile(with_x32(enosys), libc::ENOSYS)?,
+        eperm: refusing_x32(compile(eperm, libc::EPERM)?),
+        enosys: compile(enosys, libc::ENOSYS)?,
     })
 }
 
@@ -244,14 +245,47 @@ fn socket_rules(network: bool) -> Result<Vec<SeccompRule>> {
     ])
 }
 
-/// `rules` plus the same rules for the x32 numbers of the same calls, where there are such.
-fn with_x32(mut rules: Rules) -> Rules {
-    if let Some(bit) = X32 {
-        let x32: Vec<(i64, Vec<SeccompRule>)> =
-            rules.iter().map(|(nr, r)| (nr | bit, r.clone())).collect();
-        rules.extend(x32);
-    }
-    rules
+/// `program` behind a check that refuses every x32 system call with `EPERM` (x86_64; other
+/// architectures have no second ABI of that kind, and `program` stays as it is).
+///
+/// The check reads the architecture first: a call of another architecture (`int 0x80`, i386)
+/// goes on to `program`, whose own first check kills the process.
+#[cfg(target_arch = "x86_64")]
+fn refusing_x32(program: BpfProgram) -> BpfProgram {
+    use libc::{BPF_ABS, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W};
+    use seccompiler::sock_filter;
+    /// `AUDIT_ARCH_X86_64`: `EM_X86_64`, 64-bit, little-endian.
+    const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+    /// Where `struct seccomp_data` holds the call's number and its architecture.
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    let op = |code: u32, k: u32, jt: u8, jf: u8| sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let mut checked = vec![
+        op(BPF_LD | BPF_W | BPF_ABS, ARCH, 0, 0),
+        // Another architecture: on to the program (three instructions on).
+        op(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 3),
+        op(BPF_LD | BPF_W | BPF_ABS, NR, 0, 0),
+        // Not x32: on to the program (one instruction on).
+        op(BPF_JMP | BPF_JSET | BPF_K, X32, 0, 1),
+        op(
+            BPF_RET | BPF_K,
+            libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+            0,
+            0,
+        ),
+    ];
+    checked.extend(program);
+    checked
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn refusing_x32(program: BpfProgram) -> BpfProgram {
+    program
 }
 
 /// A program allowing everything but what `rules` match, which fails with `errno`.
@@ -264,4 +298,27 @@ fn compile(rules: Rules, errno: i32) -> Result<BpfProgram> {
     )
     .map_err(unavailable)?;
     filter.try_into().map_err(unavailable)
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use rustix::io::Errno;
+
+    /// Under the filter an x32 system call is refused with `EPERM` whatever it is (without the
+    /// filter it fails with `ENOSYS` where the kernel has no x32, and runs where it has), and
+    /// the same call by its native number still runs. The filter is installed on a thread of
+    /// the test's own, which ends with it.
+    #[test]
+    fn every_x32_system_call_is_refused_and_native_ones_are_not() {
+        let filters = super::filters(false).expect("the filters compile");
+        let (x32, native) = std::thread::spawn(move || {
+            rustix::thread::set_no_new_privs(true).expect("no_new_privs");
+            seccompiler::apply_filter(&filters.eperm).expect("the filter installs");
+            (super::super::sys::x32_getpid(), rustix::process::getpid())
+        })
+        .join()
+        .expect("the filtered thread");
+        assert_eq!(x32, Err(Errno::PERM));
+        assert_eq!(native, rustix::process::getpid());
+    }
 }
