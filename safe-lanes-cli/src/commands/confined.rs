@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -96,35 +97,45 @@ fn ending(out: &CommandReport, text: &mut String) {
 }
 
 /// Run `confined`, copying its output to this process's stdout and stderr as it comes.
+///
+/// The command runs on this thread and a second one copies: a stdout that does not drain (a
+/// paused pager) holds up only the copy, never the command's timeout or its revocation.
 fn streamed(
     confined: &Confined,
     session: &safe_lanes::Session,
     control: &Control,
 ) -> Result<ConfinedOutcome> {
-    std::thread::scope(|scope| {
-        let run = scope.spawn(|| confined.run_with(session, control));
-        let mut mark = safe_lanes::control::Mark::default();
-        let copy = |mark: &mut safe_lanes::control::Mark| {
-            let (new, next) = control.output_since(*mark);
-            *mark = next;
-            let _ = std::io::stdout().write_all(new.stdout.as_bytes());
-            let _ = std::io::stderr().write_all(new.stderr.as_bytes());
-            let _ = std::io::stdout().flush();
-        };
-        // Woken by new output and by the output's end (the command's pipes closed, or the
-        // run returned without starting it): nothing waits past the command's end.
-        loop {
-            copy(&mut mark);
-            if run.is_finished()
-                || control.wait_output(mark, Duration::from_secs(60)) == Waited::Ended
-            {
-                break;
-            }
+    /// Set when the run returned, or unwound: the copy stops waiting.
+    struct Finished<'a>(&'a AtomicBool);
+    impl Drop for Finished<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
         }
-        copy(&mut mark);
-        Ok(run
-            .join()
-            .map_err(|_| anyhow::anyhow!("the command's thread panicked"))??)
+    }
+    let finished = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut mark = safe_lanes::control::Mark::default();
+            let copy = |mark: &mut safe_lanes::control::Mark| {
+                let (new, next) = control.output_since(*mark);
+                *mark = next;
+                let _ = std::io::stdout().write_all(new.stdout.as_bytes());
+                let _ = std::io::stderr().write_all(new.stderr.as_bytes());
+                let _ = std::io::stdout().flush();
+            };
+            // Woken by new output and by the output's end (the command's pipes closed, or the
+            // run returned without starting it): nothing waits past the command's end.
+            loop {
+                copy(&mut mark);
+                let waited = control.wait_output(mark, Duration::from_millis(100));
+                if waited == Waited::Ended || finished.load(Ordering::Acquire) {
+                    break;
+                }
+            }
+            copy(&mut mark);
+        });
+        let _finished = Finished(&finished);
+        Ok(confined.run_with(session, control)?)
     })
 }
 
