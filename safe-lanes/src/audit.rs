@@ -48,8 +48,8 @@ use crate::input::RelPath;
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// `,"hash":"` + 64 hex digits + `"}`.
 const SEAL_LEN: usize = 9 + 64 + 2;
-/// How much of the file end is read at a time to find the last line.
-const TAIL: u64 = 64 * 1024;
+/// How much of the file end is read first to find the last line (doubled until it is found).
+const TAIL: u64 = 4 * 1024;
 /// The most read back to find where the last line starts.
 const MAX_LINE: usize = 1 << 20;
 /// The witness file, beside the log.
@@ -507,30 +507,30 @@ impl AuditLog {
         })
     }
 
-    /// The end of the log: read backwards a chunk at a time until the start of the last whole
-    /// line is in the buffer (or [`MAX_LINE`] has been read).
+    /// The end of the log: its last [`TAIL`] bytes, then twice as many, and so on, until they
+    /// hold the start of the last whole line (two newlines, or the whole log) or [`MAX_LINE`]
+    /// bytes. A record is a few hundred bytes, so this is almost always one small read.
     fn read_end(&self, fd: std::os::fd::BorrowedFd<'_>, size: u64) -> Result<Vec<u8>> {
-        let mut start = size;
-        let mut chunks: Vec<Vec<u8>> = Vec::new();
-        let mut newlines = 0;
-        while start > 0 && newlines < 2 && (size - start) < MAX_LINE as u64 {
-            let from = start.saturating_sub(TAIL);
-            let mut chunk = vec![0u8; (start - from) as usize];
+        let mut want = TAIL;
+        loop {
+            let from = size.saturating_sub(want);
+            let mut buf = vec![0u8; (size - from) as usize];
             let mut filled = 0;
-            while filled < chunk.len() {
-                let n = rustix::io::pread(fd, &mut chunk[filled..], from + filled as u64)
+            while filled < buf.len() {
+                let n = rustix::io::pread(fd, &mut buf[filled..], from + filled as u64)
                     .map_err(|e| Error::io("pread", &self.path, e))?;
                 if n == 0 {
                     break;
                 }
                 filled += n;
             }
-            chunk.truncate(filled);
-            newlines += chunk.iter().filter(|&&b| b == b'\n').count();
-            chunks.push(chunk);
-            start = from;
+            buf.truncate(filled);
+            let newlines = buf.iter().filter(|&&b| b == b'\n').count();
+            if from == 0 || newlines >= 2 || want >= MAX_LINE as u64 {
+                return Ok(buf);
+            }
+            want *= 2;
         }
-        Ok(chunks.into_iter().rev().flatten().collect())
     }
 
     /// Record a refusal (`<op>.refused`) of an operation on `subject`, then hand the error back.

@@ -271,3 +271,64 @@ pub(crate) fn sha256_of(reader: &mut dyn Read) -> Result<Copied> {
         sha256: finish_hex(hasher),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Seek};
+    use std::os::fd::AsFd;
+
+    use super::*;
+
+    /// A reader that hands out its bytes in reads of uneven sizes (1 byte to a little over a
+    /// chunk), as a socket or a pipe does.
+    struct Uneven<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Uneven<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.step = (self.step * 7 + 13) % (CHUNK + 4096) + 1;
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn content(len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i % 251) as u8 ^ (i >> 17) as u8)
+            .collect()
+    }
+
+    /// Sizes around the point where hashing moves to the second thread and around the chunk
+    /// size: the file holds the input and the hash is the input's.
+    #[test]
+    fn every_size_is_written_and_hashed_whole_inline_or_pipelined() {
+        let limit = PIPELINE_AFTER as usize;
+        for len in [
+            0,
+            1,
+            limit,
+            limit + 1,
+            limit + CHUNK - 1,
+            limit + CHUNK * 3 + 17,
+            24 << 20,
+        ] {
+            let data = content(len);
+            let mut file = tempfile::tempfile().unwrap();
+            let mut reader = Uneven {
+                data: &data,
+                step: len,
+            };
+            let copied = copy_hashed(&mut reader, file.as_fd(), None, || Ok(())).unwrap();
+            assert_eq!(copied.bytes, len as u64, "{len}");
+            assert_eq!(copied.sha256, crate::digest::sha256_hex(&data), "{len}");
+            let mut back = Vec::new();
+            file.rewind().unwrap();
+            file.read_to_end(&mut back).unwrap();
+            assert!(back == data, "the file holds the input ({len} bytes)");
+        }
+    }
+}

@@ -547,13 +547,14 @@ fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
         return;
     };
     let mut budget = MASK_ENTRIES;
-    owner_only_in(&anchor, dir, 0, &mut budget, out);
+    owner_only_in(anchor, dir, 0, &mut budget, out);
 }
 
-/// [`owner_only`] in the directory `anchor` (at `path`, `depth` below the top), looking at
-/// most at `budget` more entries.
+/// [`owner_only`] in the directory `anchor` (at `path`, `depth` below the top; opened for this
+/// search alone, so listed through its own descriptor), looking at most at `budget` more
+/// entries.
 fn owner_only_in(
-    anchor: &crate::beneath::Anchor,
+    mut anchor: crate::beneath::Anchor,
     path: &Path,
     depth: usize,
     budget: &mut usize,
@@ -561,7 +562,7 @@ fn owner_only_in(
 ) {
     use rustix::fs::FileType;
     let mut names = Vec::new();
-    let listed = anchor.each_name(|name, kind| {
+    let listed = anchor.each_name_unshared(|name, kind| {
         if matches!(
             kind,
             None | Some(FileType::RegularFile | FileType::Directory)
@@ -589,7 +590,7 @@ fn owner_only_in(
             FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
             FileType::Directory if depth + 1 < MASK_DEPTH => {
                 if let Ok(sub) = anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny) {
-                    owner_only_in(&sub, &child, depth + 1, budget, out);
+                    owner_only_in(sub, &child, depth + 1, budget, out);
                 }
             }
             FileType::RegularFile if others & 0o4 == 0 => out.push((child, false)),
@@ -601,6 +602,56 @@ fn owner_only_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The search finds every file others may not read and every directory others may not
+    /// search (and does not go into it), however many reads of a directory its names take;
+    /// it follows no symbolic link.
+    #[test]
+    fn the_owner_only_search_finds_what_others_may_not_read_in_large_directories_too() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path();
+        let set = |path: &Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        // A directory whose names take many reads of 8 KiB, the secret ones among the last.
+        let wide = top.join("wide");
+        std::fs::create_dir(&wide).unwrap();
+        let long = "n".repeat(200);
+        for i in 0..400 {
+            std::fs::write(wide.join(format!("{long}-{i:03}")), "x").unwrap();
+        }
+        std::fs::write(wide.join("zz-secret"), "x").unwrap();
+        set(&wide.join("zz-secret"), 0o640);
+        set(&wide.join(format!("{long}-399")), 0o600);
+        // A closed directory: listed, not searched.
+        std::fs::create_dir_all(top.join("private/inner")).unwrap();
+        std::fs::write(top.join("private/inner/key"), "x").unwrap();
+        set(&top.join("private"), 0o710);
+        // Deep down, open all the way.
+        std::fs::create_dir_all(top.join("a/b/c")).unwrap();
+        std::fs::write(top.join("a/b/c/token"), "x").unwrap();
+        set(&top.join("a/b/c/token"), 0o600);
+        std::fs::write(top.join("a/b/open"), "x").unwrap();
+        set(&top.join("a/b/open"), 0o644);
+        // A link to a secret elsewhere is not followed.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("elsewhere"), "x").unwrap();
+        set(&outside.path().join("elsewhere"), 0o600);
+        symlink(outside.path(), top.join("link")).unwrap();
+
+        let mut found = Vec::new();
+        owner_only(top, &mut found);
+        found.sort();
+        let mut expected = vec![
+            (top.join("a/b/c/token"), false),
+            (top.join("private"), true),
+            (wide.join(format!("{long}-399")), false),
+            (wide.join("zz-secret"), false),
+        ];
+        expected.sort();
+        assert_eq!(found, expected);
+    }
 
     /// The command path asks the kernel one question (its Landlock ABI); `doctor`'s probe
     /// restricts a thread with the required ruleset. Where the probe finds that ruleset fully
