@@ -527,14 +527,22 @@ impl SystemSet {
 /// rest of the system set holds programs and libraries meant for every user.
 const MASKED_HIERARCHY: &str = "/etc";
 
-/// How deep [`owner_only`] looks, and how many entries it reads at most.
+/// How deep [`owner_only`] looks; a directory at this depth is hidden whole.
 const MASK_DEPTH: usize = 8;
 
+/// How many entries [`owner_only`] looks at, at most; the directories it could not finish are
+/// hidden whole.
 const MASK_ENTRIES: usize = 20_000;
 
 /// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files
 /// without `o+r`, directories without `o+rx` (not searched further). Those are the owner's —
 /// root's — alone, and a command of a gateway running as root would own them.
+///
+/// The search fails closed: a directory it cannot finish — one it cannot open or list, an
+/// entry it cannot `lstat` (other than one removed meanwhile), a directory [`MASK_DEPTH`] deep,
+/// the [`MASK_ENTRIES`] budget spent — is hidden whole, in place of what was found under it.
+/// What is never seen is never left readable; `dir` itself is hidden when it cannot be
+/// finished.
 ///
 /// Only files and directories are `lstat`ed: an entry the directory says is anything else (a
 /// symbolic link above all, most of `/etc` on a Debian system) is neither masked nor followed.
@@ -542,24 +550,39 @@ const MASK_ENTRIES: usize = 20_000;
 /// more descriptors than its table holds while other threads run waits for the kernel to grow
 /// it (an RCU grace period, milliseconds).
 fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
+    owner_only_within(dir, MASK_ENTRIES, out);
+}
+
+/// [`owner_only`] with a budget of `entries`.
+fn owner_only_within(dir: &Path, entries: usize, out: &mut Vec<(PathBuf, bool)>) {
     let why = Ambient::because("the system set, searched for what only root may read");
-    let Ok(anchor) = crate::beneath::Anchor::open_ambient(dir, why) else {
-        return;
+    let anchor = match crate::beneath::Anchor::open_ambient(dir, why) {
+        Ok(anchor) => anchor,
+        // No such directory: nothing there to hide.
+        Err(e) if e.code() == crate::Code::NotFound => return,
+        Err(_) => {
+            out.push((dir.to_path_buf(), true));
+            return;
+        }
     };
-    let mut budget = MASK_ENTRIES;
-    owner_only_in(anchor, dir, 0, &mut budget, out);
+    let mut budget = entries;
+    let mark = out.len();
+    if !owner_only_in(anchor, dir, 0, &mut budget, out) {
+        out.truncate(mark);
+        out.push((dir.to_path_buf(), true));
+    }
 }
 
 /// [`owner_only`] in the directory `anchor` (at `path`, `depth` below the top; opened for this
 /// search alone, so listed through its own descriptor), looking at most at `budget` more
-/// entries.
+/// entries. Whether every entry was looked at: when not, the caller hides `path` whole.
 fn owner_only_in(
     mut anchor: crate::beneath::Anchor,
     path: &Path,
     depth: usize,
     budget: &mut usize,
     out: &mut Vec<(PathBuf, bool)>,
-) {
+) -> bool {
     use rustix::fs::FileType;
     let mut names = Vec::new();
     let listed = anchor.each_name_unshared(|name, kind| {
@@ -571,32 +594,48 @@ fn owner_only_in(
         }
     });
     if listed.is_err() {
-        return;
+        return false;
     }
     for name in &names {
         let Some(left) = budget.checked_sub(1) else {
-            return;
+            return false;
         };
         *budget = left;
+        // A name the directory listed is always one name.
         let Ok(name) = crate::input::Name::new(name) else {
-            continue;
+            return false;
         };
-        let Ok(stat) = anchor.stat_entry(name) else {
-            continue;
+        let stat = match anchor.stat_entry(name) {
+            Ok(stat) => stat,
+            // Removed since it was listed: nothing to hide.
+            Err(e) if e.code() == crate::Code::NotFound => continue,
+            Err(_) => return false,
         };
         let others = stat.st_mode & 0o7;
         let child = path.join(name.as_os_str());
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
-            FileType::Directory if depth + 1 < MASK_DEPTH => {
-                if let Ok(sub) = anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny) {
-                    owner_only_in(sub, &child, depth + 1, budget, out);
+            FileType::Directory => {
+                let mark = out.len();
+                let searched = depth + 1 < MASK_DEPTH
+                    && match anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny) {
+                        Ok(sub) => owner_only_in(sub, &child, depth + 1, budget, out),
+                        // Removed, or replaced by a link or a file, since its `lstat`: what
+                        // is there now is this directory's entry, seen as such in the sandbox.
+                        Err(e) => {
+                            matches!(e.code(), crate::Code::NotFound | crate::Code::SymlinkEscape)
+                        }
+                    };
+                if !searched {
+                    out.truncate(mark);
+                    out.push((child, true));
                 }
             }
             FileType::RegularFile if others & 0o4 == 0 => out.push((child, false)),
             _ => {}
         }
     }
+    true
 }
 
 #[cfg(test)]
@@ -651,6 +690,79 @@ mod tests {
         ];
         expected.sort();
         assert_eq!(found, expected);
+    }
+
+    /// What the search cannot finish is hidden whole: a directory at the depth limit, and
+    /// every directory still open when the budget runs out (up to the top), in place of what
+    /// was found under it.
+    #[test]
+    fn the_owner_only_search_hides_whole_what_it_cannot_finish() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path();
+        // Open all the way down, one level past the limit, with a secret at the bottom.
+        let mut deep = top.to_path_buf();
+        for level in 0..=MASK_DEPTH {
+            deep.push(format!("d{level}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("secret"), "x").unwrap();
+        std::fs::set_permissions(deep.join("secret"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        let mut at_limit = top.to_path_buf();
+        for level in 0..MASK_DEPTH {
+            at_limit.push(format!("d{level}"));
+        }
+        let mut found = Vec::new();
+        owner_only(top, &mut found);
+        assert_eq!(found, vec![(at_limit, true)]);
+
+        // A budget spent inside `big`: what was not looked at is hidden with the directories
+        // left unfinished (whichever order the directory lists them in), never left out.
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path();
+        let mut secrets = Vec::new();
+        for dir in ["big", "other"] {
+            std::fs::create_dir(top.join(dir)).unwrap();
+            for i in 0..25 {
+                let file = top.join(dir).join(format!("f{i}"));
+                std::fs::write(&file, "x").unwrap();
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+                secrets.push(file);
+            }
+        }
+        let covered = |found: &[(PathBuf, bool)], secret: &Path| {
+            found
+                .iter()
+                .any(|(p, dir)| p == secret || (*dir && secret.starts_with(p)))
+        };
+        for budget in [0, 1, 10, 26, 30] {
+            let mut found = Vec::new();
+            owner_only_within(top, budget, &mut found);
+            assert!(
+                secrets.iter().all(|s| covered(&found, s)),
+                "budget {budget}: {found:?}"
+            );
+            assert!(found.iter().any(|(_, dir)| *dir), "budget {budget}");
+            // Nothing is listed under what is hidden whole.
+            for (p, _) in &found {
+                assert!(
+                    !found
+                        .iter()
+                        .any(|(q, dir)| *dir && q != p && p.starts_with(q)),
+                    "budget {budget}: {found:?}"
+                );
+            }
+        }
+        // With the budget to finish, each file is listed and nothing is hidden whole.
+        let mut found = Vec::new();
+        owner_only_within(top, 52, &mut found);
+        found.sort();
+        secrets.sort();
+        assert_eq!(
+            found,
+            secrets.into_iter().map(|s| (s, false)).collect::<Vec<_>>()
+        );
     }
 
     /// The command path asks the kernel one question (its Landlock ABI); `doctor`'s probe
