@@ -81,4 +81,4 @@ pub(crate) use stat::mode_bits;
 pub use stat::{identity, permissions};
 pub(crate) use stat::{kind_of, stat_identity};
 #[cfg(target_os = "linux")]
-pub(crate) use watch::NameWatch;
+pub(crate) use watch::{NameWatch, TreeWatch};

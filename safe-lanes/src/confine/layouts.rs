@@ -1,15 +1,17 @@
 //! The layouts of confined commands' roots, kept while the grant snapshot they were made from
 //! is in use.
 //!
-//! A [`Layout`] depends only on the system set and the grants a command sees, not on the
-//! command. A session hands out one [`Snapshot`] for as long as the manifest does not change
+//! A [`Layout`] depends only on the system set (with what it covers, [`super::masks`]) and
+//! the grants a command sees, not on the command. A session hands out one [`Snapshot`] for as long as the manifest does not change
 //! (a grant added, revoked, narrowed or moved makes a new one), so a layout is kept for the
 //! snapshot and the list of its grants that were usable when it was made, and is only ever
-//! handed out for that very snapshot and that very list. A command started after a revoke
-//! gets a new snapshot, hence a new layout.
+//! handed out for that very snapshot and that very list, with that very search's masks. A
+//! command started after a revoke gets a new snapshot, hence a new layout, and one started
+//! after a new search of what to cover gets a new layout too.
 
 use std::sync::{Arc, Mutex, Weak};
 
+use super::masks::Masked;
 use super::sandbox::Layout;
 use crate::error::Result;
 use crate::grants::{Alias, Snapshot};
@@ -24,13 +26,16 @@ struct Kept {
     snapshot: Weak<Snapshot>,
     /// The usable grants it shows, in order.
     grants: Vec<Alias>,
+    /// What it covers: one search's result, compared by identity.
+    masked: Masked,
     layout: Arc<Layout>,
 }
 
 static KEPT_LAYOUTS: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 
-/// The layout for `grants` (the usable grants of `snapshot`, in order): a kept one made for
-/// the same snapshot and the same grants, or else one `make` builds (then kept in place of
+/// The layout for `grants` (the usable grants of `snapshot`, in order) covering `masked`: a
+/// kept one made for the same snapshot, the same grants and the same search, or else one
+/// `make` builds (then kept in place of
 /// the oldest, and of those whose snapshot is gone).
 ///
 /// # Errors
@@ -39,12 +44,16 @@ static KEPT_LAYOUTS: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 pub(super) fn layout_for(
     snapshot: &Arc<Snapshot>,
     grants: &[Alias],
+    masked: &Masked,
     make: impl FnOnce() -> Result<Layout>,
 ) -> Result<Arc<Layout>> {
     let made_for = |k: &Kept| std::ptr::eq(k.snapshot.as_ptr(), Arc::as_ptr(snapshot));
     {
         let kept = crate::sync::lock(&KEPT_LAYOUTS);
-        if let Some(k) = kept.iter().find(|k| made_for(k) && k.grants == grants) {
+        if let Some(k) = kept
+            .iter()
+            .find(|k| made_for(k) && k.grants == grants && Arc::ptr_eq(&k.masked, masked))
+        {
             return Ok(Arc::clone(&k.layout));
         }
     }
@@ -57,6 +66,7 @@ pub(super) fn layout_for(
     kept.push(Kept {
         snapshot: Arc::downgrade(snapshot),
         grants: grants.to_vec(),
+        masked: Arc::clone(masked),
         layout: Arc::clone(&layout),
     });
     Ok(layout)

@@ -13,8 +13,8 @@ use landlock::ABI;
 
 use super::probe::landlock_support;
 use super::{
-    Confined, ConfinedOutcome, Failure, REQUIRED_ABI, SandboxSupport, layouts, limits, protect,
-    ruleset, sandbox, sys, syscalls,
+    Confined, ConfinedOutcome, Failure, REQUIRED_ABI, SandboxSupport, layouts, limits, masks,
+    protect, ruleset, sandbox, sys, syscalls,
 };
 use crate::beneath::{self, Ambient};
 use crate::child::run;
@@ -87,7 +87,9 @@ impl Confined {
         };
         let grants: Vec<_> = snapshot.available().collect();
         let aliases: Vec<Alias> = grants.iter().map(|g| g.alias.clone()).collect();
-        let layout = layouts::layout_for(&snapshot, &aliases, || layout(&grants))?;
+        let masked = masks::current();
+        let layout =
+            layouts::layout_for(&snapshot, &aliases, &masked, || layout(&grants, &masked))?;
         // Held until the command ends: its placeholders, and its caches' work directories.
         let protecting = protect::protect(session, &grants)?;
         let caches = cache_layers(session, &grants)?;
@@ -316,9 +318,10 @@ fn hidden_files(grants: &[&Effective]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The layout of the root of a command that sees `grants`: the system set, then the grants
-/// (read-only grants read-only; caches are each command's own overlay, [`cache_layers`]).
-fn layout(grants: &[&Effective]) -> Result<sandbox::Layout> {
+/// The layout of the root of a command that sees `grants`: the system set with `masked`
+/// covered, then the grants (read-only grants read-only; caches are each command's own
+/// overlay, [`cache_layers`]).
+fn layout(grants: &[&Effective], masked: &masks::Masked) -> Result<sandbox::Layout> {
     let system = SystemSet::get();
     let mut grant_mounts = Vec::new();
     for g in grants.iter().filter(|g| g.toolchain.kind != Kind::Cache) {
@@ -332,7 +335,10 @@ fn layout(grants: &[&Effective]) -> Result<sandbox::Layout> {
         system: &system.mounts(&system.dirs, true),
         symlinks: &system.symlinks(),
         devices: &system.mounts(&system.devices, false),
-        masked: &system.masked(),
+        masked: &masked
+            .iter()
+            .map(|(p, d)| (p.as_path(), *d))
+            .collect::<Vec<_>>(),
         grants: &grant_mounts,
         proc: grants.iter().any(|g| g.toolchain.kind == Kind::Tool),
     })
@@ -345,9 +351,15 @@ pub fn sandbox_support() -> SandboxSupport {
     let landlock = landlock_support();
     let outcome = supported_abi().and_then(|abi| {
         let processes = limits::ProcessLimit::for_command()?;
-        let plan = prepare(abi, &[], Arc::new(layout(&[])?), None, false)?
-            .bounded(c"1m".to_owned(), processes.bound()?)
-            .probing();
+        let plan = prepare(
+            abi,
+            &[],
+            Arc::new(layout(&[], &masks::current())?),
+            None,
+            false,
+        )?
+        .bounded(c"1m".to_owned(), processes.bound()?)
+        .probing();
         let mut command = Command::new("/");
         plan.install(&mut command);
         let spawned = command
@@ -460,8 +472,6 @@ struct SystemSet {
     links: Vec<(&'static Path, PathBuf)>,
     /// `(path, descriptor, writable)` of each device.
     devices: Vec<(&'static Path, std::os::fd::OwnedFd, bool)>,
-    /// `(path, is a directory)` of what is hidden when the gateway runs as root.
-    masked: Vec<(PathBuf, bool)>,
 }
 
 impl SystemSet {
@@ -472,7 +482,6 @@ impl SystemSet {
                 dirs: Vec::new(),
                 links: Vec::new(),
                 devices: Vec::new(),
-                masked: Vec::new(),
             };
             for dir in SYSTEM_DIRS {
                 let path = Path::new(dir);
@@ -491,9 +500,6 @@ impl SystemSet {
                 if let Ok(fd) = beneath::open_path(Path::new(dev), SYSTEM_SET) {
                     set.devices.push((Path::new(*dev), fd, writable));
                 }
-            }
-            if rustix::process::geteuid().is_root() {
-                owner_only(Path::new(MASKED_HIERARCHY), &mut set.masked);
             }
             set
         })
@@ -517,253 +523,11 @@ impl SystemSet {
     fn symlinks(&self) -> Vec<(&Path, &Path)> {
         self.links.iter().map(|(p, t)| (*p, t.as_path())).collect()
     }
-
-    fn masked(&self) -> Vec<(&Path, bool)> {
-        self.masked.iter().map(|(p, d)| (p.as_path(), *d)).collect()
-    }
-}
-
-/// Where the system keeps what only root may read (`/etc/shadow`, `/etc/ssl/private`…). The
-/// rest of the system set holds programs and libraries meant for every user.
-const MASKED_HIERARCHY: &str = "/etc";
-
-/// How deep [`owner_only`] looks; a directory at this depth is hidden whole.
-const MASK_DEPTH: usize = 8;
-
-/// How many entries [`owner_only`] looks at, at most; the directories it could not finish are
-/// hidden whole.
-const MASK_ENTRIES: usize = 20_000;
-
-/// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files
-/// without `o+r`, directories without `o+rx` (not searched further). Those are the owner's —
-/// root's — alone, and a command of a gateway running as root would own them.
-///
-/// The search fails closed: a directory it cannot finish — one it cannot open or list, an
-/// entry it cannot `lstat` (other than one removed meanwhile), a directory [`MASK_DEPTH`] deep,
-/// the [`MASK_ENTRIES`] budget spent — is hidden whole, in place of what was found under it.
-/// What is never seen is never left readable; `dir` itself is hidden when it cannot be
-/// finished.
-///
-/// Only files and directories are `lstat`ed: an entry the directory says is anything else (a
-/// symbolic link above all, most of `/etc` on a Debian system) is neither masked nor followed.
-/// The search goes depth first and holds one directory open per level: a process that opens
-/// more descriptors than its table holds while other threads run waits for the kernel to grow
-/// it (an RCU grace period, milliseconds).
-fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>) {
-    owner_only_within(dir, MASK_ENTRIES, out);
-}
-
-/// [`owner_only`] with a budget of `entries`.
-fn owner_only_within(dir: &Path, entries: usize, out: &mut Vec<(PathBuf, bool)>) {
-    let why = Ambient::because("the system set, searched for what only root may read");
-    let anchor = match crate::beneath::Anchor::open_ambient(dir, why) {
-        Ok(anchor) => anchor,
-        // No such directory: nothing there to hide.
-        Err(e) if e.code() == crate::Code::NotFound => return,
-        Err(_) => {
-            out.push((dir.to_path_buf(), true));
-            return;
-        }
-    };
-    let mut budget = entries;
-    let mark = out.len();
-    if !owner_only_in(anchor, dir, 0, &mut budget, out) {
-        out.truncate(mark);
-        out.push((dir.to_path_buf(), true));
-    }
-}
-
-/// [`owner_only`] in the directory `anchor` (at `path`, `depth` below the top; opened for this
-/// search alone, so listed through its own descriptor), looking at most at `budget` more
-/// entries. Whether every entry was looked at: when not, the caller hides `path` whole.
-fn owner_only_in(
-    mut anchor: crate::beneath::Anchor,
-    path: &Path,
-    depth: usize,
-    budget: &mut usize,
-    out: &mut Vec<(PathBuf, bool)>,
-) -> bool {
-    use rustix::fs::FileType;
-    let mut names = Vec::new();
-    let listed = anchor.each_name_unshared(|name, kind| {
-        if matches!(
-            kind,
-            None | Some(FileType::RegularFile | FileType::Directory)
-        ) {
-            names.push(name.to_owned());
-        }
-    });
-    if listed.is_err() {
-        return false;
-    }
-    for name in &names {
-        let Some(left) = budget.checked_sub(1) else {
-            return false;
-        };
-        *budget = left;
-        // A name the directory listed is always one name.
-        let Ok(name) = crate::input::Name::new(name) else {
-            return false;
-        };
-        let stat = match anchor.stat_entry(name) {
-            Ok(stat) => stat,
-            // Removed since it was listed: nothing to hide.
-            Err(e) if e.code() == crate::Code::NotFound => continue,
-            Err(_) => return false,
-        };
-        let others = stat.st_mode & 0o7;
-        let child = path.join(name.as_os_str());
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
-            FileType::Directory => {
-                let mark = out.len();
-                let searched = depth + 1 < MASK_DEPTH
-                    && match anchor.open_dir(name.as_rel(), crate::beneath::Symlinks::Deny) {
-                        Ok(sub) => owner_only_in(sub, &child, depth + 1, budget, out),
-                        // Removed, or replaced by a link or a file, since its `lstat`: what
-                        // is there now is this directory's entry, seen as such in the sandbox.
-                        Err(e) => {
-                            matches!(e.code(), crate::Code::NotFound | crate::Code::SymlinkEscape)
-                        }
-                    };
-                if !searched {
-                    out.truncate(mark);
-                    out.push((child, true));
-                }
-            }
-            FileType::RegularFile if others & 0o4 == 0 => out.push((child, false)),
-            _ => {}
-        }
-    }
-    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The search finds every file others may not read and every directory others may not
-    /// search (and does not go into it), however many reads of a directory its names take;
-    /// it follows no symbolic link.
-    #[test]
-    fn the_owner_only_search_finds_what_others_may_not_read_in_large_directories_too() {
-        use std::os::unix::fs::{PermissionsExt, symlink};
-        let tmp = tempfile::tempdir().unwrap();
-        let top = tmp.path();
-        let set = |path: &Path, mode: u32| {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-        };
-        // A directory whose names take many reads of 8 KiB, the secret ones among the last.
-        let wide = top.join("wide");
-        std::fs::create_dir(&wide).unwrap();
-        let long = "n".repeat(200);
-        for i in 0..400 {
-            std::fs::write(wide.join(format!("{long}-{i:03}")), "x").unwrap();
-        }
-        std::fs::write(wide.join("zz-secret"), "x").unwrap();
-        set(&wide.join("zz-secret"), 0o640);
-        set(&wide.join(format!("{long}-399")), 0o600);
-        // A closed directory: listed, not searched.
-        std::fs::create_dir_all(top.join("private/inner")).unwrap();
-        std::fs::write(top.join("private/inner/key"), "x").unwrap();
-        set(&top.join("private"), 0o710);
-        // Deep down, open all the way.
-        std::fs::create_dir_all(top.join("a/b/c")).unwrap();
-        std::fs::write(top.join("a/b/c/token"), "x").unwrap();
-        set(&top.join("a/b/c/token"), 0o600);
-        std::fs::write(top.join("a/b/open"), "x").unwrap();
-        set(&top.join("a/b/open"), 0o644);
-        // A link to a secret elsewhere is not followed.
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("elsewhere"), "x").unwrap();
-        set(&outside.path().join("elsewhere"), 0o600);
-        symlink(outside.path(), top.join("link")).unwrap();
-
-        let mut found = Vec::new();
-        owner_only(top, &mut found);
-        found.sort();
-        let mut expected = vec![
-            (top.join("a/b/c/token"), false),
-            (top.join("private"), true),
-            (wide.join(format!("{long}-399")), false),
-            (wide.join("zz-secret"), false),
-        ];
-        expected.sort();
-        assert_eq!(found, expected);
-    }
-
-    /// What the search cannot finish is hidden whole: a directory at the depth limit, and
-    /// every directory still open when the budget runs out (up to the top), in place of what
-    /// was found under it.
-    #[test]
-    fn the_owner_only_search_hides_whole_what_it_cannot_finish() {
-        use std::os::unix::fs::PermissionsExt;
-        let tmp = tempfile::tempdir().unwrap();
-        let top = tmp.path();
-        // Open all the way down, one level past the limit, with a secret at the bottom.
-        let mut deep = top.to_path_buf();
-        for level in 0..=MASK_DEPTH {
-            deep.push(format!("d{level}"));
-        }
-        std::fs::create_dir_all(&deep).unwrap();
-        std::fs::write(deep.join("secret"), "x").unwrap();
-        std::fs::set_permissions(deep.join("secret"), std::fs::Permissions::from_mode(0o600))
-            .unwrap();
-        let mut at_limit = top.to_path_buf();
-        for level in 0..MASK_DEPTH {
-            at_limit.push(format!("d{level}"));
-        }
-        let mut found = Vec::new();
-        owner_only(top, &mut found);
-        assert_eq!(found, vec![(at_limit, true)]);
-
-        // A budget spent inside `big`: what was not looked at is hidden with the directories
-        // left unfinished (whichever order the directory lists them in), never left out.
-        let tmp = tempfile::tempdir().unwrap();
-        let top = tmp.path();
-        let mut secrets = Vec::new();
-        for dir in ["big", "other"] {
-            std::fs::create_dir(top.join(dir)).unwrap();
-            for i in 0..25 {
-                let file = top.join(dir).join(format!("f{i}"));
-                std::fs::write(&file, "x").unwrap();
-                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-                secrets.push(file);
-            }
-        }
-        let covered = |found: &[(PathBuf, bool)], secret: &Path| {
-            found
-                .iter()
-                .any(|(p, dir)| p == secret || (*dir && secret.starts_with(p)))
-        };
-        for budget in [0, 1, 10, 26, 30] {
-            let mut found = Vec::new();
-            owner_only_within(top, budget, &mut found);
-            assert!(
-                secrets.iter().all(|s| covered(&found, s)),
-                "budget {budget}: {found:?}"
-            );
-            assert!(found.iter().any(|(_, dir)| *dir), "budget {budget}");
-            // Nothing is listed under what is hidden whole.
-            for (p, _) in &found {
-                assert!(
-                    !found
-                        .iter()
-                        .any(|(q, dir)| *dir && q != p && p.starts_with(q)),
-                    "budget {budget}: {found:?}"
-                );
-            }
-        }
-        // With the budget to finish, each file is listed and nothing is hidden whole.
-        let mut found = Vec::new();
-        owner_only_within(top, 52, &mut found);
-        found.sort();
-        secrets.sort();
-        assert_eq!(
-            found,
-            secrets.into_iter().map(|s| (s, false)).collect::<Vec<_>>()
-        );
-    }
 
     /// The command path asks the kernel one question (its Landlock ABI); `doctor`'s probe
     /// restricts a thread with the required ruleset. Where the probe finds that ruleset fully

@@ -46,6 +46,7 @@ cfg_if::cfg_if! {
         mod layouts;
         pub mod limits;
         mod linux;
+        mod masks;
         mod placeholders;
         pub(crate) mod pre_exec;
         mod probe;
