@@ -65,8 +65,8 @@ fn a_long_lived_root_gateway_covers_what_became_owner_only_while_it_ran() {
         assert_eq!(out.outcome.exit_code, Some(0), "{out:?}");
         out.outcome.stdout
     };
-    // Readable by everyone: the command reads it, the first time and once the search of
-    // `/etc` is watched (from the second command on).
+    // Readable by everyone: every command reads it (the probe above made the process's first
+    // search; each command since keeps a watched one).
     for _ in 0..3 {
         assert_eq!(read(), "not a secret yet\n");
     }

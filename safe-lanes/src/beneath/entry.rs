@@ -338,34 +338,30 @@ impl Anchor {
     /// # Errors
     ///
     /// `io` when the directory cannot be read.
+    #[cfg(target_os = "linux")]
     pub(crate) fn each_name_unshared(
         &mut self,
         mut visit: impl FnMut(&std::ffi::OsStr, Option<FileType>),
     ) -> Result<()> {
-        #[cfg(target_os = "linux")]
-        {
-            use std::mem::MaybeUninit;
-            use std::os::unix::ffi::OsStrExt;
-            rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Start(0))
-                .map_err(|e| Error::io("lseek", self.shown(), e))?;
-            let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
-            let mut dir = rustix::fs::RawDir::new(&self.fd, &mut buf);
-            while let Some(entry) = dir.next() {
-                let entry = entry.map_err(|e| Error::io("getdents64", self.shown(), e))?;
-                let name = entry.file_name().to_bytes();
-                if name == b"." || name == b".." {
-                    continue;
-                }
-                let kind = match entry.file_type() {
-                    FileType::Unknown => None,
-                    kind => Some(kind),
-                };
-                visit(std::ffi::OsStr::from_bytes(name), kind);
+        use std::mem::MaybeUninit;
+        use std::os::unix::ffi::OsStrExt;
+        rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Start(0))
+            .map_err(|e| Error::io("lseek", self.shown(), e))?;
+        let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
+        let mut dir = rustix::fs::RawDir::new(&self.fd, &mut buf);
+        while let Some(entry) = dir.next() {
+            let entry = entry.map_err(|e| Error::io("getdents64", self.shown(), e))?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
             }
-            Ok(())
+            let kind = match entry.file_type() {
+                FileType::Unknown => None,
+                kind => Some(kind),
+            };
+            visit(std::ffi::OsStr::from_bytes(name), kind);
         }
-        #[cfg(not(target_os = "linux"))]
-        self.each_name(visit)
+        Ok(())
     }
 
     /// `fsync` of the directory itself, making created, linked and removed names durable.

@@ -87,7 +87,7 @@ impl Confined {
         };
         let grants: Vec<_> = snapshot.available().collect();
         let aliases: Vec<Alias> = grants.iter().map(|g| g.alias.clone()).collect();
-        let masked = masks::current();
+        let masked = masked_now();
         let layout =
             layouts::layout_for(&snapshot, &aliases, &masked, || layout(&grants, &masked))?;
         // Held until the command ends: its placeholders, and its caches' work directories.
@@ -318,6 +318,12 @@ fn hidden_files(grants: &[&Effective]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// What the commands started now may not see ([`masks`]): searched in the system set's own
+/// `/etc`, the directory the sandbox shows.
+fn masked_now() -> masks::Masked {
+    masks::current(SystemSet::get().dir(masks::MASKED_HIERARCHY))
+}
+
 /// The layout of the root of a command that sees `grants`: the system set with `masked`
 /// covered, then the grants (read-only grants read-only; caches are each command's own
 /// overlay, [`cache_layers`]).
@@ -351,15 +357,9 @@ pub fn sandbox_support() -> SandboxSupport {
     let landlock = landlock_support();
     let outcome = supported_abi().and_then(|abi| {
         let processes = limits::ProcessLimit::for_command()?;
-        let plan = prepare(
-            abi,
-            &[],
-            Arc::new(layout(&[], &masks::current())?),
-            None,
-            false,
-        )?
-        .bounded(c"1m".to_owned(), processes.bound()?)
-        .probing();
+        let plan = prepare(abi, &[], Arc::new(layout(&[], &masked_now())?), None, false)?
+            .bounded(c"1m".to_owned(), processes.bound()?)
+            .probing();
         let mut command = Command::new("/");
         plan.install(&mut command);
         let spawned = command
@@ -518,6 +518,14 @@ impl SystemSet {
                 read_only,
             })
             .collect()
+    }
+
+    /// The set's descriptor of `path`, one of [`SYSTEM_DIRS`], where it has one.
+    fn dir(&self, path: &str) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.dirs
+            .iter()
+            .find(|(p, ..)| *p == Path::new(path))
+            .map(|(_, fd, _)| fd.as_fd())
     }
 
     fn symlinks(&self) -> Vec<(&Path, &Path)> {

@@ -3,45 +3,66 @@
 //! nodes. A command of a gateway running as root is root in its sandbox, and owner
 //! permissions admit root without a capability.
 //!
-//! The search is made again whenever what it found may have changed: a process keeps what it
-//! found only while an `inotify` watch of every directory searched says nothing in them was
-//! made, removed, moved or changed mode since. A process's first search is not watched (the
-//! CLI runs one command a process and pays for no watch); its second is, and is kept.
+//! The search is made again whenever what it found may have changed (ADR 0025): a process
+//! keeps what it found only while an `inotify` watch of every directory searched says nothing
+//! in them was made, removed, moved or changed mode since, and for at most [`KEPT_FOR`]. A
+//! process's first search is not watched (the CLI runs one command a process and pays for no
+//! watch); its second is, and is kept.
 
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use rustix::fs::FileType;
+use rustix::fs::{FileType, Stat};
 
-use crate::beneath::{Ambient, Anchor, Symlinks, TreeWatch};
+use crate::beneath::{Anchor, Symlinks, TreeWatch};
 use crate::error::Code;
-use crate::input::Name;
+use crate::input::{Name, RelPath};
 
 /// What is covered: `(path, is a directory)`.
 pub(super) type Masked = Arc<[(PathBuf, bool)]>;
 
+/// Where the system keeps what only root may read (`/etc/shadow`, `/etc/ssl/private`…). The
+/// rest of the system set holds programs and libraries meant for every user.
+pub(super) const MASKED_HIERARCHY: &str = "/etc";
+
+/// How deep the search looks; a directory at this depth is covered whole.
+const MASK_DEPTH: usize = 8;
+
+/// How many entries the search looks at, at most; past it, each entry not looked at is
+/// covered whole.
+const MASK_ENTRIES: usize = 20_000;
+
+/// The longest a search is kept, however quiet its watch: what `inotify` cannot see (a mode
+/// changed through a hard link outside the tree, a mount over a path in it) waits no longer.
+const KEPT_FOR: Duration = Duration::from_secs(60);
+
 /// What the commands of this process may not see, now: nothing unless the process runs as
-/// root.
-pub(super) fn current() -> Masked {
+/// root. `top` is the system set's own descriptor of [`MASKED_HIERARCHY`] (the directory the
+/// sandbox shows), `None` where the system set has none.
+pub(super) fn current(top: Option<BorrowedFd<'_>>) -> Masked {
     static ROOT_ONLY: Masks = Masks::of(MASKED_HIERARCHY);
     static NOTHING: std::sync::OnceLock<Masked> = std::sync::OnceLock::new();
-    if rustix::process::geteuid().is_root() {
-        ROOT_ONLY.current()
-    } else {
-        Arc::clone(NOTHING.get_or_init(|| Arc::from(Vec::new())))
+    match top {
+        Some(top) if rustix::process::geteuid().is_root() => ROOT_ONLY.current(top),
+        _ => Arc::clone(NOTHING.get_or_init(|| Arc::from(Vec::new()))),
     }
 }
 
 /// The owner-only part of one tree, kept while a watch says it did not change.
 struct Masks {
+    /// The tree's path, as the sandbox shows it: what the covers are mounted on.
     top: &'static str,
     found: Mutex<Option<Found>>,
 }
 
-/// One search: what it found, and the watch of what it read (none for a process's first).
+/// One search: what it found, the watch of what it read (none for a process's first, or for
+/// one an error cut short), and when it was made.
 struct Found {
     masked: Masked,
     watch: Option<TreeWatch>,
+    at: Instant,
 }
 
 impl Masks {
@@ -52,173 +73,281 @@ impl Masks {
         }
     }
 
-    /// What the last search found, if a watch says nothing changed since; else what a new
-    /// search finds (watched, unless it is this process's first).
-    fn current(&self) -> Masked {
+    /// What the last search found, if its watch says nothing changed since (and it is not
+    /// older than [`KEPT_FOR`]); else what a new search of `dir` finds, watched unless it is
+    /// this process's first.
+    fn current(&self, dir: BorrowedFd<'_>) -> Masked {
         let mut found = crate::sync::lock(&self.found);
         if let Some(kept) = found.as_ref()
+            && kept.at.elapsed() < KEPT_FOR
             && kept.watch.as_ref().is_some_and(|w| !w.changed())
         {
             return Arc::clone(&kept.masked);
         }
-        let mut watch = if found.is_some() {
+        let watch = if found.is_some() {
             TreeWatch::new()
         } else {
             None
         };
-        let mut masked = Vec::new();
-        owner_only(Path::new(self.top), &mut masked, watch.as_mut());
-        let masked: Masked = masked.into();
+        let search = Search::of(dir, Path::new(self.top), MASK_ENTRIES, watch);
+        let watch = search.watch.filter(|_| !search.cut_short);
+        // The same covers as before keep the layouts made with them.
+        let masked = match found.take() {
+            Some(kept) if *kept.masked == *search.out => kept.masked,
+            _ => search.out.into(),
+        };
         *found = Some(Found {
             masked: Arc::clone(&masked),
             watch,
+            at: Instant::now(),
         });
         masked
     }
 }
 
-/// Where the system keeps what only root may read (`/etc/shadow`, `/etc/ssl/private`…). The
-/// rest of the system set holds programs and libraries meant for every user.
-const MASKED_HIERARCHY: &str = "/etc";
-
-/// How deep [`owner_only`] looks; a directory at this depth is hidden whole.
-const MASK_DEPTH: usize = 8;
-
-/// How many entries [`owner_only`] looks at, at most; the directories it could not finish are
-/// hidden whole.
-const MASK_ENTRIES: usize = 20_000;
-
-/// Add to `out` what in `dir` (searched [`MASK_DEPTH`] deep) others may not read: files
-/// without `o+r`, directories without `o+rx` (not searched further). Those are the owner's —
-/// root's — alone, and a command of a gateway running as root would own them.
+/// A search of a tree for what others may not read: files without `o+r`, directories without
+/// `o+rx` (not searched further). Those are the owner's — root's — alone, and a command of a
+/// gateway running as root would own them.
 ///
-/// The search fails closed: a directory it cannot finish — one it cannot open or list, an
-/// entry it cannot `lstat` (other than one removed meanwhile), a directory [`MASK_DEPTH`] deep,
-/// the [`MASK_ENTRIES`] budget spent — is hidden whole, in place of what was found under it.
-/// What is never seen is never left readable; `dir` itself is hidden when it cannot be
-/// finished.
+/// It fails closed: what it cannot look at is covered whole — a directory it cannot open, list
+/// or finish (in place of what was found under it), an entry it cannot `lstat` (other than one
+/// removed meanwhile), a directory [`MASK_DEPTH`] deep, every entry past the [`MASK_ENTRIES`]
+/// budget. What is never seen is never left readable.
 ///
 /// Only files and directories are `lstat`ed: an entry the directory says is anything else (a
-/// symbolic link above all, most of `/etc` on a Debian system) is neither masked nor followed.
-/// The search goes depth first and holds one directory open per level: a process that opens
-/// more descriptors than its table holds while other threads run waits for the kernel to grow
-/// it (an RCU grace period, milliseconds).
-///
-/// With a `watch`, each directory is added to it before it is read.
-fn owner_only(dir: &Path, out: &mut Vec<(PathBuf, bool)>, watch: Option<&mut TreeWatch>) {
-    owner_only_within(dir, MASK_ENTRIES, out, watch);
+/// symbolic link above all, most of `/etc` on a Debian system) is neither covered nor
+/// followed. The search goes depth first and holds one directory open per level: a process
+/// that opens more descriptors than its table holds while other threads run waits for the
+/// kernel to grow it (an RCU grace period, milliseconds).
+struct Search {
+    /// What is covered so far.
+    out: Vec<(PathBuf, bool)>,
+    /// Entries it may still look at.
+    budget: usize,
+    /// Each directory is added to it before it is read.
+    watch: Option<TreeWatch>,
+    /// An error made it cover what it could not look at: right for this command, but not to
+    /// be kept (the next command searches again).
+    cut_short: bool,
+    /// The budget ran out: what was not looked at is covered.
+    over_budget: bool,
 }
 
-/// [`owner_only`] with a budget of `entries`.
-fn owner_only_within(
-    dir: &Path,
-    entries: usize,
-    out: &mut Vec<(PathBuf, bool)>,
-    watch: Option<&mut TreeWatch>,
-) {
-    let why = Ambient::because("the system set, searched for what only root may read");
-    let anchor = match Anchor::open_ambient(dir, why) {
-        Ok(anchor) => anchor,
-        // No such directory: nothing there to hide.
-        Err(e) if e.code() == Code::NotFound => return,
-        Err(_) => {
-            out.push((dir.to_path_buf(), true));
-            return;
+impl Search {
+    /// A search of the tree at `dir` (the descriptor of its top, at `path`), looking at no
+    /// more than `budget` entries, each directory added to `watch`.
+    fn of(dir: BorrowedFd<'_>, path: &Path, budget: usize, watch: Option<TreeWatch>) -> Self {
+        let mut search = Self {
+            out: Vec::new(),
+            budget,
+            watch,
+            cut_short: false,
+            over_budget: false,
+        };
+        search.tree(dir, path);
+        if search.over_budget {
+            tracing::warn!(
+                entries = budget,
+                path = %path.display(),
+                "the search for what only root may read stopped at its budget; what it did not \
+                 look at is covered"
+            );
         }
-    };
-    let mut budget = entries;
-    let mark = out.len();
-    if !owner_only_in(anchor, dir, 0, &mut budget, out, watch) {
-        out.truncate(mark);
-        out.push((dir.to_path_buf(), true));
+        search
     }
 }
 
-/// [`owner_only`] in the directory `anchor` (at `path`, `depth` below the top; opened for this
-/// search alone, so listed through its own descriptor), looking at most at `budget` more
-/// entries. Whether every entry was looked at: when not, the caller hides `path` whole.
-fn owner_only_in(
-    mut anchor: Anchor,
-    path: &Path,
-    depth: usize,
-    budget: &mut usize,
-    out: &mut Vec<(PathBuf, bool)>,
-    mut watch: Option<&mut TreeWatch>,
-) -> bool {
-    if let Some(watch) = watch.as_deref_mut() {
-        watch.add(&anchor);
-    }
-    let mut names = Vec::new();
-    let listed = anchor.each_name_unshared(|name, kind| {
-        if matches!(
-            kind,
-            None | Some(FileType::RegularFile | FileType::Directory)
-        ) {
-            names.push(name.to_owned());
-        }
-    });
-    if listed.is_err() {
-        return false;
-    }
-    for name in &names {
-        let Some(left) = budget.checked_sub(1) else {
-            return false;
-        };
-        *budget = left;
-        // A name the directory listed is always one name.
-        let Ok(name) = Name::new(name) else {
-            return false;
-        };
-        let stat = match anchor.stat_entry(name) {
-            Ok(stat) => stat,
-            // Removed since it was listed: nothing to hide.
-            Err(e) if e.code() == Code::NotFound => continue,
-            Err(_) => return false,
-        };
-        let others = stat.st_mode & 0o7;
-        let child = path.join(name.as_os_str());
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Directory if others & 0o5 != 0o5 => out.push((child, true)),
-            FileType::Directory => {
-                let mark = out.len();
-                let searched = depth + 1 < MASK_DEPTH
-                    && match anchor.open_dir(name.as_rel(), Symlinks::Deny) {
-                        Ok(sub) => {
-                            owner_only_in(sub, &child, depth + 1, budget, out, watch.as_deref_mut())
+impl Search {
+    /// Search the directory `dir` (the descriptor of the tree's top, at `path`).
+    fn tree(&mut self, dir: BorrowedFd<'_>, path: &Path) {
+        let opened = dir
+            .try_clone_to_owned()
+            .map_err(|e| crate::error::Error::io("dup", path, e))
+            .and_then(|fd| Anchor::new(fd).open_dir(RelPath::here(), Symlinks::Deny));
+        let finished = match opened {
+            Ok(top) => {
+                // Its own mode is one of the things watched.
+                if let Some(watch) = self.watch.as_mut() {
+                    watch.add(&top);
+                }
+                match top.stat() {
+                    Ok(st) if others(&st) & 0o5 != 0o5 => false,
+                    Ok(_) => {
+                        let mark = self.out.len();
+                        let finished = self.dir(top, path, 0);
+                        if !finished {
+                            self.out.truncate(mark);
                         }
-                        // Removed, or replaced by a link or a file, since its `lstat`: what
-                        // is there now is this directory's entry, seen as such in the sandbox.
-                        Err(e) => {
-                            matches!(e.code(), Code::NotFound | Code::SymlinkEscape)
-                        }
-                    };
-                if !searched {
-                    out.truncate(mark);
-                    out.push((child, true));
+                        finished
+                    }
+                    Err(_) => self.cut(),
                 }
             }
-            FileType::RegularFile if others & 0o4 == 0 => out.push((child, false)),
+            Err(_) => self.cut(),
+        };
+        if !finished {
+            self.out.push((path.to_path_buf(), true));
+        }
+    }
+
+    /// Search the directory `anchor` (at `path`, `depth` below the top; opened for this search
+    /// alone, so listed through its own descriptor). Whether it was finished: when not, the
+    /// caller covers `path` whole.
+    fn dir(&mut self, mut anchor: Anchor, path: &Path, depth: usize) -> bool {
+        if let Some(watch) = self.watch.as_mut() {
+            watch.add(&anchor);
+        }
+        let mut names = Vec::new();
+        let listed = anchor.each_name_unshared(|name, kind| {
+            if matches!(
+                kind,
+                None | Some(FileType::RegularFile | FileType::Directory)
+            ) {
+                names.push((name.to_owned(), kind));
+            }
+        });
+        if listed.is_err() {
+            return self.cut();
+        }
+        for (name, kind) in &names {
+            // A name the directory listed is always one name.
+            let Ok(name) = Name::new(name) else {
+                return self.cut();
+            };
+            let child = path.join(name.as_os_str());
+            let Some(left) = self.budget.checked_sub(1) else {
+                self.past_budget(&anchor, name, *kind, child);
+                continue;
+            };
+            self.budget = left;
+            match anchor.stat_entry(name) {
+                Ok(st) => self.entry(&anchor, name, &st, child, depth),
+                // Removed since it was listed: nothing to cover.
+                Err(e) if e.code() == Code::NotFound => {}
+                Err(_) => {
+                    self.cut();
+                    self.out.push((child, *kind == Some(FileType::Directory)));
+                }
+            }
+        }
+        true
+    }
+
+    /// Look at the entry `name` of `anchor` (at `child`), whose `lstat` is `st`.
+    fn entry(&mut self, anchor: &Anchor, name: Name<'_>, st: &Stat, child: PathBuf, depth: usize) {
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory if others(st) & 0o5 != 0o5 => self.out.push((child, true)),
+            FileType::Directory => {
+                let mark = self.out.len();
+                let finished = depth + 1 < MASK_DEPTH && self.sub(anchor, name, st, &child, depth);
+                if !finished {
+                    self.out.truncate(mark);
+                    self.out.push((child, true));
+                }
+            }
+            FileType::RegularFile if others(st) & 0o4 == 0 => self.out.push((child, false)),
             _ => {}
         }
     }
-    true
+
+    /// Search the directory `name` of `anchor`, the one its `lstat` `st` saw. Whether it was
+    /// finished.
+    fn sub(
+        &mut self,
+        anchor: &Anchor,
+        name: Name<'_>,
+        st: &Stat,
+        child: &Path,
+        depth: usize,
+    ) -> bool {
+        match anchor.open_dir(name.as_rel(), Symlinks::Deny) {
+            // The directory the `lstat` saw, not one put in its place since.
+            Ok(sub) => match sub.stat() {
+                Ok(now) if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) => {
+                    self.dir(sub, child, depth + 1)
+                }
+                _ => self.cut(),
+            },
+            // Removed, or replaced since its `lstat`: look at what is there now, once.
+            Err(_) => match anchor.stat_entry(name) {
+                Err(e) if e.code() == Code::NotFound => true,
+                Ok(now) if FileType::from_raw_mode(now.st_mode) != FileType::Directory => {
+                    self.entry(anchor, name, &now, child.to_path_buf(), depth);
+                    true
+                }
+                _ => self.cut(),
+            },
+        }
+    }
+
+    /// Cover `name` of `anchor` (at `child`), which the budget leaves unlooked at, by its
+    /// kind (a directory whole, a file as a file): beyond the budget only its kind is learnt.
+    fn past_budget(
+        &mut self,
+        anchor: &Anchor,
+        name: Name<'_>,
+        kind: Option<FileType>,
+        child: PathBuf,
+    ) {
+        let kind = kind.or_else(|| {
+            anchor
+                .stat_entry(name)
+                .ok()
+                .map(|st| FileType::from_raw_mode(st.st_mode))
+        });
+        match kind {
+            Some(FileType::Directory) => self.out.push((child, true)),
+            Some(FileType::RegularFile) => self.out.push((child, false)),
+            _ => {}
+        }
+        self.over_budget = true;
+    }
+
+    /// An error stopped a part of the search: that part is covered whole, and the search is
+    /// not kept. Always `false` (the part was not finished).
+    fn cut(&mut self) -> bool {
+        self.cut_short = true;
+        false
+    }
+}
+
+/// The permission bits `st` gives others.
+fn others(st: &Stat) -> u32 {
+    st.st_mode & 0o7
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
+
+    /// A tree of the test's own, its top searchable by others as `/etc` is.
+    fn tree() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        set(tmp.path(), 0o755);
+        tmp
+    }
+
+    fn set(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// A search of `top` with a budget of `budget` entries and no watch.
+    fn searched(top: &Path, budget: usize) -> Search {
+        let dir = std::fs::File::open(top).unwrap();
+        Search::of(dir.as_fd(), top, budget, None)
+    }
 
     /// The search finds every file others may not read and every directory others may not
     /// search (and does not go into it), however many reads of a directory its names take;
     /// it follows no symbolic link.
     #[test]
     fn the_owner_only_search_finds_what_others_may_not_read_in_large_directories_too() {
-        use std::os::unix::fs::{PermissionsExt, symlink};
-        let tmp = tempfile::tempdir().unwrap();
+        use std::os::unix::fs::symlink;
+        let tmp = tree();
         let top = tmp.path();
-        let set = |path: &Path, mode: u32| {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-        };
         // A directory whose names take many reads of 8 KiB, the secret ones among the last.
         let wide = top.join("wide");
         std::fs::create_dir(&wide).unwrap();
@@ -245,8 +374,9 @@ mod tests {
         set(&outside.path().join("elsewhere"), 0o600);
         symlink(outside.path(), top.join("link")).unwrap();
 
-        let mut found = Vec::new();
-        owner_only(top, &mut found, None);
+        let search = searched(top, MASK_ENTRIES);
+        assert!(!search.cut_short && !search.over_budget);
+        let mut found = search.out;
         found.sort();
         let mut expected = vec![
             (top.join("a/b/c/token"), false),
@@ -258,13 +388,11 @@ mod tests {
         assert_eq!(found, expected);
     }
 
-    /// What the search cannot finish is hidden whole: a directory at the depth limit, and
-    /// every directory still open when the budget runs out (up to the top), in place of what
-    /// was found under it.
+    /// What the search does not look at is covered: a directory at the depth limit whole,
+    /// every entry past the budget by its kind, a top others may not search whole.
     #[test]
-    fn the_owner_only_search_hides_whole_what_it_cannot_finish() {
-        use std::os::unix::fs::PermissionsExt;
-        let tmp = tempfile::tempdir().unwrap();
+    fn the_owner_only_search_covers_what_it_does_not_look_at() {
+        let tmp = tree();
         let top = tmp.path();
         // Open all the way down, one level past the limit, with a secret at the bottom.
         let mut deep = top.to_path_buf();
@@ -273,19 +401,23 @@ mod tests {
         }
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::write(deep.join("secret"), "x").unwrap();
-        std::fs::set_permissions(deep.join("secret"), std::fs::Permissions::from_mode(0o600))
-            .unwrap();
+        set(&deep.join("secret"), 0o600);
         let mut at_limit = top.to_path_buf();
         for level in 0..MASK_DEPTH {
             at_limit.push(format!("d{level}"));
         }
-        let mut found = Vec::new();
-        owner_only(top, &mut found, None);
-        assert_eq!(found, vec![(at_limit, true)]);
+        assert_eq!(searched(top, MASK_ENTRIES).out, vec![(at_limit, true)]);
 
-        // A budget spent inside `big`: what was not looked at is hidden with the directories
-        // left unfinished (whichever order the directory lists them in), never left out.
-        let tmp = tempfile::tempdir().unwrap();
+        // A top others may not search: covered whole, unsearched.
+        set(top, 0o711);
+        assert_eq!(
+            searched(top, MASK_ENTRIES).out,
+            vec![(top.to_path_buf(), true)]
+        );
+
+        // A budget spent part of the way: what was not looked at is covered (whichever order
+        // the directory lists its names in), never left out.
+        let tmp = tree();
         let top = tmp.path();
         let mut secrets = Vec::new();
         for dir in ["big", "other"] {
@@ -293,7 +425,7 @@ mod tests {
             for i in 0..25 {
                 let file = top.join(dir).join(format!("f{i}"));
                 std::fs::write(&file, "x").unwrap();
-                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+                set(&file, 0o600);
                 secrets.push(file);
             }
         }
@@ -302,14 +434,14 @@ mod tests {
                 .iter()
                 .any(|(p, dir)| p == secret || (*dir && secret.starts_with(p)))
         };
-        for budget in [0, 1, 10, 26, 30] {
-            let mut found = Vec::new();
-            owner_only_within(top, budget, &mut found, None);
+        for budget in [0, 1, 10, 26, 30, 51] {
+            let search = searched(top, budget);
+            assert!(search.over_budget && !search.cut_short, "budget {budget}");
+            let found = search.out;
             assert!(
                 secrets.iter().all(|s| covered(&found, s)),
                 "budget {budget}: {found:?}"
             );
-            assert!(found.iter().any(|(_, dir)| *dir), "budget {budget}");
             // Nothing is listed under what is hidden whole.
             for (p, _) in &found {
                 assert!(
@@ -320,9 +452,10 @@ mod tests {
                 );
             }
         }
-        // With the budget to finish, each file is listed and nothing is hidden whole.
-        let mut found = Vec::new();
-        owner_only_within(top, 52, &mut found, None);
+        // With the budget to finish, each file is listed and nothing is covered whole.
+        let search = searched(top, 52);
+        assert!(!search.over_budget);
+        let mut found = search.out;
         found.sort();
         secrets.sort();
         assert_eq!(
@@ -335,39 +468,69 @@ mod tests {
     /// up again is no longer; what did not change is not searched again once watched.
     #[test]
     fn what_is_found_is_kept_only_while_nothing_changed() {
-        use std::os::unix::fs::PermissionsExt;
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tree();
         let top: &'static str = Box::leak(tmp.path().to_str().unwrap().to_owned().into_boxed_str());
+        let dir = std::fs::File::open(tmp.path()).unwrap();
         std::fs::create_dir(tmp.path().join("sub")).unwrap();
         let file = tmp.path().join("sub/key");
         std::fs::write(&file, "x").unwrap();
-        let set = |mode: u32| {
-            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
-        };
-        set(0o644);
+        set(&file, 0o644);
         let masks = Masks::of(top);
+        // When the kept search was made, and whether it is watched.
+        let made = || {
+            let found = crate::sync::lock(&masks.found);
+            let found = found.as_ref().unwrap();
+            (found.at, found.watch.is_some())
+        };
+        let current = || masks.current(dir.as_fd());
         // The first search is not watched: the second is made again, and watched.
-        let first = masks.current();
-        assert!(first.is_empty());
-        let second = masks.current();
-        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(current().is_empty());
+        let (first, watched) = made();
+        assert!(!watched);
+        assert!(current().is_empty());
+        let (second, watched) = made();
+        assert!(second > first && watched);
         // Nothing changed: kept.
-        let third = masks.current();
-        assert!(Arc::ptr_eq(&second, &third));
+        let kept = current();
+        assert_eq!(made().0, second);
         // Made owner-only: found at once.
-        set(0o600);
-        assert_eq!(&*masks.current(), &[(file.clone(), false)]);
-        // Opened up again: no longer covered.
-        set(0o644);
-        assert!(masks.current().is_empty());
+        set(&file, 0o600);
+        assert_eq!(&*current(), &[(file.clone(), false)]);
+        // Opened up again: no longer covered, and the same covers as before are the same
+        // value (the layouts made with them are kept).
+        set(&file, 0o644);
+        assert!(Arc::ptr_eq(&current(), &kept) || current().is_empty());
+        assert!(current().is_empty());
         // A new owner-only file, deeper down.
         std::fs::create_dir(tmp.path().join("sub/deeper")).unwrap();
-        let kept = masks.current();
+        current();
+        let before = made().0;
         let secret = tmp.path().join("sub/deeper/secret");
         std::fs::write(&secret, "x").unwrap();
-        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let now = masks.current();
-        assert!(!Arc::ptr_eq(&kept, &now));
-        assert_eq!(&*now, &[(secret, false)]);
+        set(&secret, 0o600);
+        assert_eq!(&*current(), &[(secret, false)]);
+        assert!(made().0 > before);
+    }
+
+    /// A search an error cut short covers what it could not read and is not kept: the next
+    /// command searches again.
+    #[test]
+    fn a_search_cut_short_is_not_kept() {
+        let tmp = tree();
+        let top: &'static str = Box::leak(tmp.path().to_str().unwrap().to_owned().into_boxed_str());
+        // A descriptor that is not a directory's: the top cannot be opened as one.
+        let not_a_dir = tempfile::tempfile().unwrap();
+        let masks = Masks::of(top);
+        for _ in 0..3 {
+            let before = crate::sync::lock(&masks.found).as_ref().map(|f| f.at);
+            assert_eq!(
+                &*masks.current(not_a_dir.as_fd()),
+                &[(tmp.path().to_path_buf(), true)]
+            );
+            let found = crate::sync::lock(&masks.found);
+            let found = found.as_ref().unwrap();
+            assert!(found.watch.is_none(), "kept after an error");
+            assert!(Some(found.at) > before);
+        }
     }
 }

@@ -140,6 +140,32 @@ fn a_last_line_longer_than_a_read_chunk_still_chains() {
     assert!(v.is_intact(), "{:?}", v.broken);
 }
 
+/// The same after shorter lines: the start of the long last line is found in the middle of
+/// the log, however many times the read back has to grow.
+#[test]
+fn a_long_last_line_after_short_ones_still_chains() {
+    let fx = Fixture::new();
+    let root_path = fx.root.path().to_path_buf();
+    for i in 0..20 {
+        fx.root
+            .audit()
+            .append("small", "t", json!({ "i": i }))
+            .unwrap();
+    }
+    for len in [3_000, 5_000, 70_000, 300_000] {
+        fx.root
+            .audit()
+            .append("big", "t", json!({ "blob": "x".repeat(len) }))
+            .unwrap();
+        let anchor = safe_lanes::beneath::Anchor::open_ambient(&root_path, FIXTURE).unwrap();
+        let other = AuditLog::open(&anchor, &root_path, "audit.jsonl").unwrap();
+        other.append("after", "t", json!({ "len": len })).unwrap();
+    }
+    let v = fx.root.audit().verify().unwrap();
+    assert_eq!(v.lines, 28);
+    assert!(v.is_intact(), "{:?}", v.broken);
+}
+
 #[test]
 fn refusals_are_recorded_and_system_failures_are_not() {
     let (fx, path) = log_with(1);
