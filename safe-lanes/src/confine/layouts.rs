@@ -2,12 +2,13 @@
 //! is in use.
 //!
 //! A [`Layout`] depends only on the system set (with what it covers, [`super::masks`]) and
-//! the grants a command sees, not on the command. A session hands out one [`Snapshot`] for as long as the manifest does not change
-//! (a grant added, revoked, narrowed or moved makes a new one), so a layout is kept for the
-//! snapshot and the list of its grants that were usable when it was made, and is only ever
-//! handed out for that very snapshot and that very list, with that very search's masks. A
-//! command started after a revoke gets a new snapshot, hence a new layout, and one started
-//! after a new search of what to cover gets a new layout too.
+//! the grants a command sees, not on the command. A session hands out one [`Snapshot`] for as
+//! long as the manifest does not change (a grant added, revoked, narrowed or moved makes a new
+//! one), so a layout is kept for the snapshot and the list of its grants that were usable when
+//! it was made, and is only ever handed out for that very snapshot, that very list and those
+//! very covers. A command started after a revoke gets a new snapshot, hence a new layout; one
+//! started after a search that found other covers gets a new layout too (a search that finds
+//! the same covers hands out the same value).
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -26,7 +27,7 @@ struct Kept {
     snapshot: Weak<Snapshot>,
     /// The usable grants it shows, in order.
     grants: Vec<Alias>,
-    /// What it covers: one search's result, compared by identity.
+    /// What it covers, compared by identity (the same covers are the same value).
     masked: Masked,
     layout: Arc<Layout>,
 }
@@ -34,9 +35,8 @@ struct Kept {
 static KEPT_LAYOUTS: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 
 /// The layout for `grants` (the usable grants of `snapshot`, in order) covering `masked`: a
-/// kept one made for the same snapshot, the same grants and the same search, or else one
-/// `make` builds (then kept in place of
-/// the oldest, and of those whose snapshot is gone).
+/// kept one made for the same snapshot, the same grants and the same covers, or else one
+/// `make` builds (then kept in place of the oldest, and of those whose snapshot is gone).
 ///
 /// # Errors
 ///

@@ -87,7 +87,7 @@ impl Confined {
         };
         let grants: Vec<_> = snapshot.available().collect();
         let aliases: Vec<Alias> = grants.iter().map(|g| g.alias.clone()).collect();
-        let masked = masked_now();
+        let masked = masked_now()?;
         let layout =
             layouts::layout_for(&snapshot, &aliases, &masked, || layout(&grants, &masked))?;
         // Held until the command ends: its placeholders, and its caches' work directories.
@@ -320,8 +320,20 @@ fn hidden_files(grants: &[&Effective]) -> Result<Vec<PathBuf>> {
 
 /// What the commands started now may not see ([`masks`]): searched in the system set's own
 /// `/etc`, the directory the sandbox shows.
-fn masked_now() -> masks::Masked {
-    masks::current(SystemSet::get().dir(masks::MASKED_HIERARCHY))
+fn masked_now() -> Result<masks::Masked> {
+    let system = SystemSet::get();
+    let top = match system.dir(masks::MASKED_HIERARCHY) {
+        Some(fd) => masks::Top::Dir(fd),
+        None if system
+            .links
+            .iter()
+            .any(|(p, _)| *p == Path::new(masks::MASKED_HIERARCHY)) =>
+        {
+            masks::Top::Link
+        }
+        None => masks::Top::Absent,
+    };
+    masks::current(top)
 }
 
 /// The layout of the root of a command that sees `grants`: the system set with `masked`
@@ -357,9 +369,15 @@ pub fn sandbox_support() -> SandboxSupport {
     let landlock = landlock_support();
     let outcome = supported_abi().and_then(|abi| {
         let processes = limits::ProcessLimit::for_command()?;
-        let plan = prepare(abi, &[], Arc::new(layout(&[], &masked_now())?), None, false)?
-            .bounded(c"1m".to_owned(), processes.bound()?)
-            .probing();
+        let plan = prepare(
+            abi,
+            &[],
+            Arc::new(layout(&[], &masked_now()?)?),
+            None,
+            false,
+        )?
+        .bounded(c"1m".to_owned(), processes.bound()?)
+        .probing();
         let mut command = Command::new("/");
         plan.install(&mut command);
         let spawned = command

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::{FileType, Stat};
 
 use crate::beneath::{Anchor, Symlinks, TreeWatch};
-use crate::error::Code;
+use crate::error::{Code, Error, Result};
 use crate::input::{Name, RelPath};
 
 /// What is covered: `(path, is a directory)`.
@@ -38,15 +38,40 @@ const MASK_ENTRIES: usize = 20_000;
 /// changed through a hard link outside the tree, a mount over a path in it) waits no longer.
 const KEPT_FOR: Duration = Duration::from_secs(60);
 
+/// What [`MASKED_HIERARCHY`] is in the system set the sandbox shows.
+pub(super) enum Top<'a> {
+    /// A directory: the set's own descriptor of it.
+    Dir(BorrowedFd<'a>),
+    /// A symbolic link (to a directory the sandbox may show through another path).
+    Link,
+    /// Nothing: there is nothing to cover.
+    Absent,
+}
+
 /// What the commands of this process may not see, now: nothing unless the process runs as
-/// root. `top` is the system set's own descriptor of [`MASKED_HIERARCHY`] (the directory the
-/// sandbox shows), `None` where the system set has none.
-pub(super) fn current(top: Option<BorrowedFd<'_>>) -> Masked {
-    static ROOT_ONLY: Masks = Masks::of(MASKED_HIERARCHY);
+/// root.
+///
+/// # Errors
+///
+/// `sandbox_unavailable` as root when [`MASKED_HIERARCHY`] is a symbolic link: what it leads
+/// to could be shown through another path of the system set, uncovered.
+pub(super) fn current(top: Top<'_>) -> Result<Masked> {
+    static ROOT_ONLY: Masks = Masks::of(MASKED_HIERARCHY, KEPT_FOR);
     static NOTHING: std::sync::OnceLock<Masked> = std::sync::OnceLock::new();
+    let nothing = || Arc::clone(NOTHING.get_or_init(|| Arc::from(Vec::new())));
+    if !rustix::process::geteuid().is_root() {
+        return Ok(nothing());
+    }
     match top {
-        Some(top) if rustix::process::geteuid().is_root() => ROOT_ONLY.current(top),
-        _ => Arc::clone(NOTHING.get_or_init(|| Arc::from(Vec::new()))),
+        Top::Dir(top) => Ok(ROOT_ONLY.current(top)),
+        Top::Absent => Ok(nothing()),
+        Top::Link => Err(Error::SandboxUnavailable {
+            why: format!(
+                "as root, a command would see what only root may read under {MASKED_HIERARCHY}, \
+                 and {MASKED_HIERARCHY} is a symbolic link here, whose target cannot be covered; \
+                 run the gateway as an ordinary user"
+            ),
+        }),
     }
 }
 
@@ -54,6 +79,8 @@ pub(super) fn current(top: Option<BorrowedFd<'_>>) -> Masked {
 struct Masks {
     /// The tree's path, as the sandbox shows it: what the covers are mounted on.
     top: &'static str,
+    /// The longest a search is kept ([`KEPT_FOR`]).
+    kept_for: Duration,
     found: Mutex<Option<Found>>,
 }
 
@@ -66,20 +93,21 @@ struct Found {
 }
 
 impl Masks {
-    const fn of(top: &'static str) -> Self {
+    const fn of(top: &'static str, kept_for: Duration) -> Self {
         Self {
             top,
+            kept_for,
             found: Mutex::new(None),
         }
     }
 
     /// What the last search found, if its watch says nothing changed since (and it is not
-    /// older than [`KEPT_FOR`]); else what a new search of `dir` finds, watched unless it is
+    /// older than `kept_for`); else what a new search of `dir` finds, watched unless it is
     /// this process's first.
     fn current(&self, dir: BorrowedFd<'_>) -> Masked {
         let mut found = crate::sync::lock(&self.found);
         if let Some(kept) = found.as_ref()
-            && kept.at.elapsed() < KEPT_FOR
+            && kept.at.elapsed() < self.kept_for
             && kept.watch.as_ref().is_some_and(|w| !w.changed())
         {
             return Arc::clone(&kept.masked);
@@ -261,12 +289,13 @@ impl Search {
         depth: usize,
     ) -> bool {
         match anchor.open_dir(name.as_rel(), Symlinks::Deny) {
-            // The directory the `lstat` saw, not one put in its place since.
+            // The directory the `lstat` saw, not one put in its place since, and still
+            // searchable by others (its mode as opened, not as it was).
             Ok(sub) => match sub.stat() {
-                Ok(now) if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) => {
-                    self.dir(sub, child, depth + 1)
-                }
-                _ => self.cut(),
+                Ok(now) if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) => self.cut(),
+                Ok(now) if others(&now) & 0o5 != 0o5 => false,
+                Ok(_) => self.dir(sub, child, depth + 1),
+                Err(_) => self.cut(),
             },
             // Removed, or replaced since its `lstat`: look at what is there now, once.
             Err(_) => match anchor.stat_entry(name) {
@@ -298,7 +327,12 @@ impl Search {
         match kind {
             Some(FileType::Directory) => self.out.push((child, true)),
             Some(FileType::RegularFile) => self.out.push((child, false)),
-            _ => {}
+            // Not even its kind could be learnt: covered as a file, and not kept.
+            None => {
+                self.cut();
+                self.out.push((child, false));
+            }
+            Some(_) => {}
         }
         self.over_budget = true;
     }
@@ -442,6 +476,21 @@ mod tests {
                 secrets.iter().all(|s| covered(&found, s)),
                 "budget {budget}: {found:?}"
             );
+            // The top is never covered, and a directory looked at in full is not covered whole.
+            assert!(!found.iter().any(|(p, _)| p == top), "budget {budget}");
+            let whole = ["big", "other"]
+                .iter()
+                .filter(|d| found.contains(&(top.join(d), true)))
+                .count();
+            let expected = match budget {
+                // Neither entered: both covered whole.
+                0 => 2,
+                // The first entered, the second reached with nothing left.
+                1 | 10 | 26 => 1,
+                // Both entered.
+                _ => 0,
+            };
+            assert_eq!(whole, expected, "budget {budget}: {found:?}");
             // Nothing is listed under what is hidden whole.
             for (p, _) in &found {
                 assert!(
@@ -475,7 +524,7 @@ mod tests {
         let file = tmp.path().join("sub/key");
         std::fs::write(&file, "x").unwrap();
         set(&file, 0o644);
-        let masks = Masks::of(top);
+        let masks = Masks::of(top, KEPT_FOR);
         // When the kept search was made, and whether it is watched.
         let made = || {
             let found = crate::sync::lock(&masks.found);
@@ -496,11 +545,17 @@ mod tests {
         // Made owner-only: found at once.
         set(&file, 0o600);
         assert_eq!(&*current(), &[(file.clone(), false)]);
-        // Opened up again: no longer covered, and the same covers as before are the same
-        // value (the layouts made with them are kept).
+        // Opened up again: no longer covered.
         set(&file, 0o644);
-        assert!(Arc::ptr_eq(&current(), &kept) || current().is_empty());
-        assert!(current().is_empty());
+        let open = current();
+        assert!(open.is_empty());
+        // A change that changes no cover: searched again, and the same value handed out (the
+        // layouts made with it are kept).
+        let before = made().0;
+        set(&file, 0o644);
+        assert!(Arc::ptr_eq(&current(), &open));
+        assert!(made().0 > before);
+        drop(kept);
         // A new owner-only file, deeper down.
         std::fs::create_dir(tmp.path().join("sub/deeper")).unwrap();
         current();
@@ -512,6 +567,22 @@ mod tests {
         assert!(made().0 > before);
     }
 
+    /// A watched search is kept no longer than its time, however quiet its watch.
+    #[test]
+    fn a_kept_search_expires() {
+        let tmp = tree();
+        let top: &'static str = Box::leak(tmp.path().to_str().unwrap().to_owned().into_boxed_str());
+        let dir = std::fs::File::open(tmp.path()).unwrap();
+        let masks = Masks::of(top, Duration::ZERO);
+        let at = || crate::sync::lock(&masks.found).as_ref().unwrap().at;
+        let mut last = None;
+        for _ in 0..4 {
+            masks.current(dir.as_fd());
+            assert!(Some(at()) > last, "kept past its time");
+            last = Some(at());
+        }
+    }
+
     /// A search an error cut short covers what it could not read and is not kept: the next
     /// command searches again.
     #[test]
@@ -520,7 +591,7 @@ mod tests {
         let top: &'static str = Box::leak(tmp.path().to_str().unwrap().to_owned().into_boxed_str());
         // A descriptor that is not a directory's: the top cannot be opened as one.
         let not_a_dir = tempfile::tempfile().unwrap();
-        let masks = Masks::of(top);
+        let masks = Masks::of(top, KEPT_FOR);
         for _ in 0..3 {
             let before = crate::sync::lock(&masks.found).as_ref().map(|f| f.at);
             assert_eq!(
