@@ -308,20 +308,11 @@ impl Anchor {
         &self,
         mut visit: impl FnMut(&std::ffi::OsStr, Option<FileType>),
     ) -> Result<()> {
-        use std::os::unix::ffi::OsStrExt;
         let dir = rustix::fs::Dir::read_from(&self.fd)
             .map_err(|e| Error::io("opendir", self.shown(), e))?;
         for entry in dir {
             let entry = entry.map_err(|e| Error::io("readdir", self.shown(), e))?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let kind = match entry.file_type() {
-                FileType::Unknown => None,
-                kind => Some(kind),
-            };
-            visit(std::ffi::OsStr::from_bytes(name), kind);
+            hand_on(entry.file_name(), entry.file_type(), &mut visit);
         }
         Ok(())
     }
@@ -344,22 +335,13 @@ impl Anchor {
         mut visit: impl FnMut(&std::ffi::OsStr, Option<FileType>),
     ) -> Result<()> {
         use std::mem::MaybeUninit;
-        use std::os::unix::ffi::OsStrExt;
         rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Start(0))
             .map_err(|e| Error::io("lseek", self.shown(), e))?;
         let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
         let mut dir = rustix::fs::RawDir::new(&self.fd, &mut buf);
         while let Some(entry) = dir.next() {
             let entry = entry.map_err(|e| Error::io("getdents64", self.shown(), e))?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let kind = match entry.file_type() {
-                FileType::Unknown => None,
-                kind => Some(kind),
-            };
-            visit(std::ffi::OsStr::from_bytes(name), kind);
+            hand_on(entry.file_name(), entry.file_type(), &mut visit);
         }
         Ok(())
     }
@@ -372,4 +354,23 @@ impl Anchor {
     pub fn sync(&self) -> Result<()> {
         rustix::fs::fsync(&self.fd).map_err(|e| Error::io("fsync", self.shown(), e))
     }
+}
+
+/// Hand one directory entry on to a listing's `visit`: never `.` or `..`, its type `None`
+/// where the directory does not say it.
+fn hand_on(
+    name: &std::ffi::CStr,
+    kind: FileType,
+    visit: &mut impl FnMut(&std::ffi::OsStr, Option<FileType>),
+) {
+    use std::os::unix::ffi::OsStrExt;
+    let name = name.to_bytes();
+    if name == b"." || name == b".." {
+        return;
+    }
+    let kind = match kind {
+        FileType::Unknown => None,
+        kind => Some(kind),
+    };
+    visit(std::ffi::OsStr::from_bytes(name), kind);
 }
