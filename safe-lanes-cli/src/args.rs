@@ -62,6 +62,13 @@ pub(crate) enum Command {
         #[arg(last = true, required = true, value_name = "CMD ARGS")]
         command: Vec<OsString>,
     },
+    /// Held changes: what confined commands and patches changed that waits for you (git
+    /// state, tool and agent-host configuration, start-up files, links out of a folder, your
+    /// own edits made meanwhile). Without a subcommand, the held sets.
+    Changes {
+        #[command(subcommand)]
+        command: Option<ChangesCommand>,
+    },
     /// Apply a unified diff to one file beneath a read-write grant.
     Patch {
         /// The grant's alias.
@@ -168,15 +175,16 @@ impl ToolchainArgs {
     }
 }
 
-/// Which protected paths of a read-write grant a confined command may change
-/// (`docs/threat-model.md`, "What a command leaves behind").
+/// Which paths of a read-write grant a confined command's changes reach without waiting for
+/// the human (`docs/threat-model.md`, "What a command leaves behind").
 #[derive(Debug, clap::Args)]
 pub(crate) struct ProtectionArgs {
-    /// Lift the protection of PATH (relative to the folder) and everything inside it, e.g.
-    /// `.vscode` or `.git/hooks`: confined commands may then change it (repeatable).
+    /// Publish a command's changes to PATH (relative to the folder) and everything inside it
+    /// without holding them for you, e.g. `.vscode` or `.git/hooks` (repeatable). Links out
+    /// of the folder and your own edits made meanwhile are held all the same.
     #[arg(long = "allow-protected", value_name = "PATH")]
     pub(crate) lift: Vec<String>,
-    /// Protect PATH again (repeatable).
+    /// Hold changes to PATH again (repeatable).
     #[arg(long = "protect", value_name = "PATH")]
     pub(crate) restore: Vec<String>,
 }
@@ -225,6 +233,11 @@ pub(crate) enum GrantCommand {
         toolchain: ToolchainArgs,
         #[command(flatten)]
         protection: ProtectionArgs,
+        /// For a read-write folder: confined commands write it directly, without a layer of
+        /// their own, so nothing they write waits for you (git state, tool configuration …
+        /// land at once). For a file system that cannot hold a layer; every listing warns.
+        #[arg(long)]
+        direct: bool,
         /// Why, for the changelog.
         #[arg(long, default_value = "")]
         reason: String,
@@ -232,7 +245,8 @@ pub(crate) enum GrantCommand {
         #[arg(long)]
         actor: Option<String>,
     },
-    /// Change a grant's access, and which of its protected paths confined commands may change.
+    /// Change a grant's access, which of its paths a command's changes publish without
+    /// holding them, and whether commands write it directly.
     SetAccess {
         /// The grant's alias.
         alias: String,
@@ -241,6 +255,12 @@ pub(crate) enum GrantCommand {
         access: AccessArg,
         #[command(flatten)]
         protection: ProtectionArgs,
+        /// Make it direct: confined commands write it without a layer (see `grant add`).
+        #[arg(long, conflicts_with = "layered")]
+        direct: bool,
+        /// Make it layered again: each command's changes are checked when it ends.
+        #[arg(long)]
+        layered: bool,
         /// Why, for the changelog.
         #[arg(long, default_value = "")]
         reason: String,
@@ -317,6 +337,48 @@ pub(crate) enum GrantCommand {
         #[arg(long, default_value = "")]
         reason: String,
         /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+}
+
+/// `changes list | show | apply | discard`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ChangesCommand {
+    /// The held sets: id, grant, the command or patch, when, and each held path with why.
+    List,
+    /// One set in full: each change (created, modified, deleted, mode, link) with a diff for
+    /// text, why it is held, the library's warnings, and the digest `apply` asks for.
+    Show {
+        /// The set's id (`set_…`, see `changes`).
+        id: String,
+    },
+    /// Apply exactly what `changes show` showed: all of the set, or the `--path` ones. The
+    /// digest binds it: if the set or the folder changed since, nothing is applied.
+    Apply {
+        /// The set's id.
+        id: String,
+        /// Apply only this change (as `show` lists it; repeatable).
+        #[arg(long = "path", value_name = "PATH")]
+        paths: Vec<String>,
+        /// The digest `changes show` printed.
+        #[arg(long)]
+        digest: String,
+        /// Why, for the audit log.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the audit log (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Discard a set: nothing of it reaches the folder.
+    Discard {
+        /// The set's id.
+        id: String,
+        /// Why, for the audit log.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the audit log (default: the OS user).
         #[arg(long)]
         actor: Option<String>,
     },

@@ -286,7 +286,10 @@ impl Server {
         diff (as `diff -u` or `git diff` print it) to it. Every hunk must match the file \
         exactly, or nothing is changed (`patch_rejected`). `--- /dev/null` creates the file and \
         `+++ /dev/null` deletes it. Read-only folders (`read_only`), paths leaving the folder \
-        (`traversal`) and symbolic links (`symlink_escape`) are refused."
+        (`traversal`) and symbolic links (`symlink_escape`) are refused. A change to what the \
+        user's own tools act on (git state, a tool's or an agent host's configuration, start-up \
+        files) is not applied but held for the user to review: the result says `held: true`, \
+        with the change set's id and why; tell the user."
     )]
     async fn folder_patch(&self, Parameters(raw): Parameters<JsonObject>) -> Reply<Patched> {
         let args: FolderPatch = arguments(raw)?;
@@ -310,7 +313,11 @@ impl Server {
         user's files. Each granted folder's path is in the environment variable shown by \
         `folder_grants_list` (WORKFLOW_FOLDER_<ALIAS>). Network connections are blocked. \
         Output is capped; the command is killed after `timeout_s` seconds, or when the user \
-        revokes or narrows a folder it uses. Use this to read, list and search files. For \
+        revokes or narrows a folder it uses. Its writes to a read-write folder reach the folder \
+        when it ends (`changes.published`), except changes to what the user's own tools act on \
+        (git configuration and hooks, tools' and agent hosts' settings, start-up files, links \
+        out of the folder): those are held for the user to review (`changes.held`, with why, \
+        and `changes.set`); tell the user. Use this to read, list and search files. For \
         anything that may take longer than about 30 seconds (a build, a test suite, an \
         install), set `background` and follow it with `shell_job_status`: agent hosts cancel \
         a call at their own timeout, whatever progress it reports."

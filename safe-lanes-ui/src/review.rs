@@ -110,17 +110,6 @@ impl ReviewPage {
             }),
             repository: folder.is_some_and(|f| f.repository),
             allows: r.allows,
-            protected: r
-                .protected
-                .iter()
-                .map(|p| {
-                    if p.exists {
-                        p.path.clone()
-                    } else {
-                        format!("{} (absent: cannot be made)", p.path)
-                    }
-                })
-                .collect(),
             warnings: r.warnings.iter().map(WarningView::of).collect(),
             refused: r.refused.clone(),
             changed: false,

@@ -445,7 +445,6 @@ pub(crate) struct ReviewPage {
     pub(crate) size: Option<String>,
     pub(crate) repository: bool,
     pub(crate) allows: &'static str,
-    pub(crate) protected: Vec<String>,
     pub(crate) warnings: Vec<WarningView>,
     pub(crate) refused: Option<String>,
     /// Whether the request changed since the page the human came from.

@@ -45,7 +45,15 @@ impl Held<Anchor> {
     ///
     /// `io`; nothing is left in `parent`.
     pub(crate) fn create_dir(parent: &Anchor) -> Result<Self> {
-        let name = random_hex();
+        Self::create_dir_named(parent, random_hex())
+    }
+
+    /// [`Held::create_dir`] under the name `name` (a random one the caller made).
+    ///
+    /// # Errors
+    ///
+    /// `io` (`EEXIST` when `name` is taken); nothing is left in `parent`.
+    pub(crate) fn create_dir_named(parent: &Anchor, name: String) -> Result<Self> {
         let hidden = format!(".{name}");
         parent.create_dir(Name::new(&hidden)?, 0o700)?;
         let made = (|| {

@@ -93,6 +93,7 @@ cfg_if::cfg_if! {
         pub mod audit_view;
         pub mod beneath;
         mod caches;
+        pub mod changes;
         mod child;
         pub mod confine;
         pub mod control;
@@ -112,7 +113,6 @@ cfg_if::cfg_if! {
         mod ongoing;
         pub mod patch;
         pub mod process;
-        mod protected;
         mod random;
         pub mod risk;
         pub mod root;

@@ -62,6 +62,8 @@ use rustix::fs::{Mode, OFlags};
 use serde::Serialize;
 
 use crate::beneath::{Anchor, Publish, Symlinks};
+use crate::changes::patch::Patching;
+use crate::changes::rule::Verdict;
 use crate::error::{Error, Result, Shown};
 use crate::grants::{Alias, Session, Want};
 use crate::input::{Name, RelPath};
@@ -117,6 +119,15 @@ pub struct Patched {
     pub hunks: usize,
     /// Its size afterwards.
     pub bytes: u64,
+    /// Whether the change was held for the human instead of made: the path is one the
+    /// human's own tools act on (git state, a tool's or an agent host's configuration …).
+    pub held: bool,
+    /// The change set holding it, when held (`safe-lanes changes show <set>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set: Option<String>,
+    /// Why it is held, when held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<crate::changes::Why>,
 }
 
 /// Apply `diff` to `file` (relative to the grant `alias`) in `session`.
@@ -145,7 +156,6 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     let snapshot = session.snapshot()?;
     let grant = snapshot.folder(alias, Want::Write)?;
     let (parent, name) = split_target(file)?;
-    refuse_protected(grant, file)?;
     let dir = grant.folder()?.open_dir(parent, Symlinks::Deny)?;
     let edit = parse(diff)?;
     let current = read_target(&dir, name, file)?;
@@ -154,38 +164,67 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     let mut work = Work::default();
     let patched = apply_hunks(base, edit.patch.hunks(), MAX_MATCH_WORK, &mut work)
         .map_err(|miss| rejected(miss.describe(file)))?;
-    let change = publish(&dir, name, &edit.op, &patched, current.as_ref())?;
-    let patched = Patched {
+    let mode = current.as_ref().map_or(NEW_FILE_MODE, |c| c.mode);
+    let patching = match edit.op {
+        Op::Delete => {
+            if !patched.is_empty() {
+                return Err(rejected(
+                    "the patch deletes the file but leaves content in it".into(),
+                ));
+            }
+            Patching::Remove
+        }
+        _ => Patching::Write {
+            text: patched.as_bytes(),
+            mode,
+        },
+    };
+    let change = match (&edit.op, &current) {
+        (Op::Delete, _) => FileChange::Deleted,
+        (_, None) => FileChange::Created,
+        (_, Some(_)) => FileChange::Modified,
+    };
+    let mut report = Patched {
         path: path_clean::clean(grant.path.join(file)),
         change,
         hunks: edit.patch.hunks().len(),
-        bytes: if change == FileChange::Deleted {
-            0
-        } else {
-            patched.len() as u64
+        bytes: match change {
+            FileChange::Deleted => 0,
+            _ => patched.len() as u64,
         },
+        held: false,
+        set: None,
+        why: None,
     };
+    // The one rule over what an agent leaves in a folder decides, as for a command's changes.
+    let relative: PathBuf = file
+        .components()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
+        .collect();
+    match crate::changes::patch::verdict(grant, &relative, patching)? {
+        Verdict::Publish => {}
+        Verdict::Hold(why, what) => {
+            let held = (why, what.into_owned());
+            let summary = crate::changes::patch::hold(session, grant, &relative, patching, held)?;
+            report.held = true;
+            report.set = summary.set;
+            report.why = Some(why);
+            return Ok(report);
+        }
+        Verdict::Drop(_) => {
+            return Err(rejected(
+                "the file has a set-user-id or set-group-id bit, which nothing an agent writes \
+                 may carry"
+                    .into(),
+            ));
+        }
+    }
+    publish(&dir, name, &edit.op, &patched, current.as_ref())?;
     session.record(
         "patch.apply",
-        serde_json::json!({ "alias": alias, "result": &patched }),
+        serde_json::json!({ "alias": alias, "result": &report }),
     )?;
-    Ok(patched)
-}
-
-/// Refuse a target that is protected in `grant` ([`crate::protected`]): what the human's own
-/// tools run later, or git's internals.
-fn refuse_protected(grant: &crate::grants::Effective, file: &Path) -> Result<()> {
-    let lifted: Vec<std::path::PathBuf> = grant
-        .allow_protected
-        .iter()
-        .map(|l| l.as_path().to_owned())
-        .collect();
-    let home = crate::protected::is_home(&grant.path);
-    let protection = crate::protected::Protection::scan(grant.folder()?, home, &lifted)?;
-    match protection.refusal(file, &lifted, grant.alias.as_str()) {
-        Some(refusal) => Err(refusal),
-        None => Ok(()),
-    }
+    Ok(report)
 }
 
 /// The text the hunks apply to: the file's, or nothing for a file the patch creates.

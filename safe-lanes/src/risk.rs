@@ -108,6 +108,9 @@ pub enum Risk {
     LookAlike,
     /// An upload root that holds the safe-lanes state root.
     StateRoot,
+    /// A read-write grant written directly, without a layer: nothing a command writes there
+    /// waits for the human.
+    Direct,
 }
 
 impl Risk {
@@ -121,6 +124,7 @@ impl Risk {
             Risk::Large => "large",
             Risk::LookAlike => "look_alike",
             Risk::StateRoot => "state_root",
+            Risk::Direct => "direct",
         }
     }
 }
@@ -146,6 +150,18 @@ impl Warning {
             spelled: None,
         }
     }
+}
+
+/// The warning every listing shows for a `--direct` read-write grant (ADR 0027), if `grant`
+/// is one.
+pub fn direct_warning(grant: &crate::grants::Grant) -> Option<String> {
+    (grant.direct && grant.access == crate::grants::Access::ReadWrite).then(|| {
+        "direct: confined commands write this folder at once, without a layer; nothing they \
+         write waits for you — git state, tools' and agent hosts' configuration, start-up \
+         files land as written (only set-id files and devices are refused). `safe-lanes grant \
+         set-access ALIAS read_write --layered` checks each command's changes again"
+            .replace("ALIAS", grant.alias.as_str())
+    })
 }
 
 /// What is known of a folder before an agent is let in: its size, whether it is a

@@ -41,13 +41,14 @@ pub(crate) const MANIFEST_FILE: &str = "workflow.json";
 pub(crate) const AUDIT_FILE: &str = "audit.jsonl";
 /// Name of the download lane's registry of savers (see [`crate::download`], "Crash recovery").
 pub(crate) const SAVERS_DIR: &str = ".savers";
-/// Name of the registry of placeholders for missing protected paths ([`crate::protected`]).
-pub(crate) const PLACEHOLDERS_DIR: &str = ".placeholders";
 /// Name of the registry of effects in flight: commands and uploads whose end is not recorded
 /// yet (`crate::ongoing`).
 pub(crate) const ONGOING_DIR: &str = ".ongoing";
 /// Name of the directory holding each cache grant's private layer (`caches/<alias>/`).
 pub(crate) const CACHES_DIR: &str = "caches";
+/// Name of the directory of change sets: what confined commands and patches changed in
+/// read-write grants, until published or decided by the human ([`crate::changes`]).
+pub(crate) const CHANGES_DIR: &str = "changes";
 
 /// The mode of the root and of each lane.
 const DIR_MODE: u32 = 0o700;
@@ -288,7 +289,7 @@ impl StateRoot {
             };
             let what = match *name {
                 SAVERS_DIR => "saving downloads",
-                PLACEHOLDERS_DIR => "confined commands in read-write grants",
+                CHANGES_DIR => "confined commands in read-write grants, and held changes",
                 ONGOING_DIR => "confined commands and uploads",
                 _ => "confined commands that see a cache",
             };
@@ -574,13 +575,13 @@ impl Lane {
     }
 }
 
-/// The state root's private directories: the two lanes, then the registries and the caches'
-/// layers (made by what uses them).
+/// The state root's private directories: the two lanes, then the registries, the change sets
+/// and the caches' layers (made by what uses them).
 const PRIVATE_DIRS: [&str; 6] = [
     DOWNLOADS_DIR,
     UPLOADS_DIR,
     SAVERS_DIR,
-    PLACEHOLDERS_DIR,
+    CHANGES_DIR,
     ONGOING_DIR,
     CACHES_DIR,
 ];

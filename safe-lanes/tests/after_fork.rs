@@ -111,8 +111,9 @@ fn the_guard_catches_an_allocation_after_fork() {
 }
 
 /// A state root with grants of every kind a root holds: read-only and read-write folders (the
-/// latter with protected paths), a tool (whose credentials are emptied, and which brings
-/// `/proc`) and a cache (an overlay).
+/// latter an overlay of the command's own, whose git configuration it changes only in its
+/// layer), a tool (whose credentials are emptied, and which brings `/proc`) and a cache (an
+/// overlay).
 struct World {
     tmp: tempfile::TempDir,
     _root: StateRoot,
@@ -169,7 +170,7 @@ fn a_confined_command_enters_its_sandbox_without_allocating() {
     let script = r#"cat "$WORKFLOW_FOLDER_RO/data.txt"; echo
         cat "$WORKFLOW_FOLDER_TOOL/credentials.toml"; echo "[emptied]"
         cat "$CACHE_HOME/kept"; echo
-        { echo x >> "$WORKFLOW_FOLDER_RW/.git/config"; } 2>/dev/null || echo "[protected]"
+        printf "[alias]\\n\\tx = !sh\\n" >> "$WORKFLOW_FOLDER_RW/.git/config" && echo "[layered]"
         echo new > "$WORKFLOW_FOLDER_RW/new" && echo "[written]"
         echo scratch > /tmp/s && cat /tmp/s
         test -L /proc/self/exe && echo "[proc]""#;
@@ -181,11 +182,17 @@ fn a_confined_command_enters_its_sandbox_without_allocating() {
     );
     assert_eq!(
         out.outcome.stdout,
-        "read me\n[emptied]\ncached\n[protected]\n[written]\nscratch\n[proc]\n"
+        "read me\n[emptied]\ncached\n[layered]\n[written]\nscratch\n[proc]\n"
     );
     assert_eq!(
         std::fs::read_to_string(w.tmp.path().join("rw/new")).unwrap(),
         "new\n"
+    );
+    // The new file was published; the git configuration was held.
+    assert_eq!(out.changes.held.len(), 1, "{:?}", out.changes);
+    assert_eq!(
+        std::fs::read_to_string(w.tmp.path().join("rw/.git/config")).unwrap(),
+        "[core]\n"
     );
     // And again: each command is a fresh fork.
     for i in 0..20 {

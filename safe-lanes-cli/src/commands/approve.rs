@@ -72,21 +72,6 @@ pub(crate) fn review_text(review: &Review) -> String {
         );
     }
     let _ = writeln!(text, "  allows:  {}", review.allows);
-    if !review.protected.is_empty() {
-        let listed: Vec<String> = review
-            .protected
-            .iter()
-            .map(|p| {
-                let missing = if p.exists {
-                    ""
-                } else {
-                    " (absent: cannot be made)"
-                };
-                format!("{}{missing}", p.path)
-            })
-            .collect();
-        let _ = writeln!(text, "  kept read-only: {}", listed.join(", "));
-    }
     for w in &review.warnings {
         let _ = writeln!(text, "  warning: {}", w.message);
         if let Some(spelled) = &w.spelled {

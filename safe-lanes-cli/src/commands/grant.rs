@@ -105,7 +105,15 @@ fn list(grants: &Grants) -> Result<Report> {
         );
         if !g.grant.allow_protected.is_empty() {
             let lifted: Vec<&str> = g.grant.allow_protected.iter().map(|l| l.as_str()).collect();
-            let _ = writeln!(text, "{:<20} protection lifted: {}", "", lifted.join(", "));
+            let _ = writeln!(
+                text,
+                "{:<20} published without holding: {}",
+                "",
+                lifted.join(", ")
+            );
+        }
+        if let Some(warning) = safe_lanes::risk::direct_warning(&g.grant) {
+            let _ = writeln!(text, "{:<20} warning: {warning}", "");
         }
         if let Some(layer) = g.private_layer {
             let _ = writeln!(
@@ -162,6 +170,7 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             access,
             toolchain,
             protection,
+            direct,
             reason,
             actor,
         } => {
@@ -180,12 +189,17 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             if let Some((lift, restore)) = protection {
                 added = grants.set_protection(&alias, &lift, &restore, &reason, &actor)?;
             }
+            if direct {
+                added = grants.set_direct(&alias, true, &reason, &actor)?;
+            }
             ("granted", added)
         }
         GrantCommand::SetAccess {
             alias,
             access,
             protection,
+            direct,
+            layered,
             reason,
             actor,
         } => {
@@ -200,6 +214,9 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             let mut changed = grants.set_access(&alias, access.into(), &reason, &actor)?;
             if let Some((lift, restore)) = protection {
                 changed = grants.set_protection(&alias, &lift, &restore, &reason, &actor)?;
+            }
+            if direct || layered {
+                changed = grants.set_direct(&alias, direct, &reason, &actor)?;
             }
             ("changed", changed)
         }
@@ -258,6 +275,9 @@ fn grant_report(verb: &str, g: Recorded<Grant>, warnings: &[Warning]) -> Report 
         g.path.display(),
         g.id
     );
+    if let Some(warning) = safe_lanes::risk::direct_warning(&g) {
+        let _ = write!(text, "\nwarning: {warning}");
+    }
     for w in warnings {
         let _ = write!(text, "\nwarning: {}", w.message);
         if let Some(spelled) = &w.spelled {

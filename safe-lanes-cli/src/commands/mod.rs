@@ -3,6 +3,7 @@
 mod approve;
 mod ask;
 mod audit;
+mod changes;
 mod confined;
 mod download;
 mod grant;
@@ -41,6 +42,7 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
             };
             confined::exec(root, cli.manifest.as_deref(), exec, command)
         }
+        Command::Changes { command } => changes::run(root, cli.manifest.as_deref(), command),
         Command::Patch { alias, file, diff } => {
             confined::patch(root, cli.manifest.as_deref(), &alias, &file, diff)
         }

@@ -39,6 +39,23 @@ async fn granted() -> World {
     w
 }
 
+/// [`granted`], the grant made `--direct`: what a command writes shows in the folder while it
+/// runs, which the tests watching a command's heartbeat from outside need (a layered grant's
+/// writes show only when the command ends).
+async fn granted_direct() -> World {
+    let w = granted().await;
+    w.cli(&[
+        "grant",
+        "set-access",
+        "proj",
+        "read_write",
+        "--direct",
+        "--reason",
+        "watched from outside while it runs",
+    ]);
+    w
+}
+
 /// Whether whatever rewrites `beat` every 50 ms has stopped (same content for half a second,
 /// within ten seconds).
 async fn stops_writing(beat: &Path) -> bool {
@@ -76,7 +93,7 @@ fn call(tool: &str, args: Value) -> ClientRequest {
 
 #[tokio::test]
 async fn a_cancelled_command_is_stopped_with_everything_it_started() {
-    let w = granted().await;
+    let w = granted_direct().await;
     let script = format!("{HEARTBEAT} sleep 30; echo late > \"$WORKFLOW_FOLDER_PROJ/late\"");
     let handle = w
         .client
@@ -166,7 +183,7 @@ async fn a_long_command_reports_progress() {
 
 #[tokio::test]
 async fn a_background_job_outlives_the_clients_request_timeout() {
-    let w = granted().await;
+    let w = granted_direct().await;
     let peer = w.client.peer().clone();
     // Every request of this client gives up after 3 s.
     let call3 = |tool: &str, args: Value| {
@@ -237,7 +254,7 @@ async fn a_background_job_outlives_the_clients_request_timeout() {
 
 #[tokio::test]
 async fn jobs_end_with_the_server() {
-    let w = granted().await;
+    let w = granted_direct().await;
     let script = format!("{HEARTBEAT} sleep 60");
     w.ok("shell_exec", json!({"command": script, "background": true}))
         .await;

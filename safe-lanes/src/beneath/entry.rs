@@ -20,6 +20,16 @@ use super::probe::LINK_EMPTY_PATH;
 use super::stat::{mode_bits, permissions};
 use super::{Anchor, Symlinks};
 use crate::error::{Error, Result};
+
+/// What [`Anchor::move_entry`] does with an entry already at its destination.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Onto {
+    /// Nothing may be there: the move fails with `EEXIST`.
+    New,
+    /// Something must be there, and the two are swapped.
+    Exchange,
+}
 use crate::input::Name;
 
 impl Anchor {
@@ -147,6 +157,58 @@ impl Anchor {
         let (from, to) = (from.as_os_str(), to.as_os_str());
         rustix::fs::renameat(&self.fd, from, &self.fd, to)
             .map_err(|e| Error::io("renameat", name_shown(to), e))
+    }
+
+    /// Linux only: moves the entry `name` of the anchor's directory to `to` in the directory
+    /// `dest` (`renameat2`, both names looked up in their own directory alone): without ever
+    /// replacing `to` ([`Onto::New`], `EEXIST` when it exists), or swapping the two entries
+    /// atomically ([`Onto::Exchange`], `ENOENT` when `to` is missing). Nothing is followed.
+    ///
+    /// # Errors
+    ///
+    /// `io` (test `EEXIST`, `ENOENT` and `EXDEV` — two file systems — with
+    /// [`Error::raw_os_error`]).
+    #[cfg(target_os = "linux")]
+    #[doc(alias = "renameat2")]
+    pub(crate) fn move_entry(
+        &self,
+        name: Name<'_>,
+        dest: &Anchor,
+        to: Name<'_>,
+        onto: Onto,
+    ) -> Result<()> {
+        let flags = match onto {
+            Onto::New => RenameFlags::NOREPLACE,
+            Onto::Exchange => RenameFlags::EXCHANGE,
+        };
+        rustix::fs::renameat_with(&self.fd, name.as_os_str(), &dest.fd, to.as_os_str(), flags)
+            .map_err(|e| Error::io("renameat2", name_shown(to.as_os_str()), e))
+    }
+
+    /// The value of the extended attribute `attribute` of the directory itself, if it has one
+    /// (at most 256 bytes).
+    ///
+    /// # Errors
+    ///
+    /// `io` for a failure other than the attribute's absence.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn attribute(&self, attribute: &std::ffi::CStr) -> Result<Option<Vec<u8>>> {
+        let mut value = [0u8; 256];
+        match rustix::fs::fgetxattr(&self.fd, attribute, &mut value) {
+            Ok(n) => Ok(Some(value[..n].to_vec())),
+            Err(Errno::NODATA | Errno::NOTSUP) => Ok(None),
+            Err(e) => Err(Error::io("fgetxattr", self.shown(), e)),
+        }
+    }
+
+    /// Sets the permission bits of the directory itself to `mode` (`fchmod`).
+    ///
+    /// # Errors
+    ///
+    /// `io`.
+    pub(crate) fn set_mode(&self, mode: u32) -> Result<()> {
+        rustix::fs::fchmod(&self.fd, mode_bits(mode))
+            .map_err(|e| Error::io("fchmod", self.shown(), e))
     }
 
     /// Removes the entry `name` (not a directory) from the anchor's directory. A symbolic link

@@ -70,6 +70,8 @@ pub(crate) use ambient::open_path;
 pub use ambient::{Ambient, create_dir_all};
 pub(crate) use anchor::HOLD;
 pub use anchor::{Anchor, Symlinks};
+#[cfg(target_os = "linux")]
+pub(crate) use entry::Onto;
 pub(crate) use errno::shown_fd;
 pub(crate) use file::data_file;
 pub(crate) use filesystem::reads_ignore_nonblock;

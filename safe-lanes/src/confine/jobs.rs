@@ -55,7 +55,7 @@ enum Slot {
     #[default]
     Running,
     /// It ended; no report has said so yet.
-    Ended(Result<ConfinedOutcome>),
+    Ended(Box<Result<ConfinedOutcome>>),
     /// A report said how it ended: any other (a waiter on another thread) finds it gone.
     Reported,
 }
@@ -106,7 +106,7 @@ impl Jobs {
             .name("job".into())
             .spawn(move || {
                 let result = command.run_with(&session, &job_control);
-                *lock(&job_done.result) = Slot::Ended(result);
+                *lock(&job_done.result) = Slot::Ended(Box::new(result));
                 job_done.ended.notify_all();
             })
             .map_err(|e| Error::io("spawn", "a job thread", e))?;
@@ -118,13 +118,15 @@ impl Jobs {
         }
         let failed = {
             let mut result = lock(&done.result);
-            if matches!(*result, Slot::Ended(Err(_))) {
+            if matches!(&*result, Slot::Ended(r) if r.is_err()) {
                 std::mem::take(&mut *result)
             } else {
                 Slot::Running
             }
         };
-        if let Slot::Ended(Err(e)) = failed {
+        if let Slot::Ended(r) = failed
+            && let Err(e) = *r
+        {
             return Err(e);
         }
         let id = format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed));
@@ -155,7 +157,7 @@ impl Jobs {
                     *slot = Slot::Running;
                     None
                 }
-                Slot::Ended(result) => Some(result),
+                Slot::Ended(result) => Some(*result),
                 Slot::Reported => return Err(unknown(id)),
             }
         };

@@ -14,7 +14,7 @@ use landlock::ABI;
 use super::probe::landlock_support;
 use super::{
     Confined, ConfinedOutcome, Failure, REQUIRED_ABI, SandboxSupport, layouts, limits, masks,
-    protect, ruleset, sandbox, sys, syscalls,
+    ruleset, sandbox, sys, syscalls,
 };
 use crate::beneath::{self, Ambient};
 use crate::child::run;
@@ -40,21 +40,24 @@ impl Confined {
         control: &Control,
     ) -> std::result::Result<ConfinedOutcome, Failure> {
         let abi = supported_abi().map_err(Failure::Before)?;
-        let (mut command, prepared) = self.command(abi, session).map_err(Failure::Before)?;
+        let (mut command, mut prepared) = self.command(abi, session).map_err(Failure::Before)?;
         let grants: Vec<(Alias, Access)> = prepared
             .used
             .iter()
             .map(|(a, access, _)| (a.clone(), *access))
             .collect();
+        let mut fields = self.start_fields(&grants);
+        fields["changes"] = prepared.layers.as_ref().map(|l| l.id()).into();
         // Recorded before it runs: a gateway killed while it runs leaves its start, which the
         // next process closes (`crate::ongoing`).
         let ongoing = session.grants().ongoing().map_err(Failure::Before)?;
         let started = ongoing
-            .start("exec", session.actor(), self.start_fields(&grants))
+            .start("exec", session.actor(), fields)
             .map_err(Failure::Before)?;
         let watch = || still_granted(session, &prepared.used);
         let ran = run(&mut command, self.limits, control, Some(&watch))
             .map_err(|e| spawn_failure(e, &self.program));
+        let layers = prepared.layers.take();
         drop(prepared);
         let mut outcome = match ran {
             Ok(outcome) => outcome,
@@ -62,6 +65,8 @@ impl Confined {
                 let error =
                     serde_json::json!({ "code": e.code(), "message": e.message().to_string() });
                 let _ = started.end(serde_json::json!({ "error": error }));
+                // What it may have written before failing is decided like any command's.
+                drop(layers.map(crate::changes::command::Layers::finish));
                 return Err(Failure::After(e));
             }
         };
@@ -75,7 +80,16 @@ impl Confined {
             }))
             .inspect_err(|e| tracing::warn!(error = %e, "could not record how a command ended"))
             .is_ok();
-        Ok(ConfinedOutcome { outcome, grants })
+        // Its mount namespace is gone with its last process: the layers are the command's
+        // whole doing, to decide now.
+        let changes = layers
+            .map(crate::changes::command::Layers::finish)
+            .unwrap_or_default();
+        Ok(ConfinedOutcome {
+            outcome,
+            grants,
+            changes,
+        })
     }
 
     /// The command, set up to enter its sandbox, and what must live while it runs.
@@ -90,11 +104,33 @@ impl Confined {
         let masked = masked_now()?;
         let layout =
             layouts::layout_for(&snapshot, &aliases, &masked, || layout(&grants, &masked))?;
-        // Held until the command ends: its placeholders, and its caches' work directories.
-        let protecting = protect::protect(session, &grants)?;
+        // Held until the command ends: its change set's layers, and its caches' work
+        // directories.
+        let layered: Vec<&Effective> = grants.iter().copied().filter(|g| layered(g)).collect();
+        let layers = if layered.is_empty() {
+            None
+        } else {
+            let origin = crate::changes::set::Origin {
+                op: "exec".into(),
+                command: self.command_line(),
+                actor: session.actor().to_string(),
+            };
+            Some(crate::changes::command::Layers::begin(
+                session, origin, &layered,
+            )?)
+        };
         let caches = cache_layers(session, &grants)?;
         let scratch = limits::Scratch::reserve();
         let processes = limits::ProcessLimit::for_command()?;
+        let mut overlays = overlays(&caches)?;
+        if let Some(layers) = &layers {
+            overlays.extend(layers.layers().iter().map(|l| sandbox::Overlay {
+                path: &l.path,
+                lower: l.folder.as_fd(),
+                upper: (&l.upper.1, l.upper.0.as_fd()),
+                work: (&l.work.1, l.work.0.as_fd()),
+            }));
+        }
         let plan = prepare(
             abi,
             &grants,
@@ -102,9 +138,9 @@ impl Confined {
             cwd_grant.map(|g| g.path.as_path()),
             self.network,
         )?
-        .protecting(&protecting.mounts())?
-        .overlaying(&overlays(&caches)?)?
+        .overlaying(&overlays)?
         .bounded(scratch.size_option(), processes.bound()?);
+        drop(overlays);
         // The layers' descriptors are borrowed by the plan's preparation only.
         let caches: Vec<crate::caches::Layer> =
             caches.into_iter().map(|(_, layer)| layer).collect();
@@ -132,13 +168,29 @@ impl Confined {
             .collect();
         let prepared = Prepared {
             used,
-            _protecting: protecting,
+            layers,
             _caches: caches,
             _scratch: scratch,
             _processes: processes,
         };
         Ok((command, prepared))
     }
+
+    /// The command line, as the human reads it in a change set.
+    fn command_line(&self) -> String {
+        let mut line = self.program.to_string_lossy().into_owned();
+        for arg in &self.args {
+            line.push(' ');
+            line.push_str(&arg.to_string_lossy());
+        }
+        line
+    }
+}
+
+/// Whether a command sees `grant` through a layer of its own ([`crate::changes`]): every
+/// read-write folder grant the human did not make `--direct`.
+fn layered(grant: &Effective) -> bool {
+    grant.access == Access::ReadWrite && grant.toolchain.kind == Kind::Folder && !grant.direct
 }
 
 /// Read-only system hierarchies every confined program gets (those that exist).
@@ -211,11 +263,11 @@ fn child_path(grants: &[&crate::grants::Effective]) -> OsString {
 const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 /// What a command's sandbox needs while the command runs: its grants as they were when it
-/// started (for the watchdog), its placeholders, its caches' work directories, its share of
-/// the scratch budget and its process limit.
+/// started (for the watchdog), its change set's layers, its caches' work directories, its
+/// share of the scratch budget and its process limit.
 struct Prepared {
     used: Vec<(Alias, Access, PathBuf)>,
-    _protecting: protect::Protecting,
+    layers: Option<crate::changes::command::Layers>,
     _caches: Vec<crate::caches::Layer>,
     _scratch: limits::Scratch,
     _processes: limits::ProcessLimit,
@@ -233,8 +285,11 @@ fn prepare(
 ) -> Result<sandbox::Plan> {
     let system = SystemSet::get();
     let mut rules = Vec::new();
-    // A cache is an overlay the child makes; its rule is added there.
-    for g in grants.iter().filter(|g| g.toolchain.kind != Kind::Cache) {
+    // A cache and a layered grant are overlays the child makes; their rules are added there.
+    for g in grants
+        .iter()
+        .filter(|g| g.toolchain.kind != Kind::Cache && !layered(g))
+    {
         let access = match g.access {
             Access::ReadOnly => ruleset::read_only(abi),
             Access::ReadWrite => ruleset::read_write(abi),
@@ -337,12 +392,15 @@ fn masked_now() -> Result<masks::Masked> {
 }
 
 /// The layout of the root of a command that sees `grants`: the system set with `masked`
-/// covered, then the grants (read-only grants read-only; caches are each command's own
-/// overlay, [`cache_layers`]).
+/// covered, then the grants (read-only grants read-only; caches and read-write grants are each
+/// command's own overlay, [`cache_layers`] and [`layered`]).
 fn layout(grants: &[&Effective], masked: &masks::Masked) -> Result<sandbox::Layout> {
     let system = SystemSet::get();
     let mut grant_mounts = Vec::new();
-    for g in grants.iter().filter(|g| g.toolchain.kind != Kind::Cache) {
+    for g in grants
+        .iter()
+        .filter(|g| g.toolchain.kind != Kind::Cache && !layered(g))
+    {
         grant_mounts.push(sandbox::Mount {
             path: &g.path,
             fd: g.folder()?.as_fd(),
@@ -405,8 +463,9 @@ pub fn sandbox_support() -> SandboxSupport {
                 "user, mount, PID, IPC, UTS and cgroup namespaces (and network unless asked for)"
                     .into(),
                 "a root of the system set and the grants only (read-only grants read-only)".into(),
-                "protected paths read-only in read-write grants (.git/config, .git/hooks, \
-                 start-up files …); caches as overlays whose writes stay in the state root"
+                "read-write grants and caches as overlays whose writes stay in the state root; \
+                 a read-write grant's changes published when the command ends, what the \
+                 human's tools would run held for the human"
                     .into(),
                 "no capabilities (bounding and ambient sets empty, securebits locked)".into(),
                 format!("Landlock ABI {}", abi as i32),

@@ -47,10 +47,8 @@ cfg_if::cfg_if! {
         pub mod limits;
         mod linux;
         mod masks;
-        mod placeholders;
         pub(crate) mod pre_exec;
         mod probe;
-        mod protect;
         mod ruleset;
         mod sandbox;
         mod sys;
@@ -94,6 +92,8 @@ pub struct ConfinedOutcome {
     pub outcome: Outcome,
     /// The aliases of the grants the command could use, with their access.
     pub grants: Vec<(Alias, Access)>,
+    /// What became of its changes to its read-write grants.
+    pub changes: crate::changes::Summary,
 }
 
 impl Confined {

@@ -128,8 +128,8 @@ pub(crate) struct Plan {
     /// The root every command of these grants sees.
     pub(super) layout: Arc<Layout>,
     /// Per command, placed after the layout, parents first: the files of its tools it must not
-    /// see, each covered by an empty file ([`Source::Emptied`]), and the protected paths of its
-    /// read-write grants, each bound over itself ([`crate::protected`]).
+    /// see, each covered by an empty file ([`Source::Emptied`]), and its overlays: its read-write
+    /// grants' layers and its caches ([`Source::Overlay`]).
     pub(super) extra: Vec<Entry>,
     /// One slot per entry of the layout, then of `extra`, for the sources the child re-opens
     /// (allocated in [`Plan::install`]).
@@ -309,20 +309,6 @@ impl Plan {
                 components: components(file)?,
                 source: Source::Emptied,
             });
-        }
-        Ok(self)
-    }
-
-    /// This plan with each of `mounts` (paths inside its read-write grants: protected paths,
-    /// read-only, and the directories on the way to them, pinned) bound over itself.
-    ///
-    /// # Errors
-    ///
-    /// `sandbox_unavailable` when a path cannot be expressed; `io` when a descriptor cannot be
-    /// identified.
-    pub(crate) fn protecting(mut self, mounts: &[Mount<'_>]) -> Result<Self> {
-        for m in mounts {
-            bind_entry(&mut self.extra, m, false)?;
         }
         Ok(self)
     }

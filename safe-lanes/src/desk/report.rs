@@ -104,11 +104,16 @@ pub struct GrantInfo {
     /// (`CARGO_HOME`, `NVM_DIR`, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vars: Vec<String>,
-    /// In a read-write grant, the protected paths (`.git/config`, `.git/hooks/`, `.vscode/`,
-    /// `.envrc`, start-up files …: what the human's own tools run later) are read-only to
-    /// `shell_exec` and refused by `folder_patch`; these are the ones the human lifted.
+    /// In a read-write grant, changes to what the user's own tools act on (git state,
+    /// `.vscode/`, `.envrc`, agent settings, start-up files …) made by `shell_exec` or
+    /// `folder_patch` wait for the user's review; these are the paths the user lets through
+    /// without review.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_protected: Vec<String>,
+    /// Whether the user made this read-write grant direct: `shell_exec` writes it at once and
+    /// nothing waits for review.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 /// A pending request.
@@ -176,6 +181,12 @@ pub struct CommandReport {
     /// The grants it could use, each with its access (once it has finished).
     #[cfg_attr(feature = "schemars", schemars(with = "Vec<(String, String)>"))]
     pub grants: Vec<(Alias, Access)>,
+    /// What became of its changes to the read-write folders (once it has finished): how many
+    /// were published into them, and which were held for the user to review because the
+    /// user's own tools would act on them (git state, a tool's or an agent host's
+    /// configuration, start-up files, links out of the folder, the user's own edits made
+    /// meanwhile). A held change is not in the folder.
+    pub changes: crate::changes::Summary,
 }
 
 /// Whether a command is still running.
@@ -207,14 +218,15 @@ impl CommandReport {
             stopped: out.stopped,
             recorded: out.recorded,
             grants: done.grants,
+            changes: done.changes,
         }
     }
 
     /// A background job's report: its new output, and how it ended once it has.
     pub(crate) fn job(report: JobReport) -> Self {
-        let (outcome, grants) = match report.ended {
-            Some(done) => (Some(done.outcome), done.grants),
-            None => (None, Vec::new()),
+        let (outcome, grants, changes) = match report.ended {
+            Some(done) => (Some(done.outcome), done.grants, done.changes),
+            None => (None, Vec::new(), crate::changes::Summary::default()),
         };
         Self {
             status: if outcome.is_some() {
@@ -233,6 +245,7 @@ impl CommandReport {
             recorded: outcome.as_ref().is_none_or(|o| o.recorded),
             stopped: outcome.and_then(|o| o.stopped),
             grants,
+            changes,
         }
     }
 
@@ -269,6 +282,7 @@ impl From<GrantView> for GrantInfo {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
+            direct: g.grant.direct && g.grant.access == Access::ReadWrite,
         }
     }
 }

@@ -56,7 +56,7 @@ pub use model::{
 };
 pub use outcome::{Outcome, Status};
 pub use proposal::{Proposal, Proposed, Seen};
-pub use review::{ProtectedPath, Review, allows};
+pub use review::{Review, allows};
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 pub use toolchain::{HIDDEN_IN_TOOLS, Kind, ToolBin, Toolchain, VarName};
 
@@ -110,6 +110,8 @@ pub struct Grants {
     /// sandbox, which is Linux only).
     #[cfg(target_os = "linux")]
     ongoing: std::sync::OnceLock<crate::ongoing::Ongoing>,
+    /// The store of change sets (`<root>/changes`), opened on first use.
+    changes: std::sync::OnceLock<crate::changes::set::Store>,
     host: String,
     /// This machine's identity ([`this_machine`]).
     machine: String,
@@ -220,6 +222,7 @@ impl Grants {
             audit: root.audit(),
             #[cfg(target_os = "linux")]
             ongoing: std::sync::OnceLock::new(),
+            changes: std::sync::OnceLock::new(),
             host: this_host(),
             machine: this_machine(),
         };
@@ -264,6 +267,23 @@ impl Grants {
         }
         let opened = crate::ongoing::open(&self.root, &self.state_root, Arc::clone(&self.audit))?;
         Ok(self.ongoing.get_or_init(|| opened))
+    }
+
+    /// The store of change sets of the state root ([`crate::changes`]).
+    ///
+    /// # Errors
+    ///
+    /// `insecure_root` when it is not private; `io` when it cannot be made.
+    pub(crate) fn changes(&self) -> Result<&crate::changes::set::Store> {
+        if let Some(store) = self.changes.get() {
+            return Ok(store);
+        }
+        let opened = crate::changes::set::Store::open(
+            &self.root,
+            &self.state_root,
+            Arc::clone(&self.audit),
+        )?;
+        Ok(self.changes.get_or_init(|| opened))
     }
 
     /// The manifest file.
@@ -472,7 +492,7 @@ impl Grants {
         let access = toolchain.access(access)?;
         let path = self.canonical_folder(path)?;
         self.change(Action::Add, actor, reason, |doc, changelog| {
-            let mut grant = self.new_grant(doc, alias, path, access)?;
+            let mut grant = self.new_grant(doc, alias, path, access, toolchain.kind)?;
             toolchain::attach(&mut grant, toolchain, &doc.grants)?;
             changelog.add(doc, &grant, |c| {
                 c.path = Some(grant.path.clone());
@@ -548,6 +568,38 @@ impl Grants {
             changelog.add(doc, &grant, |c| {
                 c.allow_protected = Some(grant.allow_protected.clone());
             });
+            Ok(grant)
+        })
+    }
+
+    /// Make the read-write folder grant `alias` direct — confined commands then write its
+    /// folder at once, without a layer, and nothing they write waits for the human — or, with
+    /// `direct` false, layered again (ADR 0027). Making it direct gives the agent more, so it
+    /// needs a reason like every change.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_alias`; `invalid_argument` without a reason, or for a grant that is not a
+    /// read-write folder; `invalid_manifest`, `io`.
+    pub fn set_direct(
+        &self,
+        alias: &str,
+        direct: bool,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Recorded<Grant>> {
+        let alias = Alias::new(alias)?;
+        self.change(Action::Direct, actor, reason, |doc, changelog| {
+            let grant = find_mut(doc, &alias)?;
+            if direct && (grant.access != Access::ReadWrite || !grant.toolchain.kind.is_folder()) {
+                return Err(Error::InvalidArgument {
+                    what: Shown::text("--direct"),
+                    why: "only a read-write folder grant can be written directly".into(),
+                });
+            }
+            grant.direct = direct;
+            let grant = grant.clone();
+            changelog.add(doc, &grant, |c| c.direct = Some(direct));
             Ok(grant)
         })
     }
@@ -816,7 +868,8 @@ impl Grants {
                 why: "the request names no folder: approve it with a path".into(),
             });
         };
-        let mut grant = self.new_grant(doc, request.alias.clone(), path, request.access)?;
+        let kind = request.toolchain.kind;
+        let mut grant = self.new_grant(doc, request.alias.clone(), path, request.access, kind)?;
         toolchain::attach(&mut grant, request.toolchain.clone(), &doc.grants)?;
         doc.grants.push(grant.clone());
         Ok((grant, None))
@@ -941,13 +994,14 @@ impl Grants {
         Ok(canonical)
     }
 
-    /// A new grant, checked against the grants already in `doc`.
+    /// A new grant of `kind`, checked against the grants already in `doc`.
     fn new_grant(
         &self,
         doc: &Document,
         alias: Alias,
         path: PathBuf,
         access: Access,
+        kind: Kind,
     ) -> Result<Grant> {
         if let Some(other) = doc
             .grants
@@ -973,9 +1027,10 @@ impl Grants {
             machine: Some(self.machine.clone()),
             toolchain: Toolchain::folder(),
             allow_protected: Vec::new(),
+            direct: false,
             other_keys: OtherKeys::new(),
         };
-        rules::collision_new(&grant.path, access, &doc.grants)
+        rules::collision_new_of(&grant.path, access, kind, &doc.grants)
             .map_err(|why| why.refusal(&grant.path))?;
         Ok(grant)
     }
@@ -1043,6 +1098,7 @@ impl Changelog<'_> {
             access: None,
             kind: Kind::Folder,
             allow_protected: None,
+            direct: None,
             other_keys: OtherKeys::new(),
         };
         fill(&mut change);

@@ -232,6 +232,10 @@ pub struct Grant {
     /// relative to the folder, lifts every protected path equal to it or inside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_protected: Vec<LiftedPath>,
+    /// For a read-write folder: confined commands write it directly, without a layer of their
+    /// own, so nothing they write waits for the human (ADR 0027). Every listing warns of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
     /// The keys of the grant's entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,
@@ -333,6 +337,8 @@ pub enum Action {
     Adopt,
     /// Protected paths of a grant were lifted or protected again.
     Protect,
+    /// A read-write grant was made direct (written without a layer), or layered again.
+    Direct,
 }
 
 impl Action {
@@ -347,6 +353,7 @@ impl Action {
             Action::Deny => "deny",
             Action::Adopt => "adopt",
             Action::Protect => "protect",
+            Action::Direct => "direct",
         }
     }
 
@@ -367,6 +374,7 @@ impl Action {
             Action::Deny => "denial",
             Action::Adopt => "adoption",
             Action::Protect => "change of protected paths",
+            Action::Direct => "change of how commands write it",
         }
     }
 
@@ -381,6 +389,7 @@ impl Action {
             Action::Deny => "grant.deny",
             Action::Adopt => "grant.adopt",
             Action::Protect => "grant.protect",
+            Action::Direct => "grant.direct",
         }
     }
 }
@@ -427,6 +436,9 @@ pub struct Change {
     /// whole list afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_protected: Option<Vec<LiftedPath>>,
+    /// Whether the grant is direct after the change, when it made it direct or layered again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<bool>,
     /// The keys of the entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,

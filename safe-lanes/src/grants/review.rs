@@ -1,6 +1,6 @@
 //! A change to the grants as the human judges it before confirming: from what to what, the
 //! folder (its size, whether it is a repository), what the access lets the agent do in plain
-//! words, the protected paths that stay read-only, and the warnings of [`crate::risk`].
+//! words, and the warnings of [`crate::risk`].
 //!
 //! Every screen shows a [`Review`] as it is: the command line prints it above its question,
 //! the page on the step that confirms. Computing it changes nothing; the change itself is
@@ -16,7 +16,6 @@ use super::{Access, Alias, Grants, Kind};
 use crate::beneath::{self, Ambient, Anchor};
 use crate::error::{Result, Shown};
 use crate::input::AbsPath;
-use crate::protected::{Protection, State};
 use crate::risk::{self, FolderFacts, Warning};
 
 /// A change to the grants, as the human judges it.
@@ -41,10 +40,6 @@ pub struct Review {
     /// The folder looked at: its size, whether it is a repository, its warnings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folder: Option<FolderFacts>,
-    /// For a read-write folder: the protected paths, kept read-only to confined commands
-    /// (`docs/threat-model.md`, "What a command leaves behind").
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub protected: Vec<ProtectedPath>,
     /// Every warning about the folder (those of `folder`, or of its path alone when it could
     /// not be opened), most serious first.
     pub warnings: Vec<Warning>,
@@ -52,15 +47,6 @@ pub struct Review {
     /// says, cannot be opened, or breaks a grant rule), if it would.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
-}
-
-/// One protected path of a read-write grant, as a review lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ProtectedPath {
-    /// Relative to the folder, escaped.
-    pub path: String,
-    /// Whether it exists now (a missing one is kept from being created while a command runs).
-    pub exists: bool,
 }
 
 /// What a grant of `kind` with `access` lets confined commands do, in words.
@@ -80,8 +66,10 @@ pub fn allows(kind: Kind, access: Access) -> &'static str {
         }
         (Kind::Folder, Access::ReadWrite) => {
             "confined commands, and so the agent, may read, create, change, rename and delete \
-             anything in this folder, and the agent may patch its files; only its protected \
-             paths stay read-only, and what is written stays after the command ends"
+             anything in this folder, and the agent may patch its files; each command's changes \
+             land when it ends, except what your own tools would act on (git state, tools' and \
+             agent hosts' configuration, start-up files, links out of the folder), which waits \
+             for you in `safe-lanes changes`"
         }
     }
 }
@@ -93,7 +81,6 @@ struct Planned<'a> {
     path: Option<&'a Path>,
     from: Option<Access>,
     to: Access,
-    lifted: Vec<PathBuf>,
     /// The path must already be canonical (a folder a request proposes).
     exact: bool,
 }
@@ -103,12 +90,9 @@ impl Grants {
     /// request that names none.
     pub fn review_proposal(&self, p: &Proposal, chosen: Option<&Path>) -> Review {
         let (alias, to, proposed) = p.change.target();
-        let (kind, from, lifted) = match &p.change {
-            Proposed::New { kind, .. } => (*kind, None, Vec::new()),
-            Proposed::Change { from, .. } => {
-                let lifted = self.lifted(alias);
-                (self.kind_of(alias).unwrap_or_default(), Some(*from), lifted)
-            }
+        let (kind, from) = match &p.change {
+            Proposed::New { kind, .. } => (*kind, None),
+            Proposed::Change { from, .. } => (self.kind_of(alias).unwrap_or_default(), Some(*from)),
         };
         let folder = proposed.or(chosen);
         self.review(Planned {
@@ -117,7 +101,6 @@ impl Grants {
             path: folder,
             from,
             to,
-            lifted,
             exact: proposed.is_some() && matches!(p.change, Proposed::New { .. }),
         })
     }
@@ -142,7 +125,6 @@ impl Grants {
             path: Some(path),
             from: None,
             to: access,
-            lifted: Vec::new(),
             exact: false,
         }))
     }
@@ -162,11 +144,6 @@ impl Grants {
             path: Some(&grant.path),
             from: Some(grant.access),
             to: access,
-            lifted: grant
-                .allow_protected
-                .iter()
-                .map(|l| l.as_path().to_path_buf())
-                .collect(),
             exact: true,
         }))
     }
@@ -182,7 +159,6 @@ impl Grants {
             widens,
             allows: allows(plan.kind, plan.to),
             folder: None,
-            protected: Vec::new(),
             warnings: Vec::new(),
             refused: None,
         };
@@ -221,37 +197,8 @@ impl Grants {
         }
         review.warnings = facts.warnings.clone();
         review.path = Some(canonical.clone());
-        if plan.kind == Kind::Folder && plan.to == Access::ReadWrite {
-            let scanned =
-                Protection::scan(&dir, crate::accounts::is_home(&canonical), &plan.lifted);
-            if let Ok(protection) = scanned {
-                review.protected = protection
-                    .entries()
-                    .iter()
-                    .map(|p| ProtectedPath {
-                        path: Shown::path(&p.path).to_string(),
-                        exists: !matches!(p.state, State::Missing(_)),
-                    })
-                    .collect();
-            }
-        }
         review.folder = Some(facts);
         review
-    }
-
-    /// The protected paths the human lifted for the grant `alias`, if it exists.
-    fn lifted(&self, alias: &Alias) -> Vec<PathBuf> {
-        let Ok((_, doc)) = self.manifest().load() else {
-            return Vec::new();
-        };
-        super::find(&doc, alias)
-            .map(|g| {
-                g.allow_protected
-                    .iter()
-                    .map(|l| l.as_path().to_path_buf())
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     /// The kind of the grant `alias`, if it exists.

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::Kind;
 use super::model::{Access, Alias, Grant};
 use crate::beneath::{self, Anchor};
 use crate::error::{Error, Shown};
@@ -224,18 +225,29 @@ pub(crate) fn collision(changed: &Grant, all: &[Grant]) -> Result<(), Unusable> 
 /// [`collision`] for a grant not made yet: a folder `path` with `access`, checked against
 /// every member of `all` in both directions, as making it would be.
 pub(crate) fn collision_new(path: &Path, access: Access, all: &[Grant]) -> Result<(), Unusable> {
-    clash_with((path, access), all.iter(), true)
+    collision_new_of(path, access, Kind::Folder, all)
+}
+
+/// [`collision_new`] for a grant of `kind`.
+pub(crate) fn collision_new_of(
+    path: &Path,
+    access: Access,
+    kind: Kind,
+    all: &[Grant],
+) -> Result<(), Unusable> {
+    clash_with((path, access, kind), all.iter(), true)
 }
 
 /// The first member of `all` (other than `grant`) that `grant` may not stand beside.
 fn first_clash(grant: &Grant, all: &[Grant], both_ways: bool) -> Result<(), Unusable> {
     let others = all.iter().filter(|o| o.id != grant.id);
-    clash_with((&grant.path, grant.access), others, both_ways)
+    let folder = (grant.path.as_path(), grant.access, grant.toolchain.kind);
+    clash_with(folder, others, both_ways)
 }
 
-/// The first of `others` that a grant of `folder` (path and access) may not stand beside.
+/// The first of `others` that a grant of `folder` (path, access and kind) may not stand beside.
 fn clash_with<'a>(
-    folder: (&Path, Access),
+    folder: (&Path, Access, Kind),
     others: impl Iterator<Item = &'a Grant>,
     both_ways: bool,
 ) -> Result<(), Unusable> {
@@ -251,13 +263,21 @@ fn clash_with<'a>(
     Ok(())
 }
 
-/// Why a grant of `folder` (path and access) may not stand beside `other`: the same folder,
-/// or a read-only grant inside a read-write one (with `both_ways`, also `other` read-only
-/// inside it).
-fn clash((path, access): (&Path, Access), other: &Grant, both_ways: bool) -> Option<&'static str> {
+/// Why a grant of `folder` (path, access and kind) may not stand beside `other`: the same
+/// folder, a read-only grant inside a read-write one (with `both_ways`, also `other` read-only
+/// inside it), or a tool or a cache on either side of a read-write folder, one inside the
+/// other: a read-write folder is shown to a command as a layer of its own (ADR 0027), which
+/// can neither hold another grant's mount nor lie in one.
+fn clash(
+    (path, access, kind): (&Path, Access, Kind),
+    other: &Grant,
+    both_ways: bool,
+) -> Option<&'static str> {
     let read_only_inside = |inner: (&Path, Access), outer: (&Path, Access)| {
         inner.1 == Access::ReadOnly && outer.1 == Access::ReadWrite && inner.0.starts_with(outer.0)
     };
+    let layered = |access: Access, kind: Kind| access == Access::ReadWrite && kind == Kind::Folder;
+    let nested = path.starts_with(&other.path) || other.path.starts_with(path);
     let other_folder = (other.path.as_path(), other.access);
     if other.path == path {
         Some("this folder is already granted as")
@@ -265,6 +285,10 @@ fn clash((path, access): (&Path, Access), other: &Grant, both_ways: bool) -> Opt
         Some("a read-only grant cannot lie inside the read-write grant")
     } else if both_ways && read_only_inside(other_folder, (path, access)) {
         Some("a read-write grant cannot contain the read-only grant")
+    } else if nested && kind != Kind::Folder && layered(other.access, other.toolchain.kind) {
+        Some("a tool or a cache cannot lie inside, or hold, the read-write grant")
+    } else if nested && layered(access, kind) && other.toolchain.kind != Kind::Folder {
+        Some("a read-write grant cannot lie inside, or hold, the tool or cache")
     } else {
         None
     }

@@ -176,6 +176,9 @@ pub struct Effective {
     /// The protected paths the human lifted for it (ADR 0016).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_protected: Vec<super::LiftedPath>,
+    /// Whether confined commands write it directly, without a layer (ADR 0027).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
     #[serde(skip)]
     folder: std::result::Result<Anchor, Unusable>,
 }
@@ -452,6 +455,7 @@ impl Session {
                     unavailable,
                     toolchain: g.toolchain.clone(),
                     allow_protected: g.allow_protected.clone(),
+                    direct: g.direct && g.access == Access::ReadWrite,
                     folder,
                 })
             })

@@ -315,7 +315,7 @@ pub(super) fn attach(
         });
     }
     grant.toolchain = toolchain;
-    Ok(())
+    super::rules::collision(grant, others).map_err(|why| why.refusal(&grant.path))
 }
 
 #[cfg(test)]

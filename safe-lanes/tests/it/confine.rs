@@ -36,7 +36,7 @@ impl World {
         );
         let fx = Fixture::new();
         fx.layout(
-            &["ro", "rw", "pending", "revoked", "outside"],
+            &["ro", "rw", "live", "pending", "revoked", "outside"],
             &[
                 ("ro/data.txt", "read me"),
                 ("rw/data.txt", "change me"),
@@ -53,10 +53,16 @@ impl World {
             &[
                 ("ro", "ro", Granted::Live(Access::ReadOnly)),
                 ("rw", "rw", Granted::Live(Access::ReadWrite)),
+                ("live", "live", Granted::Live(Access::ReadWrite)),
                 ("revoked", "revoked", Granted::Revoked),
                 ("pending", "pending", Granted::Pending),
             ],
         );
+        // Written directly: what a command writes there shows while it runs, which the tests
+        // that watch a command's heartbeat from outside need.
+        grants
+            .set_direct("live", true, "watched while commands run", "tester")
+            .unwrap();
         Self { fx, grants }
     }
 
@@ -379,7 +385,7 @@ fn threads_and_child_processes_still_work_under_the_filter() {
 #[test]
 fn a_grandchild_in_a_new_session_dies_with_the_command() {
     let w = World::new();
-    let rw = w.p("rw");
+    let rw = w.p("live");
     // `setsid` is allowed now: leaving the session or group no longer escapes anything, since
     // the whole PID namespace ends with the command.
     let script = format!(
@@ -388,7 +394,7 @@ fn a_grandchild_in_a_new_session_dies_with_the_command() {
     let out = w.sh(&script, &[&rw]);
     assert_eq!(out.outcome.stdout, "started\n", "{out:?}");
     assert!(
-        stops_writing(&w.p("rw/beat")),
+        stops_writing(&w.p("live/beat")),
         "the grandchild kept writing"
     );
 }
@@ -415,7 +421,7 @@ fn tcp_is_denied_unless_network_is_asked_for() {
 #[test]
 fn the_timeout_kills_everything_the_command_started() {
     let w = World::new();
-    let rw = w.p("rw");
+    let rw = w.p("live");
     let started = Instant::now();
     let script = format!(r#"sh -c '{HEARTBEAT}' sh "$1" & sleep 60"#);
     let out = Confined::new("/bin/sh", ["-c", &script, "sh", rw.to_str().unwrap()])
@@ -432,9 +438,9 @@ fn the_timeout_kills_everything_the_command_started() {
         "the timeout is on the record"
     );
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert!(w.p("rw/beat").exists(), "the background child ran");
+    assert!(w.p("live/beat").exists(), "the background child ran");
     assert!(
-        stops_writing(&w.p("rw/beat")),
+        stops_writing(&w.p("live/beat")),
         "the background child was killed too"
     );
 }
@@ -505,7 +511,7 @@ fn the_working_directory_can_be_a_grant() {
 #[test]
 fn revoking_a_grant_stops_a_running_command_that_writes_into_it() {
     let w = World::new();
-    let log = w.p("rw/log");
+    let log = w.p("live/log");
     let session = w.grants.session();
     let revoked_at = std::thread::scope(|s| {
         let runner = s.spawn(|| {
@@ -533,7 +539,7 @@ fn revoking_a_grant_stops_a_running_command_that_writes_into_it() {
         }
         Grants::open(&w.root, None)
             .unwrap()
-            .revoke("rw", "stop now", "alice")
+            .revoke("live", "stop now", "alice")
             .unwrap();
         let revoked_at = Instant::now();
         let out = runner.join().unwrap();
@@ -635,7 +641,7 @@ fn narrowing_a_grant_stops_a_running_command() {
 #[test]
 fn a_control_shows_output_as_it_comes_and_stops_the_whole_command() {
     let w = World::new();
-    let rw = w.p("rw");
+    let rw = w.p("live");
     let control = Control::new();
     let out = std::thread::scope(|s| {
         let runner = s.spawn(|| {
@@ -723,7 +729,7 @@ fn background_jobs_report_new_output_and_are_bounded_and_stopped() {
     use safe_lanes::desk::{JobStatus, ShellRequest};
     use safe_lanes::{AgentDesk, DeskOptions};
     let w = World::new();
-    let rw = w.p("rw");
+    let rw = w.p("live");
     let mut options = DeskOptions::default();
     options.max_jobs = 2;
     let root = safe_lanes::StateRoot::open(w.root.path()).unwrap();
@@ -755,9 +761,9 @@ fn background_jobs_report_new_output_and_are_bounded_and_stopped() {
     );
 
     let long = |dir: &str| {
-        let beat = HEARTBEAT.replace("$1", &format!("$WORKFLOW_FOLDER_RW/{dir}"));
+        let beat = HEARTBEAT.replace("$1", &format!("$WORKFLOW_FOLDER_LIVE/{dir}"));
         shell(
-            &format!(r#"( {beat} ) & sleep 30; echo late > "$WORKFLOW_FOLDER_RW/{dir}/late""#),
+            &format!(r#"( {beat} ) & sleep 30; echo late > "$WORKFLOW_FOLDER_LIVE/{dir}/late""#),
             None,
         )
     };
@@ -867,7 +873,7 @@ fn a_child_without_a_grant_cannot_see_it() {
     let env = r#"env | grep '^WORKFLOW_FOLDER_' | cut -d= -f1 | sort"#;
     assert_eq!(
         sh_in(&parent, env, &[]).outcome.stdout,
-        "WORKFLOW_FOLDER_RO\nWORKFLOW_FOLDER_RW\n"
+        "WORKFLOW_FOLDER_LIVE\nWORKFLOW_FOLDER_RO\nWORKFLOW_FOLDER_RW\n"
     );
     assert_eq!(
         sh_in(&child, env, &[]).outcome.stdout,
@@ -895,15 +901,18 @@ fn a_child_without_a_grant_cannot_see_it() {
 #[test]
 fn the_humans_change_to_a_parent_grant_stops_a_childs_running_command() {
     type Change = fn(&Grants) -> safe_lanes::Result<()>;
-    let revoke: Change = |g| g.revoke("rw", "stop now", "alice").map(|_| ());
+    let revoke: Change = |g| g.revoke("live", "stop now", "alice").map(|_| ());
     let narrow: Change = |g| {
-        g.set_access("rw", Access::ReadOnly, "narrow", "alice")
+        g.set_access("live", Access::ReadOnly, "narrow", "alice")
             .map(|_| ())
     };
     for (change, word) in [(revoke, "revoked"), (narrow, "narrowed")] {
         let w = World::new();
-        let rw = w.p("rw");
-        let child = w.grants.session().child("rw,ro:read_only".parse().unwrap());
+        let rw = w.p("live");
+        let child = w
+            .grants
+            .session()
+            .child("live,ro:read_only".parse().unwrap());
         std::thread::scope(|s| {
             let runner = s.spawn(|| {
                 Confined::new("/bin/sh", ["-c", HEARTBEAT, "sh", rw.to_str().unwrap()])
@@ -970,198 +979,6 @@ fn a_tools_credentials_are_empty_in_every_command_even_when_they_appear_later() 
     assert!(read("credentials").contains("No such file"));
     let folder = sh_in(&session, r#"cat "$1""#, &[&w.p("rw/credentials.toml")]);
     assert_eq!(folder.outcome.stdout, "FOLDER FILE");
-}
-
-/// Whether `path` names anything, a link included.
-fn present(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok()
-}
-
-/// A repository's protected paths are read-only in the sandbox, missing ones stand there as
-/// placeholders while the command runs, every directory on the way is pinned, and the
-/// placeholders are gone once it ends; the rest of the repository (a commit's writes) works.
-#[test]
-fn protected_paths_are_read_only_pinned_and_their_placeholders_go_when_the_command_ends() {
-    let w = World::new();
-    let rw = w.p("rw");
-    for dir in [".git/hooks", ".git/objects", ".git/refs"] {
-        std::fs::create_dir_all(rw.join(dir)).unwrap();
-    }
-    std::fs::write(rw.join(".git/config"), "[core]\n").unwrap();
-    std::fs::write(rw.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-    let script = r#"cd "$1"
-        for attempt in 'echo x >> .git/config' 'echo x > .git/hooks/pre-commit' \
-            'mkdir .git/info/x' 'echo x > .vscode/tasks.json' 'echo x > .envrc/y' \
-            'rmdir .idea' 'mv .git .git-old' 'rm -rf .git/hooks' 'echo ../x > .git/commondir'; do
-            sh -c "$attempt" 2>/dev/null && echo "GOT THROUGH: $attempt"
-        done
-        echo obj > .git/objects/o && echo ref > .git/refs/r && echo idx > .git/index && echo wrote
-        ls -a | tr '\n' ' '"#;
-    let out = w.ok(script, &[&rw]);
-    assert!(!out.contains("GOT THROUGH"), "{out}");
-    assert!(out.contains("wrote"), "{out}");
-    for placeholder in [".vscode", ".envrc", ".idea", ".gitmodules"] {
-        assert!(
-            out.contains(placeholder),
-            "{placeholder} stood there: {out}"
-        );
-        assert!(!present(&rw.join(placeholder)), "{placeholder} is gone");
-    }
-    for gone in [".git/info", ".git/commondir", ".git/config.worktree"] {
-        assert!(!present(&rw.join(gone)), "{gone} is gone");
-    }
-    assert_eq!(
-        std::fs::read_to_string(rw.join(".git/config")).unwrap(),
-        "[core]\n"
-    );
-    assert!(!present(&rw.join(".git/hooks/pre-commit")));
-    assert_eq!(
-        std::fs::read_to_string(rw.join(".git/index")).unwrap(),
-        "idx\n"
-    );
-    // A read-only grant needs no protection: it is read-only as a whole.
-    let ro = w.p("ro");
-    std::fs::create_dir(ro.join(".git")).unwrap_or(());
-    let out = w.sh(r#"ls -a "$1""#, &[&ro]);
-    assert!(!out.outcome.stdout.contains(".vscode"), "{out:?}");
-}
-
-/// A `fork` anywhere in the gateway's process (another thread spawning a program) copies every
-/// descriptor into a child that keeps them until its `exec`, or for good if it never execs:
-/// copies of a running command's descriptors of the placeholder registry, taken as such a
-/// child would, do not keep its placeholders once it ends, nor hold up the next command.
-#[test]
-fn placeholders_go_when_the_command_ends_though_a_fork_copied_its_descriptors() {
-    use rustix::process::{PidfdFlags, PidfdGetfdFlags, getpid, pidfd_getfd, pidfd_open};
-    let w = World::new();
-    let rw = w.p("rw");
-    let registry = w.root.path().join(".placeholders");
-    let placeholders = [".vscode", ".envrc", ".idea"];
-    let session = w.grants.session();
-    let script = r#": > "$1/started"; while [ ! -e "$1/go" ]; do sleep 0.01; done"#;
-    /// Lets the command end, however the test goes.
-    struct Go(PathBuf);
-    impl Drop for Go {
-        fn drop(&mut self) {
-            let _ = std::fs::write(&self.0, "");
-        }
-    }
-    let copies = std::thread::scope(|s| {
-        let runner = s.spawn(|| sh_in(&session, script, &[&rw]));
-        let go = Go(rw.join("go"));
-        while !present(&rw.join("started")) {
-            assert!(!runner.is_finished(), "the command ended before it waited");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let stood: Vec<bool> = placeholders.iter().map(|p| present(&rw.join(p))).collect();
-        // A copy of the very open file description, as fork makes.
-        let me = pidfd_open(getpid(), PidfdFlags::empty()).expect("pidfd_open (Linux 5.3+)");
-        let mut copies = Vec::new();
-        for entry in std::fs::read_dir("/proc/self/fd").unwrap() {
-            let entry = entry.unwrap();
-            let Ok(target) = std::fs::read_link(entry.path()) else {
-                continue;
-            };
-            if target.parent() == Some(registry.as_path()) {
-                let fd: i32 = entry.file_name().to_str().unwrap().parse().unwrap();
-                copies.push(
-                    pidfd_getfd(&me, fd, PidfdGetfdFlags::empty())
-                        .expect("pidfd_getfd (Linux 5.6+)"),
-                );
-            }
-        }
-        drop(go);
-        let out = runner.join().unwrap();
-        assert_eq!(out.outcome.exit_code, Some(0), "{out:?}");
-        assert_eq!(stood, [true; 3], "{placeholders:?} stood there");
-        assert!(!copies.is_empty(), "the running command held the registry");
-        copies
-    });
-    for placeholder in placeholders {
-        assert!(!present(&rw.join(placeholder)), "{placeholder} is gone");
-    }
-    let out = w.ok(r#"ls -a "$1" | tr '\n' ' '"#, &[&rw]);
-    assert!(
-        out.contains(".vscode"),
-        "the next command has its own: {out}"
-    );
-    assert!(
-        !present(&rw.join(".vscode")),
-        "and it goes when that one ends"
-    );
-    drop(copies);
-}
-
-#[test]
-fn a_path_the_human_lifted_is_writable_and_lifting_needs_a_reason() {
-    use safe_lanes::grants::LiftedPath;
-    let w = World::new();
-    let rw = w.p("rw");
-    let vscode = [LiftedPath::new(".vscode").unwrap()];
-    let refused = w
-        .grants
-        .set_protection("rw", &vscode, &[], "  ", "tester")
-        .unwrap_err();
-    assert_eq!(
-        refused.code(),
-        safe_lanes::Code::InvalidArgument,
-        "{refused}"
-    );
-    let grant = w
-        .grants
-        .set_protection(
-            "rw",
-            &vscode,
-            &[],
-            "the agent keeps the editor settings",
-            "tester",
-        )
-        .unwrap();
-    assert_eq!(grant.allow_protected, vscode);
-    w.ok(
-        r#"mkdir "$1/.vscode" && echo '{}' > "$1/.vscode/settings.json""#,
-        &[&rw],
-    );
-    assert!(rw.join(".vscode/settings.json").exists());
-    w.denied(r#"echo x > "$1/.envrc/x""#, &[&rw]);
-    // Protected again: read-only again, and both changes are on the record.
-    w.grants
-        .set_protection("rw", &[], &vscode, "a reason", "tester")
-        .unwrap();
-    w.denied(r#"echo x > "$1/.vscode/settings.json""#, &[&rw]);
-    let log = w.grants.changelog().unwrap();
-    let protects: Vec<_> = log
-        .iter()
-        .filter(|c| c.action == safe_lanes::grants::Action::Protect)
-        .collect();
-    assert_eq!(protects.len(), 2, "{log:?}");
-    assert_eq!(protects[0].allow_protected.as_deref(), Some(&vscode[..]));
-    assert_eq!(protects[1].allow_protected.as_deref(), Some(&[][..]));
-    let audit = std::fs::read_to_string(w.p("state/audit.jsonl")).unwrap();
-    assert_eq!(audit.matches("\"grant.protect\"").count(), 2, "{audit}");
-    for bad in ["", "/abs", "a/../b", "./a", "a/", "a\nb"] {
-        assert!(LiftedPath::new(bad).is_err(), "{bad:?}");
-    }
-}
-
-#[test]
-fn a_protected_path_that_is_a_link_refuses_the_command_until_it_is_lifted() {
-    let w = World::new();
-    let rw = w.p("rw");
-    std::os::unix::fs::symlink(w.p("outside/secret"), rw.join(".envrc")).unwrap();
-    let refused = Confined::shell("true")
-        .run(&w.grants.session())
-        .unwrap_err();
-    assert_eq!(refused.code(), safe_lanes::Code::ProtectedPath, "{refused}");
-    assert!(
-        refused.to_string().contains("--allow-protected .envrc"),
-        "{refused}"
-    );
-    let envrc = [safe_lanes::grants::LiftedPath::new(".envrc").unwrap()];
-    w.grants
-        .set_protection("rw", &envrc, &[], "a link the human made", "tester")
-        .unwrap();
-    w.ok("true", &[]);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod audit;
 mod backends;
 mod beneath;
+mod changes;
 mod confine;
 mod deposit;
 mod desk;

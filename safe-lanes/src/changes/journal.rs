@@ -1,0 +1,617 @@
+//! Doing what a set's journal says, so that a process killed at any instant leaves nothing
+//! half done: the next process does the rest.
+//!
+//! A journal is written whole (`journal.json`, atomically and durably) before any of it is
+//! done. Each [`Op`] can be done again and finds what was done already: an entry is moved with
+//! `renameat2` — never replacing anything, or swapping two entries atomically — and the
+//! fingerprint taken when the journal was written tells the entry that was meant to move from
+//! one that took its place since. A file in the folder is therefore always either the human's
+//! or the command's whole version, never a part of one. When every op is done, the journal's
+//! record is appended unless the log already holds it (looked for after the offset the
+//! journal noted, by the set's id), and the journal is removed: exactly one record per
+//! journal.
+//!
+//! The folder's entry must still be what it was when the journal was written, or it is not
+//! touched: an op that finds it changed (the human saved the file meanwhile, created the
+//! name, removed its folder) moves the command's version to the held part instead, as a
+//! `conflict` (`late`, one line per conflict, written before the move).
+
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+use serde::{Deserialize, Serialize};
+
+use super::scan::{Fingerprint, lstat_rel};
+use super::set::{HELD_DIR, HELD_FILE, JOURNAL, LATE, LAYERS, OpenSet, TRASH, UPPER, write_json};
+use super::{HeldEntry, Why};
+use crate::beneath::{Anchor, Onto, Symlinks};
+use crate::error::{Error, Result};
+use crate::input::{Name, RelPath};
+
+/// What a journal does, and the record it leaves.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Journal {
+    /// In order.
+    pub(crate) ops: Vec<Op>,
+    /// What stays held once it is done (with the conflicts met on the way).
+    pub(crate) held: Vec<HeldEntry>,
+    /// The record appended once it is done.
+    pub(crate) record: Pending,
+    /// The end of the audit log when the journal was written.
+    pub(crate) offset: u64,
+    /// Whether the set goes once it is done (nothing held, or discarded).
+    pub(crate) ends_set: bool,
+}
+
+/// The record a journal leaves.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Pending {
+    /// `change.published`, `change.held`, `change.applied`, `change.discarded`.
+    pub(crate) event: String,
+    /// Who.
+    pub(crate) actor: String,
+    /// Its fields (with `id`, the set's).
+    pub(crate) fields: serde_json::Value,
+}
+
+/// Which tree an entry is moved from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Tree {
+    /// The layer a command wrote (`layers/<n>/upper`).
+    Upper,
+    /// The held part (`held/<n>`).
+    Held,
+}
+
+/// One step.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub(crate) enum Op {
+    /// Move the layer's entry at `path` (and what is below it) to the held part.
+    Hold {
+        layer: usize,
+        #[serde(with = "super::stored")]
+        path: PathBuf,
+    },
+    /// Remove the layer's entry: never created.
+    Drop {
+        layer: usize,
+        #[serde(with = "super::stored")]
+        path: PathBuf,
+    },
+    /// Move the entry `entry` at `path` of `from` into the folder, where nothing may be.
+    Create {
+        from: Tree,
+        layer: usize,
+        #[serde(with = "super::stored")]
+        path: PathBuf,
+        entry: Fingerprint,
+        /// What to say of it, should it meet a conflict.
+        held: HeldEntry,
+    },
+    /// Swap the entry `entry` at `path` of `from` with the folder's, which must still be
+    /// `before`; the folder's old entry ends in `from`, removed with it.
+    Replace {
+        from: Tree,
+        layer: usize,
+        #[serde(with = "super::stored")]
+        path: PathBuf,
+        entry: Fingerprint,
+        before: Fingerprint,
+        held: HeldEntry,
+    },
+    /// Set the mode of the folder's directory at `path`, which must still be `before`.
+    Mode {
+        layer: usize,
+        #[serde(with = "super::stored")]
+        path: PathBuf,
+        mode: u32,
+        before: Fingerprint,
+        held: HeldEntry,
+    },
+    /// Move the folder's entry at `path`, which must still be `before`, to `trash/<trash>`.
+    Delete {
+        layer: usize,
+        #[serde(with = "super::stored")]
+        path: PathBuf,
+        before: Fingerprint,
+        trash: usize,
+        held: HeldEntry,
+    },
+    /// Remove the held part's entry at `path` (applied, or discarded).
+    Forget {
+        layer: usize,
+        #[serde(with = "super::stored")]
+        path: PathBuf,
+    },
+}
+
+/// What running a journal came to.
+#[derive(Debug, Default)]
+pub(crate) struct Ran {
+    /// Conflicts met on the way, now held.
+    pub(crate) late: Vec<HeldEntry>,
+    /// Whether the record was appended (or was there already).
+    pub(crate) recorded: bool,
+}
+
+/// Do `journal` in `set`, with the folder of each of its layers (`None` for a grant that is
+/// gone: a journal with ops on it cannot finish now, and stays for later), then record it and
+/// remove it.
+///
+/// # Errors
+///
+/// `io`; the journal then stays, and the next process to look does the rest.
+pub(crate) fn run(set: &OpenSet, journal: &Journal, folders: &[Option<Anchor>]) -> Result<Ran> {
+    let mut work = Work {
+        set,
+        folders,
+        late: read_late(set)?,
+    };
+    for (i, op) in journal.ops.iter().enumerate() {
+        work.op(i, op)?;
+    }
+    let mut held = journal.held.clone();
+    for late in &work.late {
+        if !held
+            .iter()
+            .any(|h| h.layer == late.layer && h.path == late.path)
+        {
+            held.push(late.clone());
+        }
+    }
+    let mut record = journal.record.clone();
+    if !work.late.is_empty() {
+        add_late(&mut record, &work.late);
+    }
+    let audit = set.audit();
+    let id = set.meta.id.as_str();
+    let recorded = if audit.followed_by(journal.offset, &record.event, id)? {
+        true
+    } else {
+        audit
+            .append(&record.event, &record.actor, &record.fields)
+            .is_ok()
+    };
+    finish(set, journal.ends_set && held.is_empty(), &held)?;
+    Ok(Ran {
+        late: work.late,
+        recorded,
+    })
+}
+
+/// A journal's record, with the conflicts met while it ran moved from published to held.
+fn add_late(record: &mut Pending, late: &[HeldEntry]) {
+    let fields = &mut record.fields;
+    if let Some(n) = fields.get("published").and_then(serde_json::Value::as_u64) {
+        fields["published"] = (n.saturating_sub(late.len() as u64)).into();
+    }
+    let held = fields
+        .as_object_mut()
+        .map(|o| o.entry("held").or_insert_with(|| serde_json::json!([])));
+    if let Some(serde_json::Value::Array(held)) = held {
+        for l in late {
+            held.push(serde_json::json!({
+                "grant": l.grant, "path": l.path.to_string_lossy(), "why": l.why,
+            }));
+        }
+    }
+    if record.event == "change.published" {
+        record.event = "change.held".into();
+    }
+}
+
+/// The end of a journal: what stays held written, the journal removed, what the set no longer
+/// needs removed — the whole set when nothing of it is held.
+fn finish(set: &OpenSet, ends: bool, held: &[HeldEntry]) -> Result<()> {
+    let dir = set.dir();
+    if !ends {
+        write_json(dir, HELD_FILE, &held)?;
+    }
+    dir.remove_file(Name::new(JOURNAL)?)?;
+    dir.sync()?;
+    for name in [LAYERS, TRASH, LATE] {
+        match dir.remove_all(Name::new(name)?) {
+            Ok(()) | Err(Error::NotFound { .. }) => {}
+            Err(e) => tracing::warn!(error = %e, "could not clear a change set's {name}"),
+        }
+    }
+    if ends {
+        let _ = dir.remove_all(Name::new(HELD_DIR)?);
+        let _ = dir.remove_file(Name::new(HELD_FILE)?);
+        set.remove()?;
+    }
+    Ok(())
+}
+
+/// The conflicts a run of the journal met before (a process that died in it).
+fn read_late(set: &OpenSet) -> Result<Vec<HeldEntry>> {
+    let Some(bytes) = super::set::read_small(set.dir(), LATE)? else {
+        return Ok(Vec::new());
+    };
+    // A line cut by a crash is the last one, for a conflict whose move never happened.
+    Ok(bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect())
+}
+
+struct Work<'a> {
+    set: &'a OpenSet,
+    folders: &'a [Option<Anchor>],
+    late: Vec<HeldEntry>,
+}
+
+impl Work<'_> {
+    fn op(&mut self, i: usize, op: &Op) -> Result<()> {
+        match op {
+            Op::Hold { layer, path } => self.hold(*layer, path),
+            Op::Drop { layer, path } => {
+                let upper = self.tree(Tree::Upper, *layer)?;
+                match at(&upper, path)? {
+                    Some((dir, name)) => remove_present(&dir, &name),
+                    None => Ok(()),
+                }
+            }
+            Op::Create {
+                from,
+                layer,
+                path,
+                entry,
+                held,
+            } => self.create(*from, *layer, path, entry, held),
+            Op::Replace {
+                from,
+                layer,
+                path,
+                entry,
+                before,
+                held,
+            } => self.replace(*from, *layer, path, entry, before, held),
+            Op::Mode {
+                layer,
+                path,
+                mode,
+                before,
+                held,
+            } => {
+                let folder = self.folder(*layer)?;
+                let dir = match folder.open_dir(RelPath::new(path)?, Symlinks::Deny) {
+                    Ok(dir) => dir,
+                    Err(Error::NotFound { .. }) => return self.conflict(held, None),
+                    Err(e) => return Err(e),
+                };
+                if same_entry(&Fingerprint::of(&dir.stat()?), before) {
+                    dir.set_mode(*mode)
+                } else {
+                    self.conflict(held, None)
+                }
+            }
+            Op::Delete {
+                layer,
+                path,
+                before,
+                trash,
+                held,
+            } => self.delete(i, *layer, path, before, *trash, held),
+            Op::Forget { layer, path } => {
+                let held = self.tree(Tree::Held, *layer)?;
+                match at(&held, path)? {
+                    Some((dir, name)) => remove_present(&dir, &name),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// The root of `tree` for `layer`.
+    fn tree(&self, tree: Tree, layer: usize) -> Result<Anchor> {
+        let rel = match tree {
+            Tree::Upper => Path::new(LAYERS).join(layer.to_string()).join(UPPER),
+            Tree::Held => Path::new(HELD_DIR).join(layer.to_string()),
+        };
+        match self.set.dir().open_dir(RelPath::new(&rel)?, Symlinks::Deny) {
+            Err(Error::NotFound { .. }) if tree == Tree::Held => {
+                make_dirs(self.set.dir(), &rel)?;
+                self.set.dir().open_dir(RelPath::new(&rel)?, Symlinks::Deny)
+            }
+            other => other,
+        }
+    }
+
+    fn folder(&self, layer: usize) -> Result<&Anchor> {
+        self.folders
+            .get(layer)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Error::NotFound {
+                path: crate::error::Shown::text(&format!("layer {layer}")),
+                why: "the grant this change set's layer is over is gone or elsewhere now".into(),
+            })
+    }
+
+    /// Move the layer's entry at `path` into the held part.
+    fn hold(&self, layer: usize, path: &Path) -> Result<()> {
+        let upper = self.tree(Tree::Upper, layer)?;
+        let Some((dir, name)) = at(&upper, path)? else {
+            return Ok(());
+        };
+        if lstat_name(&dir, &name)?.is_none() {
+            return Ok(());
+        }
+        let held = self.tree(Tree::Held, layer)?;
+        let parent = path.parent().unwrap_or(Path::new(""));
+        make_dirs(&held, parent)?;
+        let to = if parent.as_os_str().is_empty() {
+            held.try_clone()?
+        } else {
+            held.open_dir(RelPath::new(parent)?, Symlinks::Deny)?
+        };
+        let name = Name::new(&name)?;
+        match dir.move_entry(name, &to, name, Onto::New) {
+            // Held already by an earlier run that a crash cut short after the move.
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                remove_present(&dir, name.as_os_str())
+            }
+            other => other,
+        }
+    }
+
+    /// A conflict met while publishing: `held` says what it is. The entry (from the upper
+    /// tree, if `from` is given) goes to the held part.
+    fn conflict(&mut self, held: &HeldEntry, from: Option<(Tree, usize, &Path)>) -> Result<()> {
+        if !self
+            .late
+            .iter()
+            .any(|l| l.layer == held.layer && l.path == held.path)
+        {
+            let mut entry = held.clone();
+            entry.why = Why::Conflict;
+            entry.what = "the folder's entry changed while this was being published".into();
+            append_late(self.set, &entry)?;
+            self.late.push(entry);
+        }
+        match from {
+            Some((Tree::Upper, layer, path)) => self.hold(layer, path),
+            _ => Ok(()),
+        }
+    }
+
+    fn create(
+        &mut self,
+        from: Tree,
+        layer: usize,
+        path: &Path,
+        entry: &Fingerprint,
+        held: &HeldEntry,
+    ) -> Result<()> {
+        let source = self.tree(from, layer)?;
+        let Some((src_dir, name)) = at(&source, path)? else {
+            return Ok(());
+        };
+        let Some(st) = lstat_name(&src_dir, &name)? else {
+            return Ok(());
+        };
+        if !same_entry(&Fingerprint::of(&st), entry) {
+            return Ok(());
+        }
+        let folder = self.folder(layer)?;
+        let Some((dst_dir, _)) = at(folder, path)? else {
+            return self.conflict(held, Some((from, layer, path)));
+        };
+        let name = Name::new(&name)?;
+        match src_dir.move_entry(name, &dst_dir, name, Onto::New) {
+            Ok(()) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                let tmp = temp_name(&self.set.meta.id, path);
+                let tmp = Name::new(&tmp)?;
+                let _ = dst_dir.remove_all(tmp);
+                super::copy::copy_entry(&src_dir, name, &dst_dir, tmp)?;
+                match dst_dir.rename_new(tmp, name) {
+                    Ok(()) => remove_present(&src_dir, name.as_os_str()),
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                        let _ = dst_dir.remove_all(tmp);
+                        self.conflict(held, Some((from, layer, path)))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EEXIST | libc::ENOENT | libc::ENOTDIR)
+                ) =>
+            {
+                self.conflict(held, Some((from, layer, path)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn replace(
+        &mut self,
+        from: Tree,
+        layer: usize,
+        path: &Path,
+        entry: &Fingerprint,
+        before: &Fingerprint,
+        held: &HeldEntry,
+    ) -> Result<()> {
+        let source = self.tree(from, layer)?;
+        let Some((src_dir, name)) = at(&source, path)? else {
+            return Ok(());
+        };
+        let Some(st) = lstat_name(&src_dir, &name)? else {
+            return Ok(());
+        };
+        if !same_entry(&Fingerprint::of(&st), entry) {
+            // Swapped already: what is here is the folder's old entry.
+            return Ok(());
+        }
+        let folder = self.folder(layer)?;
+        let name = Name::new(&name)?;
+        let Some((dst_dir, _)) = at(folder, path)? else {
+            return self.conflict(held, Some((from, layer, path)));
+        };
+        match lstat_name(&dst_dir, name.as_os_str())? {
+            Some(now) if Fingerprint::of(&now) == *before => {}
+            _ => return self.conflict(held, Some((from, layer, path))),
+        }
+        let swapped = src_dir.move_entry(name, &dst_dir, name, Onto::Exchange);
+        match swapped {
+            Ok(()) => {
+                // The old entry, now on our side: untouched since it was looked at?
+                let old = lstat_name(&src_dir, name.as_os_str())?;
+                if old.is_some_and(|old| Fingerprint::of(&old) == *before) {
+                    Ok(())
+                } else {
+                    src_dir.move_entry(name, &dst_dir, name, Onto::Exchange)?;
+                    self.conflict(held, Some((from, layer, path)))
+                }
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                let tmp = temp_name(&self.set.meta.id, path);
+                let tmp = Name::new(&tmp)?;
+                let _ = dst_dir.remove_all(tmp);
+                super::copy::copy_entry(&src_dir, name, &dst_dir, tmp)?;
+                dst_dir.move_entry(tmp, &dst_dir, name, Onto::Exchange)?;
+                let old = lstat_name(&dst_dir, tmp.as_os_str())?;
+                if old.is_some_and(|old| Fingerprint::of(&old) == *before) {
+                    dst_dir.remove_all(tmp)?;
+                    remove_present(&src_dir, name.as_os_str())
+                } else {
+                    dst_dir.move_entry(tmp, &dst_dir, name, Onto::Exchange)?;
+                    let _ = dst_dir.remove_all(tmp);
+                    self.conflict(held, Some((from, layer, path)))
+                }
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+                self.conflict(held, Some((from, layer, path)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn delete(
+        &mut self,
+        i: usize,
+        layer: usize,
+        path: &Path,
+        before: &Fingerprint,
+        trash: usize,
+        held: &HeldEntry,
+    ) -> Result<()> {
+        let folder = self.folder(layer)?;
+        let Some((dir, name)) = at(folder, path)? else {
+            return Ok(());
+        };
+        let name = Name::new(&name)?;
+        match lstat_name(&dir, name.as_os_str())? {
+            None => return Ok(()),
+            Some(now) if Fingerprint::of(&now) == *before => {}
+            Some(_) => return self.conflict(held, None),
+        }
+        make_dirs(self.set.dir(), Path::new(TRASH))?;
+        let trash_dir = self
+            .set
+            .dir()
+            .open_dir(RelPath::new(TRASH)?, Symlinks::Deny)?;
+        let slot = format!("{trash}-{i}");
+        let slot = Name::new(&slot)?;
+        match dir.move_entry(name, &trash_dir, slot, Onto::New) {
+            Ok(()) => {
+                let moved = lstat_name(&trash_dir, slot.as_os_str())?;
+                if moved.is_some_and(|m| Fingerprint::of(&m) == *before) {
+                    Ok(())
+                } else {
+                    match trash_dir.move_entry(slot, &dir, name, Onto::New) {
+                        Ok(()) => self.conflict(held, None),
+                        // The name was made again meanwhile: theirs stays, ours too (held).
+                        Err(_) => self.conflict(held, None),
+                    }
+                }
+            }
+            // The trash is on another file system: removed in place.
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => dir.remove_all(name),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Whether `now` is the entry `then` (same file system and inode).
+fn same_entry(now: &Fingerprint, then: &Fingerprint) -> bool {
+    (now.dev, now.ino) == (then.dev, then.ino)
+}
+
+/// The directory holding `path` beneath `root` and its last name; `None` when a directory on
+/// the way is missing (or is not one).
+fn at(root: &Anchor, path: &Path) -> Result<Option<(Anchor, std::ffi::OsString)>> {
+    let Some(name) = path.file_name() else {
+        return Ok(None);
+    };
+    let parent = path.parent().unwrap_or(Path::new(""));
+    let dir = if parent.as_os_str().is_empty() {
+        root.try_clone()?
+    } else {
+        match root.open_dir(RelPath::new(parent)?, Symlinks::Deny) {
+            Ok(dir) => dir,
+            Err(Error::NotFound { .. } | Error::SymlinkEscape { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    };
+    Ok(Some((dir, name.to_owned())))
+}
+
+fn lstat_name(dir: &Anchor, name: &std::ffi::OsStr) -> Result<Option<rustix::fs::Stat>> {
+    lstat_rel(dir, Path::new(name))
+}
+
+/// Remove `name` from `dir` (and below it), if it is there.
+fn remove_present(dir: &Anchor, name: &std::ffi::OsStr) -> Result<()> {
+    match dir.remove_all(Name::new(name)?) {
+        Ok(()) | Err(Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Make each directory of `rel` beneath `root` that is missing (0700).
+pub(super) fn make_dirs(root: &Anchor, rel: &Path) -> Result<()> {
+    let mut at = PathBuf::new();
+    for c in rel.components() {
+        let dir = if at.as_os_str().is_empty() {
+            root.try_clone()?
+        } else {
+            root.open_dir(RelPath::new(&at)?, Symlinks::Deny)?
+        };
+        match dir.create_dir(Name::new(c.as_os_str())?, 0o700) {
+            Err(e) if e.raw_os_error() != Some(libc::EEXIST) => return Err(e),
+            _ => {}
+        }
+        at.push(c);
+    }
+    Ok(())
+}
+
+/// The hidden name a copy is made under beside its place, when the layer is on another file
+/// system than the folder: the same for every run of the same journal.
+fn temp_name(set: &str, path: &Path) -> String {
+    let digest = crate::digest::sha256_hex(path.as_os_str().as_encoded_bytes());
+    format!(".safe-lanes-{set}-{}.tmp", &digest[..16])
+}
+
+/// Append `entry` to the set's `late` file, durably.
+fn append_late(set: &OpenSet, entry: &HeldEntry) -> Result<()> {
+    let mut line = serde_json::to_vec(entry)
+        .map_err(|e| Error::io("serialize", LATE, std::io::Error::other(e)))?;
+    line.push(b'\n');
+    let fd = set.dir().open(
+        RelPath::new(LATE)?,
+        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE,
+        Mode::from_raw_mode(0o600),
+        Symlinks::Deny,
+    )?;
+    crate::fd::write_all(fd.as_fd(), &line).map_err(|e| Error::io("write", LATE, e))?;
+    rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", LATE, e))
+}

@@ -1,0 +1,285 @@
+//! From what a command changed to what is done with it: each change judged by the rule, and
+//! the journal that publishes what may be published and holds the rest.
+//!
+//! A value first: [`decide`] looks at nothing but the changes, the rule and the facts it is
+//! given, and returns the journal (tested as tables in `tests`); [`super::journal::run`] then
+//! acts on it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::journal::{Journal, Op, Pending, Tree};
+use super::rule::{After, Change, Facts, Rule, Verdict, Why};
+use super::scan::{Item, ItemKind, Put};
+use super::set::Meta;
+use super::{ChangeWord, HeldEntry};
+
+/// One layer's changes to decide: its index and grant alias, the rule of its grant, what the
+/// rule may look at, and the changes.
+pub(crate) struct Layer<'a> {
+    pub(crate) index: usize,
+    pub(crate) alias: &'a str,
+    pub(crate) rule: &'a Rule<'a>,
+    pub(crate) facts: &'a dyn Facts,
+    pub(crate) items: Vec<Item>,
+}
+
+/// What a set's changes come to.
+#[derive(Debug)]
+pub(crate) struct Decided {
+    /// The journal that does it.
+    pub(crate) journal: Journal,
+    /// How many changes are published.
+    pub(crate) published: u64,
+    /// How many are dropped (never created).
+    pub(crate) dropped: u64,
+}
+
+/// How the set is decided: by the rule, or held whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Each change as the rule says.
+    Rule,
+    /// Everything held, as `why` (its gateway ended before deciding, or it could not be read
+    /// whole), but what is dropped.
+    HoldAll(Why),
+}
+
+/// Decide the changes of `layers` for the set `meta`; `offset` is where the audit log ends now.
+pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u64) -> Decided {
+    let mut holds = Vec::new();
+    let mut puts = Vec::new();
+    let mut modes = Vec::new();
+    let mut deletes = Vec::new();
+    let mut held = Vec::new();
+    let mut published_lines = Vec::new();
+    let (mut published, mut dropped) = (0u64, 0u64);
+    for layer in layers {
+        let mut held_dirs: Vec<PathBuf> = Vec::new();
+        for item in &layer.items {
+            if held_dirs.iter().any(|d| item.path.starts_with(d)) {
+                continue;
+            }
+            let verdict = match mode {
+                Mode::Rule => judge(layer.rule, layer.facts, item),
+                Mode::HoldAll(why) => match judge(layer.rule, layer.facts, item) {
+                    Verdict::Drop(d) => Verdict::Drop(d),
+                    Verdict::Hold(w, what) if w != Why::Interrupted => Verdict::Hold(w, what),
+                    _ => Verdict::Hold(why, hold_all_what(why).into()),
+                },
+            };
+            let entry = HeldEntry {
+                grant: layer.alias.to_owned(),
+                layer: layer.index,
+                path: item.path.clone(),
+                change: word(item),
+                why: Why::Interrupted,
+                what: String::new(),
+                mode: match item.kind {
+                    ItemKind::Mode(mode) => Some(mode),
+                    _ => None,
+                },
+            };
+            let (index, path) = (layer.index, item.path.clone());
+            match verdict {
+                Verdict::Publish => {
+                    published += 1;
+                    published_lines.push(format!(
+                        "{index}\t{}\t{}\n",
+                        path.display(),
+                        entry.change.as_str()
+                    ));
+                    match &item.kind {
+                        ItemKind::Put(_) | ItemKind::NewDir if item.carried => {}
+                        ItemKind::Put(_) | ItemKind::NewDir => {
+                            let Some(layer_entry) = item.layer else {
+                                continue;
+                            };
+                            puts.push(match item.before {
+                                None => Op::Create {
+                                    from: Tree::Upper,
+                                    layer: index,
+                                    path,
+                                    entry: layer_entry,
+                                    held: entry,
+                                },
+                                Some((_, before)) => Op::Replace {
+                                    from: Tree::Upper,
+                                    layer: index,
+                                    path,
+                                    entry: layer_entry,
+                                    before,
+                                    held: entry,
+                                },
+                            });
+                        }
+                        ItemKind::Mode(mode) => {
+                            if let Some((_, before)) = item.before {
+                                modes.push(Op::Mode {
+                                    layer: index,
+                                    path,
+                                    mode: *mode,
+                                    before,
+                                    held: entry,
+                                });
+                            }
+                        }
+                        ItemKind::Delete { .. } => {
+                            if let Some((_, before)) = item.before {
+                                deletes.push(Op::Delete {
+                                    layer: index,
+                                    path,
+                                    before,
+                                    trash: deletes.len(),
+                                    held: entry,
+                                });
+                            }
+                        }
+                    }
+                }
+                Verdict::Hold(why, what) => {
+                    if matches!(item.kind, ItemKind::Put(_) | ItemKind::NewDir) {
+                        holds.push(Op::Hold {
+                            layer: index,
+                            path: path.clone(),
+                        });
+                        if matches!(item.kind, ItemKind::NewDir) {
+                            held_dirs.push(path);
+                        }
+                    }
+                    held.push(HeldEntry {
+                        why,
+                        what: what.into_owned(),
+                        ..entry
+                    });
+                }
+                Verdict::Drop(_) => {
+                    dropped += 1;
+                    holds.push(Op::Drop { layer: index, path });
+                }
+            }
+        }
+    }
+    let record = record(
+        meta,
+        published,
+        dropped,
+        &held,
+        &published_lines,
+        mode != Mode::Rule,
+    );
+    let mut ops = holds;
+    ops.extend(puts);
+    ops.extend(modes);
+    ops.extend(deletes);
+    let ends_set = held.is_empty();
+    Decided {
+        journal: Journal {
+            ops,
+            held,
+            record,
+            offset,
+            ends_set,
+        },
+        published,
+        dropped,
+    }
+}
+
+/// The record a set's decision leaves: `change.published` when nothing is held, else
+/// `change.held`; with the counts, the held paths and the digest of the published ones
+/// (`published_lines`: one line each, as `decide` writes them).
+pub(crate) fn record(
+    meta: &Meta,
+    published: u64,
+    dropped: u64,
+    held: &[HeldEntry],
+    published_lines: &[String],
+    interrupted: bool,
+) -> Pending {
+    let event = if held.is_empty() {
+        "change.published"
+    } else {
+        "change.held"
+    };
+    Pending {
+        event: event.into(),
+        actor: meta.origin.actor.clone(),
+        fields: json!({
+            "id": meta.id,
+            "origin": { "op": meta.origin.op, "command": meta.origin.command },
+            "grants": meta.layers.iter().map(|l| &l.alias).collect::<Vec<_>>(),
+            "published": published,
+            "dropped": dropped,
+            "held": held.iter().map(|h| json!({
+                "grant": h.grant, "path": h.path.to_string_lossy(), "why": h.why,
+            })).collect::<Vec<_>>(),
+            "digest": crate::digest::sha256_hex(published_lines.concat().as_bytes()),
+            "interrupted": interrupted,
+        }),
+    }
+}
+
+/// What a set held whole says of each change.
+fn hold_all_what(why: Why) -> &'static str {
+    match why {
+        Why::Interrupted => {
+            "the command's gateway ended before its changes were decided (killed, or the machine \
+             stopped): everything it wrote is held"
+        }
+        _ => "its changes could not be read whole: everything it wrote is held",
+    }
+}
+
+/// The rule's verdict on `item`: a removal is judged by its path and each path below it.
+fn judge(rule: &Rule<'_>, facts: &dyn Facts, item: &Item) -> Verdict {
+    fn change<'c>(path: &'c Path, after: After<'c>, meanwhile: bool) -> Change<'c> {
+        Change {
+            path,
+            after,
+            meanwhile,
+        }
+    }
+    let m = item.meanwhile;
+    match &item.kind {
+        ItemKind::Put(Put::File { mode }) => {
+            rule.judge(&change(&item.path, After::File { mode: *mode }, m), facts)
+        }
+        ItemKind::Put(Put::Link { target }) => {
+            rule.judge(&change(&item.path, After::Link { target }, m), facts)
+        }
+        ItemKind::Put(Put::Special) => rule.judge(&change(&item.path, After::Special, m), facts),
+        ItemKind::NewDir | ItemKind::Mode(_) => {
+            rule.judge(&change(&item.path, After::Dir, m), facts)
+        }
+        ItemKind::Delete { below, too_large } => {
+            let first = rule.judge(&change(&item.path, After::Gone, m), facts);
+            if first != Verdict::Publish {
+                return first;
+            }
+            if *too_large {
+                return Verdict::Hold(
+                    Why::Conflict,
+                    "a removal of more entries than can be checked for the human's changes".into(),
+                );
+            }
+            below
+                .iter()
+                .map(|p| rule.judge(&change(p, After::Gone, m), facts))
+                .find(|v| *v != Verdict::Publish)
+                .unwrap_or(Verdict::Publish)
+        }
+    }
+}
+
+/// What kind of change `item` is, in the words listings use.
+fn word(item: &Item) -> ChangeWord {
+    match &item.kind {
+        ItemKind::Put(Put::Link { .. }) => ChangeWord::Link,
+        ItemKind::Put(_) | ItemKind::NewDir if item.before.is_some() => ChangeWord::Modified,
+        ItemKind::Put(_) | ItemKind::NewDir => ChangeWord::Created,
+        ItemKind::Mode(_) => ChangeWord::Mode,
+        ItemKind::Delete { .. } => ChangeWord::Deleted,
+    }
+}

@@ -1,0 +1,1089 @@
+//! The one rule over what a confined command (or a patch) changed in a read-write grant:
+//! each changed path is **published** into the folder, **held** for the human, or **dropped**.
+//!
+//! [`Rule::judge`] is the only place this is decided. It looks at one change — a path
+//! relative to the grant, what it became ([`After`]), and whether the human changed it while
+//! the command ran — and at the facts of the folder around it ([`Facts`]: what was there
+//! before, what the command left). It is used by the publishing of every confined command's
+//! layer and by `folder_patch`, and nothing else decides.
+//!
+//! In order:
+//!
+//! 1. **Dropped**, never created: a device node, a FIFO, a socket, a file with a set-user-id
+//!    or set-group-id bit.
+//! 2. **Held as `conflict`**: a path the human changed in the folder while the command ran.
+//!    The human's edit is never overwritten.
+//! 3. **Held by class** ([`CLASSES`], the table below, first match): git state at any depth,
+//!    what tools, agent hosts and editors act on without being asked to run it, a home
+//!    folder's start-up files, an existing environment's start-up files, links that leave the
+//!    grant. A class the human lifted for the grant (`--allow-protected PATH`, everything
+//!    equal to or inside PATH) is published instead, except `link_outside`.
+//! 4. Everything else is **published**: the project's own code and the build code the human
+//!    runs knowingly (`Makefile`, `package.json` scripts, `build.rs`, `pyproject.toml`), which
+//!    is the agent's work to review like any other.
+//!
+//! A directory that is held holds everything below it; a deletion is judged by the path it
+//! removes, so removing git state or a hook is held too.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::gitconfig;
+
+/// Why a change waits for the human: a stable word, as results and listings show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// Git's own state: configuration, hooks, pointers to git directories, rebase and
+    /// sequencer state, alternates, a path the repository's configuration points git at.
+    GitState,
+    /// A tool's configuration that makes it run code nobody asked it to run (`.cargo/config`,
+    /// `.npmrc`, `.envrc`, `.pre-commit-config.yaml`, `rust-toolchain.toml` …).
+    ToolConfig,
+    /// An agent host's project settings or standing instructions (`.claude/`, `.mcp.json`,
+    /// `CLAUDE.md`, `AGENTS.md`, `GEMINI.md` …).
+    AgentConfig,
+    /// An editor's or IDE's project settings (`.vscode/`, `.idea/`, `*.code-workspace`,
+    /// `.devcontainer/` …).
+    EditorConfig,
+    /// A start-up file: a home folder's (`.bashrc`, `.config/`, `.ssh/`, `bin/` …) or an
+    /// environment's that existed before the command (a virtual environment's `.pth` files,
+    /// `bin/activate`, its existing programs).
+    StartUp,
+    /// A symbolic link that points outside the grant.
+    LinkOutside,
+    /// The human changed this path in the folder while the command ran.
+    Conflict,
+    /// The command's gateway ended before it decided (killed, or the machine stopped): what
+    /// the command left is held whole.
+    Interrupted,
+}
+
+impl Why {
+    /// The word, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::GitState => "git_state",
+            Why::ToolConfig => "tool_config",
+            Why::AgentConfig => "agent_config",
+            Why::EditorConfig => "editor_config",
+            Why::StartUp => "start_up",
+            Why::LinkOutside => "link_outside",
+            Why::Conflict => "conflict",
+            Why::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a change is dropped rather than created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Dropped {
+    /// A file with a set-user-id or set-group-id bit.
+    SetId,
+    /// A device node, a FIFO or a socket.
+    Special,
+}
+
+/// What the rule decides for one change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Into the folder.
+    Publish,
+    /// For the human, with the reason word and what exactly (for `changes show`).
+    Hold(Why, Cow<'static, str>),
+    /// Never created.
+    Drop(Dropped),
+}
+
+/// What a changed path became.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum After<'a> {
+    /// A regular file with this mode.
+    File { mode: u32 },
+    /// A directory.
+    Dir,
+    /// A symbolic link to `target`.
+    Link { target: &'a [u8] },
+    /// A device node, a FIFO or a socket.
+    Special,
+    /// Removed.
+    Gone,
+}
+
+/// One change to judge.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Change<'a> {
+    /// Relative to the grant's folder, normal (no `.`, `..` or empty components).
+    pub(crate) path: &'a Path,
+    /// What it became.
+    pub(crate) after: After<'a>,
+    /// Whether the human changed it in the folder while the command ran.
+    pub(crate) meanwhile: bool,
+}
+
+/// What kind of entry a path is, as [`Facts`] see it (links never followed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link.
+    Link,
+    /// Anything else.
+    Other,
+}
+
+/// What the rule may look at around a change: the folder before the command (as it is, but
+/// for the command's changes) and after it (the command's view: its changes over the folder).
+/// Paths are relative to the grant's folder; nothing is followed. A path that cannot be looked
+/// at is [`Kind::Other`], never absent: what is unknown only adds caution.
+pub(crate) trait Facts {
+    /// What `rel` was before the command.
+    fn before(&self, rel: &Path) -> Option<Kind>;
+    /// What `rel` is after it.
+    fn after(&self, rel: &Path) -> Option<Kind>;
+    /// The content of the regular file `rel` before the command, if it is one of at most
+    /// [`MAX_READ`] bytes that can be read (`None` otherwise: the rule then holds what it
+    /// cannot judge without it).
+    fn before_bytes(&self, rel: &Path) -> Option<Vec<u8>>;
+    /// The content of the regular file `rel` after it, likewise.
+    fn after_bytes(&self, rel: &Path) -> Option<Vec<u8>>;
+}
+
+/// The most of a file the rule reads (a git configuration, a pointer file).
+pub(crate) const MAX_READ: u64 = 1 << 20;
+
+/// One class of held changes: a row of the table.
+#[derive(Debug)]
+pub(crate) struct Class {
+    /// The reason word.
+    pub(crate) why: Why,
+    /// What it holds, in words.
+    pub(crate) what: &'static str,
+    /// How a path is found to be in it.
+    pub(crate) matcher: Matcher,
+    /// Whether the human can lift it for a grant (`--allow-protected`).
+    pub(crate) liftable: bool,
+}
+
+/// How a [`Class`] recognizes a path.
+#[derive(Debug)]
+pub(crate) enum Matcher {
+    /// These names in a row, anywhere in the path (the path is one of them, or inside).
+    Names(&'static [Seg]),
+    /// Inside a git directory, other than what git only stores ([`in_git_dir`]).
+    InGitDir,
+    /// A `.git` that is not a directory (a pointer to a git directory, or a link).
+    GitPointer,
+    /// A path a repository's configuration (as the human left it) points git at:
+    /// `core.hooksPath`, `core.fsmonitor`, `include.path`, an alias running `./x.sh` …
+    NamedByGitConfig,
+    /// Inside a home folder: a hidden entry at its top, or `bin/` (on `PATH` once it exists).
+    HomeStartUp,
+    /// Inside a Python environment that existed before (its `pyvenv.cfg` was there): its
+    /// configuration, `.pth` files, `sitecustomize`, its programs (`bin/`, first on `PATH` once
+    /// activated), `etc/` and Jupyter's kernels.
+    EnvironmentStartUp,
+    /// A symbolic link whose target leaves the grant (other than into the system's read-only
+    /// hierarchies), or passes through another link on its way.
+    LinkOutside,
+}
+
+/// How one path component is matched.
+#[derive(Debug)]
+pub(crate) enum Seg {
+    /// Exactly this name.
+    Is(&'static str),
+    /// A name ending with this.
+    Ends(&'static str),
+    /// A name starting with this, other than the listed names.
+    StartsExcept(&'static str, &'static [&'static str]),
+}
+
+impl Seg {
+    fn matches(&self, name: &[u8]) -> bool {
+        match self {
+            Seg::Is(s) => name == s.as_bytes(),
+            Seg::Ends(s) => name.len() > s.len() && name.ends_with(s.as_bytes()),
+            Seg::StartsExcept(s, except) => {
+                name.starts_with(s.as_bytes()) && !except.iter().any(|e| name == e.as_bytes())
+            }
+        }
+    }
+}
+
+use Seg::{Ends, Is, StartsExcept};
+
+const fn class(why: Why, what: &'static str, matcher: Matcher) -> Class {
+    Class {
+        why,
+        what,
+        matcher,
+        liftable: true,
+    }
+}
+
+const fn names(why: Why, what: &'static str, segs: &'static [Seg]) -> Class {
+    class(why, what, Matcher::Names(segs))
+}
+
+/// The env-file names that are templates, not loaded by anything.
+const ENV_TEMPLATES: &[&str] = &[".env.example", ".env.sample", ".env.template", ".env.dist"];
+
+/// The held classes, in the order they are tried (docs/threat-model.md documents each with
+/// the threat it closes).
+pub(crate) const CLASSES: &[Class] = &[
+    // Git state, at any depth, whoever made the repository.
+    class(
+        Why::GitState,
+        "inside a git directory: its configuration (unless every entry changed is inert), hooks \
+         git runs, info/, commondir, config.worktree, rebase and sequencer state, alternates",
+        Matcher::InGitDir,
+    ),
+    class(
+        Why::GitState,
+        "a .git that is not a directory: a pointer to a git directory",
+        Matcher::GitPointer,
+    ),
+    names(
+        Why::GitState,
+        "submodules' definitions",
+        &[Is(".gitmodules")],
+    ),
+    class(
+        Why::GitState,
+        "a path the repository's configuration points git at (core.hooksPath, core.fsmonitor, \
+         include.path, an alias running a script of the folder)",
+        Matcher::NamedByGitConfig,
+    ),
+    // A home folder, and environments that existed before.
+    class(
+        Why::StartUp,
+        "a home folder's start-up: its hidden files and folders (.bashrc, .profile, .config/, \
+         .local/, .ssh/ …) and bin/",
+        Matcher::HomeStartUp,
+    ),
+    class(
+        Why::StartUp,
+        "an existing Python environment's start-up: pyvenv.cfg, .pth files, sitecustomize, \
+         usercustomize, bin/ (first on PATH once activated), etc/, share/jupyter/",
+        Matcher::EnvironmentStartUp,
+    ),
+    // Tools that run code from their configuration.
+    names(
+        Why::ToolConfig,
+        "cargo's configuration (rustc-wrapper, runners, aliases)",
+        &[Is(".cargo"), Is("config.toml")],
+    ),
+    names(
+        Why::ToolConfig,
+        "cargo's configuration (old name)",
+        &[Is(".cargo"), Is("config")],
+    ),
+    names(
+        Why::ToolConfig,
+        "rustup's toolchain choice (a path runs a toolchain of its own)",
+        &[Is("rust-toolchain.toml")],
+    ),
+    names(
+        Why::ToolConfig,
+        "rustup's toolchain choice (old name)",
+        &[Is("rust-toolchain")],
+    ),
+    names(
+        Why::ToolConfig,
+        "npm's configuration (script-shell, node-options, registries)",
+        &[Is(".npmrc")],
+    ),
+    names(
+        Why::ToolConfig,
+        "Yarn 1's configuration (yarn-path)",
+        &[Is(".yarnrc")],
+    ),
+    names(
+        Why::ToolConfig,
+        "Yarn's configuration (yarnPath, plugins)",
+        &[Is(".yarnrc.yml")],
+    ),
+    names(
+        Why::ToolConfig,
+        "the Yarn release a yarnPath runs",
+        &[Is(".yarn"), Is("releases")],
+    ),
+    names(
+        Why::ToolConfig,
+        "Yarn plugins",
+        &[Is(".yarn"), Is("plugins")],
+    ),
+    names(
+        Why::ToolConfig,
+        "pnpm's install hooks",
+        &[Is(".pnpmfile.cjs")],
+    ),
+    names(
+        Why::ToolConfig,
+        "pnpm's install hooks",
+        &[Is(".pnpmfile.mjs")],
+    ),
+    names(
+        Why::ToolConfig,
+        "Bun's configuration (preload scripts)",
+        &[Is("bunfig.toml")],
+    ),
+    names(
+        Why::ToolConfig,
+        "pre-commit's hooks",
+        &[Is(".pre-commit-config.yaml")],
+    ),
+    names(Why::ToolConfig, "husky's hooks", &[Is(".husky")]),
+    names(Why::ToolConfig, "lefthook's hooks", &[Is("lefthook.yml")]),
+    names(Why::ToolConfig, "lefthook's hooks", &[Is(".lefthook.yml")]),
+    names(
+        Why::ToolConfig,
+        "lefthook's hooks",
+        &[Is("lefthook-local.yml")],
+    ),
+    names(
+        Why::ToolConfig,
+        "lefthook's hooks",
+        &[Is(".lefthook-local.yml")],
+    ),
+    names(
+        Why::ToolConfig,
+        "mise's configuration (tasks, hooks, env)",
+        &[Is(".mise.toml")],
+    ),
+    names(Why::ToolConfig, "mise's configuration", &[Is("mise.toml")]),
+    names(
+        Why::ToolConfig,
+        "mise's configuration",
+        &[Is(".mise.local.toml")],
+    ),
+    names(
+        Why::ToolConfig,
+        "mise's configuration",
+        &[Is("mise.local.toml")],
+    ),
+    names(Why::ToolConfig, "mise's configuration", &[Is(".mise")]),
+    names(
+        Why::ToolConfig,
+        "asdf's and mise's tool choice (plugins)",
+        &[Is(".tool-versions")],
+    ),
+    names(
+        Why::ToolConfig,
+        "direnv's .envrc and the files like it",
+        &[StartsExcept(".envrc", &[])],
+    ),
+    names(
+        Why::ToolConfig,
+        "an .env file an .envrc loads",
+        &[Is(".env")],
+    ),
+    names(
+        Why::ToolConfig,
+        "an .env file an .envrc loads",
+        &[StartsExcept(".env.", ENV_TEMPLATES)],
+    ),
+    names(Why::ToolConfig, "direnv's own folder", &[Is(".direnv")]),
+    names(
+        Why::ToolConfig,
+        "Mercurial's configuration (hooks)",
+        &[Is(".hg"), Is("hgrc")],
+    ),
+    names(Why::ToolConfig, "pdb's start-up commands", &[Is(".pdbrc")]),
+    names(Why::ToolConfig, "pry's start-up file", &[Is(".pryrc")]),
+    names(Why::ToolConfig, "irb's start-up file", &[Is(".irbrc")]),
+    names(
+        Why::ToolConfig,
+        "the Gradle wrapper (the distribution it downloads and runs)",
+        &[Is("gradle"), Is("wrapper")],
+    ),
+    names(
+        Why::ToolConfig,
+        "Maven's configuration (JVM options, extensions, wrapper)",
+        &[Is(".mvn")],
+    ),
+    names(
+        Why::ToolConfig,
+        "Bundler's configuration",
+        &[Is(".bundle"), Is("config")],
+    ),
+    names(
+        Why::ToolConfig,
+        "pip's configuration (index, options)",
+        &[Is("pip.conf")],
+    ),
+    // Agent hosts: settings with hooks and servers, and standing instructions.
+    names(
+        Why::AgentConfig,
+        "Claude Code's project settings (hooks, commands, agents)",
+        &[Is(".claude")],
+    ),
+    names(
+        Why::AgentConfig,
+        "MCP servers an agent host starts",
+        &[Is(".mcp.json")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Gemini CLI's project settings",
+        &[Is(".gemini")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Codex's project settings",
+        &[Is(".codex")],
+    ),
+    names(
+        Why::AgentConfig,
+        "agents' shared settings and skills",
+        &[Is(".agents")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Cursor's project settings",
+        &[Is(".cursor")],
+    ),
+    names(Why::AgentConfig, "Cursor's rules", &[Is(".cursorrules")]),
+    names(
+        Why::AgentConfig,
+        "Windsurf's project settings",
+        &[Is(".windsurf")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Windsurf's rules",
+        &[Is(".windsurfrules")],
+    ),
+    names(Why::AgentConfig, "Cline's rules", &[Is(".clinerules")]),
+    names(Why::AgentConfig, "Roo's project settings", &[Is(".roo")]),
+    names(Why::AgentConfig, "Roo's modes", &[Is(".roomodes")]),
+    names(
+        Why::AgentConfig,
+        "Continue's project settings",
+        &[Is(".continue")],
+    ),
+    names(
+        Why::AgentConfig,
+        "aider's configuration",
+        &[Is(".aider.conf.yml")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Copilot's instructions",
+        &[Is(".github"), Is("copilot-instructions.md")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Copilot's instructions",
+        &[Is(".github"), Is("instructions")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Copilot's prompts",
+        &[Is(".github"), Is("prompts")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Amazon Q's project settings",
+        &[Is(".amazonq")],
+    ),
+    names(
+        Why::AgentConfig,
+        "Junie's project settings",
+        &[Is(".junie")],
+    ),
+    names(Why::AgentConfig, "Kiro's project settings", &[Is(".kiro")]),
+    names(
+        Why::AgentConfig,
+        "opencode's project settings",
+        &[Is(".opencode")],
+    ),
+    names(
+        Why::AgentConfig,
+        "opencode's configuration",
+        &[Is("opencode.json")],
+    ),
+    names(Why::AgentConfig, "goose's hints", &[Is(".goosehints")]),
+    names(Why::AgentConfig, "Zed's agent rules", &[Is(".rules")]),
+    names(
+        Why::AgentConfig,
+        "standing instructions to Claude",
+        &[Is("CLAUDE.md")],
+    ),
+    names(
+        Why::AgentConfig,
+        "standing instructions to Claude",
+        &[Is("CLAUDE.local.md")],
+    ),
+    names(
+        Why::AgentConfig,
+        "standing instructions to agents",
+        &[Is("AGENTS.md")],
+    ),
+    names(
+        Why::AgentConfig,
+        "standing instructions to agents",
+        &[Is("AGENTS.override.md")],
+    ),
+    names(
+        Why::AgentConfig,
+        "standing instructions to agents",
+        &[Is("AGENT.md")],
+    ),
+    names(
+        Why::AgentConfig,
+        "standing instructions to Gemini",
+        &[Is("GEMINI.md")],
+    ),
+    // Editors and IDEs: tasks that run on opening a folder, settings naming programs.
+    names(
+        Why::EditorConfig,
+        "VS Code's settings and tasks",
+        &[Is(".vscode")],
+    ),
+    names(
+        Why::EditorConfig,
+        "a VS Code workspace",
+        &[Ends(".code-workspace")],
+    ),
+    names(
+        Why::EditorConfig,
+        "JetBrains IDEs' project settings",
+        &[Is(".idea")],
+    ),
+    names(
+        Why::EditorConfig,
+        "Zed's project settings and tasks",
+        &[Is(".zed")],
+    ),
+    names(
+        Why::EditorConfig,
+        "a dev container (initializeCommand runs on the host)",
+        &[Is(".devcontainer")],
+    ),
+    names(
+        Why::EditorConfig,
+        "a dev container",
+        &[Is(".devcontainer.json")],
+    ),
+    names(
+        Why::EditorConfig,
+        "Fleet's project settings",
+        &[Is(".fleet")],
+    ),
+    names(
+        Why::EditorConfig,
+        "Theia's project settings",
+        &[Is(".theia")],
+    ),
+    names(
+        Why::EditorConfig,
+        "Helix's project settings",
+        &[Is(".helix")],
+    ),
+    names(
+        Why::EditorConfig,
+        "Neovim's project start-up (exrc)",
+        &[Is(".nvim.lua")],
+    ),
+    names(
+        Why::EditorConfig,
+        "Neovim's project start-up (exrc)",
+        &[Is(".nvimrc")],
+    ),
+    names(
+        Why::EditorConfig,
+        "Vim's project start-up (exrc)",
+        &[Is(".exrc")],
+    ),
+    names(
+        Why::EditorConfig,
+        "a Sublime Text project (build systems)",
+        &[Ends(".sublime-project")],
+    ),
+    // Links: what the human's `>` or editor would follow out of the folder.
+    Class {
+        why: Why::LinkOutside,
+        what: "a symbolic link whose target leaves the grant",
+        matcher: Matcher::LinkOutside,
+        liftable: false,
+    },
+];
+
+/// What git only stores in a git directory: data, never instructions. Entries are paths
+/// inside the git directory; `*` is any one name, a trailing `/**` anything below.
+const GIT_DATA: &[&str] = &[
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MODE",
+    "MERGE_MSG",
+    "AUTO_MERGE",
+    "COMMIT_EDITMSG",
+    "SQUASH_MSG",
+    "TAG_EDITMSG",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "index",
+    "packed-refs",
+    "shallow",
+    "description",
+    "gitk.cache",
+    "gc.pid",
+    "gc.log",
+    "objects/**",
+    "refs/**",
+    "logs/**",
+    "rr-cache/**",
+    "lfs/**",
+    "branches/**",
+    "hooks",
+    "info",
+    "modules",
+    "worktrees",
+    "worktrees/*",
+];
+
+/// Git's lock files (`index.lock`, `HEAD.lock`): transient, and what they hold is data.
+const GIT_LOCK_SUFFIX: &str = ".lock";
+
+/// The rule for one grant. It keeps what it learned about the folder's directories (which are
+/// git directories, which environments existed, what each repository's configuration names)
+/// for the changes judged after.
+#[derive(Debug)]
+pub(crate) struct Rule<'g> {
+    /// The grant's folder, absolute (for links and the configuration's absolute paths).
+    grant: &'g Path,
+    /// Where the grant lies in a home folder (empty: it is one), if it does.
+    home: Option<PathBuf>,
+    /// The paths the human lifted for the grant.
+    lifted: &'g [PathBuf],
+    known: RefCell<Known>,
+}
+
+#[derive(Debug, Default)]
+struct Known {
+    git_dir: HashMap<PathBuf, bool>,
+    environment: HashMap<PathBuf, bool>,
+    /// Each repository's top (the folder holding its `.git`, before the command), with the
+    /// paths its configuration names (relative to the grant).
+    named: HashMap<PathBuf, Option<Vec<PathBuf>>>,
+}
+
+impl<'g> Rule<'g> {
+    /// The rule for the grant whose folder is `grant` (canonical), lying in a home folder at
+    /// `home` (see [`home_prefix`]), with the paths the human lifted for it.
+    pub(crate) fn new(grant: &'g Path, home: Option<PathBuf>, lifted: &'g [PathBuf]) -> Self {
+        Self {
+            grant,
+            home,
+            lifted,
+            known: RefCell::new(Known::default()),
+        }
+    }
+
+    /// Judge `change` with the facts of the folder (module docs).
+    pub(crate) fn judge(&self, change: &Change<'_>, facts: &dyn Facts) -> Verdict {
+        match change.after {
+            After::Special => return Verdict::Drop(Dropped::Special),
+            After::File { mode } if mode & 0o6000 != 0 => return Verdict::Drop(Dropped::SetId),
+            _ => {}
+        }
+        if change.meanwhile {
+            return Verdict::Hold(
+                Why::Conflict,
+                "the human changed it in the folder while the command ran".into(),
+            );
+        }
+        let lifted = self.lifted.iter().any(|l| change.path.starts_with(l));
+        for class in CLASSES {
+            if lifted && class.liftable {
+                continue;
+            }
+            if let Some(what) = self.matches(class, change, facts) {
+                return Verdict::Hold(class.why, what);
+            }
+        }
+        Verdict::Publish
+    }
+
+    /// Whether `change` is in `class`, and then what it is.
+    fn matches(
+        &self,
+        class: &Class,
+        change: &Change<'_>,
+        facts: &dyn Facts,
+    ) -> Option<Cow<'static, str>> {
+        let path = change.path;
+        let found = match &class.matcher {
+            Matcher::Names(segs) => names_match(path, segs),
+            Matcher::InGitDir => return self.in_git_dir(change, facts),
+            Matcher::GitPointer => {
+                path.file_name().is_some_and(|n| n == ".git")
+                    && !matches!(change.after, After::Dir)
+                    && !(matches!(change.after, After::Gone)
+                        && facts.before(path) == Some(Kind::Dir))
+            }
+            Matcher::NamedByGitConfig => self.named_by_git_config(path, facts),
+            Matcher::HomeStartUp => self.home.as_ref().is_some_and(|home| {
+                let at = home.join(path);
+                at.iter()
+                    .next()
+                    .is_some_and(|top| top.as_encoded_bytes().starts_with(b".") || top == "bin")
+            }),
+            Matcher::EnvironmentStartUp => self.environment_start_up(path, facts),
+            Matcher::LinkOutside => match change.after {
+                After::Link { target } => !self.link_is_harmless(path, target, facts),
+                _ => false,
+            },
+        };
+        found.then_some(Cow::Borrowed(class.what))
+    }
+
+    /// The git-directory class: the innermost git directory the path lies in, and the path
+    /// inside it, judged against [`GIT_DATA`] (with a configuration judged by what it
+    /// changed, and `info/exclude` holding only comments).
+    fn in_git_dir(&self, change: &Change<'_>, facts: &dyn Facts) -> Option<Cow<'static, str>> {
+        let path = change.path;
+        let inner = ancestors(path).find(|dir| self.is_git_dir(dir, facts))?;
+        let rel = path.strip_prefix(&inner).ok()?;
+        if rel == Path::new("config") {
+            let unreadable = || Some("a git configuration that cannot be read whole".into());
+            let before = match facts.before(path) {
+                None => Vec::new(),
+                Some(_) => match facts.before_bytes(path) {
+                    Some(bytes) => bytes,
+                    None => return unreadable(),
+                },
+            };
+            return match change.after {
+                After::File { .. } => match facts.after_bytes(path) {
+                    Some(after) => gitconfig::not_inert(&before, &after)
+                        .map(|why| format!("a git configuration: {why}").into()),
+                    None => unreadable(),
+                },
+                _ => Some("a git configuration removed or replaced".into()),
+            };
+        }
+        if rel == Path::new("info/exclude")
+            && matches!(change.after, After::File { .. })
+            && facts
+                .after_bytes(path)
+                .is_some_and(|text| only_comments(&text))
+        {
+            return None;
+        }
+        let name = rel.file_name()?.as_encoded_bytes();
+        if rel.parent() == Some(Path::new("hooks")) {
+            return (!name.ends_with(b".sample"))
+                .then_some("a hook git runs (only *.sample hooks are inert)".into());
+        }
+        if name.ends_with(GIT_LOCK_SUFFIX.as_bytes()) && rel.components().count() == 1 {
+            return None;
+        }
+        if matches!(change.after, After::Link { .. }) {
+            return Some("a symbolic link inside a git directory".into());
+        }
+        // `objects/info/` holds git's indexes of its packs, and the alternates: other object
+        // stores git reads as its own.
+        let objects_info = Path::new("objects/info");
+        let in_objects_info = rel.starts_with(objects_info) && rel != objects_info;
+        let index_of_packs = ["packs", "commit-graph", "commit-graphs"]
+            .iter()
+            .any(|n| rel.starts_with(objects_info.join(n)));
+        let data = GIT_DATA
+            .iter()
+            .any(|pattern| git_data_matches(pattern, rel))
+            && (!in_objects_info || index_of_packs);
+        (!data).then(|| {
+            format!(
+                "{} inside a git directory, which git reads as instructions or state",
+                rel.display()
+            )
+            .into()
+        })
+    }
+
+    /// Whether the directory `dir` is a git directory: named `.git`, or holding `HEAD` and
+    /// either `objects` and `refs` (a repository, bare or a submodule's) or `commondir` (a
+    /// linked worktree's), before or after the command.
+    fn is_git_dir(&self, dir: &Path, facts: &dyn Facts) -> bool {
+        if let Some(known) = self.known.borrow().git_dir.get(dir) {
+            return *known;
+        }
+        let kind = |rel: &Path| facts.after(rel).or_else(|| facts.before(rel));
+        let is_dir = kind(dir) == Some(Kind::Dir) || dir.as_os_str().is_empty();
+        let git = is_dir
+            && (dir.file_name().is_some_and(|n| n == ".git")
+                || (kind(&dir.join("HEAD")).is_some()
+                    && ((kind(&dir.join("objects")) == Some(Kind::Dir)
+                        && kind(&dir.join("refs")) == Some(Kind::Dir))
+                        || kind(&dir.join("commondir")).is_some())));
+        self.known
+            .borrow_mut()
+            .git_dir
+            .insert(dir.to_path_buf(), git);
+        git
+    }
+
+    /// Whether `path` is (or lies inside) a path that the configuration of a repository it
+    /// lies in — as the human left it, before the command — points git at.
+    fn named_by_git_config(&self, path: &Path, facts: &dyn Facts) -> bool {
+        ancestors(path).any(|top| {
+            self.named_in(&top, facts)
+                .is_some_and(|named| named.iter().any(|n| path.starts_with(n)))
+        })
+    }
+
+    /// The paths the configuration of the repository whose top is `top` names (`None`: no
+    /// repository there).
+    fn named_in(&self, top: &Path, facts: &dyn Facts) -> Option<Vec<PathBuf>> {
+        if let Some(known) = self.known.borrow().named.get(top) {
+            return known.clone();
+        }
+        let dot_git = top.join(".git");
+        let git_dir = match facts.before(&dot_git) {
+            Some(Kind::Dir) => Some(dot_git),
+            Some(Kind::File) => facts
+                .before_bytes(&dot_git)
+                .and_then(|text| pointer(&text))
+                .and_then(|target| self.inside(top, &target)),
+            _ => None,
+        };
+        let named = git_dir.map(|git_dir| {
+            let config = facts
+                .before_bytes(&git_dir.join("config"))
+                .unwrap_or_default();
+            let entries = gitconfig::parse(&config).unwrap_or_default();
+            let mut named = Vec::new();
+            for word in gitconfig::named_paths(&entries) {
+                // Relative to where git runs it (the working tree) and to the file that
+                // includes it (the git directory): both are held.
+                named.extend(self.inside(top, Path::new(&word)));
+                named.extend(self.inside(&git_dir, Path::new(&word)));
+            }
+            named
+        });
+        self.known
+            .borrow_mut()
+            .named
+            .insert(top.to_path_buf(), named.clone());
+        named
+    }
+
+    /// Whether `path` lies in a Python environment that existed before the command, in a
+    /// place of it that runs at the interpreter's start.
+    fn environment_start_up(&self, path: &Path, facts: &dyn Facts) -> bool {
+        let Some(env) = ancestors(path).find(|dir| self.is_environment(dir, facts)) else {
+            return false;
+        };
+        let Ok(rel) = path.strip_prefix(&env) else {
+            return false;
+        };
+        let name = rel
+            .file_name()
+            .map(|n| n.as_encoded_bytes())
+            .unwrap_or_default();
+        let top = rel.components().next().map(|c| c.as_os_str());
+        rel == Path::new("pyvenv.cfg")
+            || name.ends_with(b".pth")
+            || name == b"sitecustomize.py"
+            || name == b"usercustomize.py"
+            || top.is_some_and(|t| t == "etc" || t == "bin" || t == "Scripts")
+            || rel.starts_with("share/jupyter")
+    }
+
+    fn is_environment(&self, dir: &Path, facts: &dyn Facts) -> bool {
+        if let Some(known) = self.known.borrow().environment.get(dir) {
+            return *known;
+        }
+        let env = facts.before(&dir.join("pyvenv.cfg")) == Some(Kind::File);
+        self.known
+            .borrow_mut()
+            .environment
+            .insert(dir.to_path_buf(), env);
+        env
+    }
+
+    /// Whether the link at `path` to `target` is one the human's tools may follow: into the
+    /// grant, or into the system's read-only hierarchies ([`SYSTEM_TARGETS`]), read as the kernel
+    /// would from the link's folder. A target that passes through a link on its way (the
+    /// human's `ext -> /usr`, then `ext/../etc/passwd`) cannot be read lexically: not one.
+    fn link_is_harmless(&self, path: &Path, target: &[u8], facts: &dyn Facts) -> bool {
+        let target = Path::new(std::ffi::OsStr::from_bytes(target));
+        if target.as_os_str().is_empty() {
+            return false;
+        }
+        let base = path.parent().unwrap_or(Path::new(""));
+        if !target.is_absolute() {
+            // Every component but the last, as the kernel walks them, inside the grant.
+            let mut at = base.to_path_buf();
+            let mut components = target.components().peekable();
+            while let Some(c) = components.next() {
+                match c {
+                    Component::Normal(n) => {
+                        at.push(n);
+                        let link = |k: Option<Kind>| k == Some(Kind::Link);
+                        if components.peek().is_some()
+                            && (link(facts.after(&at)) || link(facts.before(&at)))
+                        {
+                            return false;
+                        }
+                    }
+                    // Above the grant: judged by where it lands, below.
+                    Component::ParentDir if !at.pop() => break,
+                    _ => {}
+                }
+            }
+        }
+        if self.inside(base, target).is_some() {
+            return true;
+        }
+        let absolute = fold(&self.grant.join(base).join(target));
+        absolute.starts_with(self.grant)
+            || SYSTEM_TARGETS
+                .iter()
+                .any(|system| absolute.starts_with(system))
+    }
+
+    /// `target` (as written in a file or link at `base`, relative to the grant) as a path
+    /// relative to the grant, when it stays inside it: absolute targets under the grant's
+    /// folder, relative ones joined to `base`, `..` folded as written.
+    fn inside(&self, base: &Path, target: &Path) -> Option<PathBuf> {
+        let joined = if target.is_absolute() {
+            target.strip_prefix(self.grant).ok()?.to_path_buf()
+        } else {
+            base.join(target)
+        };
+        let mut out = PathBuf::new();
+        for c in joined.components() {
+            match c {
+                Component::Normal(n) => out.push(n),
+                Component::ParentDir => {
+                    if !out.pop() {
+                        return None;
+                    }
+                }
+                Component::CurDir => {}
+                Component::RootDir | Component::Prefix(_) => return None,
+            }
+        }
+        Some(out)
+    }
+}
+
+use std::os::unix::ffi::OsStrExt;
+
+/// Where a link leaving the grant may point: the system's read-only hierarchies (what the
+/// sandbox shows read-only; a virtual environment's `bin/python3 -> /usr/bin/python3`) and
+/// `/dev/null`.
+const SYSTEM_TARGETS: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/dev/null",
+];
+
+/// `path` (absolute) with `.` and `..` folded as written.
+fn fold(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Every directory `path` lies in, innermost first, the grant's folder (`""`) last.
+fn ancestors(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    path.ancestors().skip(1).map(Path::to_path_buf)
+}
+
+/// Whether `segs` match a run of `path`'s components.
+fn names_match(path: &Path, segs: &[Seg]) -> bool {
+    let names: Vec<&[u8]> = path
+        .components()
+        .map(|c| c.as_os_str().as_encoded_bytes())
+        .collect();
+    names
+        .windows(segs.len())
+        .any(|run| run.iter().zip(segs).all(|(name, seg)| seg.matches(name)))
+}
+
+/// Whether `rel` (inside a git directory) is matched by the [`GIT_DATA`] entry `pattern`.
+fn git_data_matches(pattern: &str, rel: &Path) -> bool {
+    let (pattern, below) = match pattern.strip_suffix("/**") {
+        Some(p) => (p, true),
+        None => (pattern, false),
+    };
+    let want: Vec<&str> = pattern.split('/').collect();
+    let have: Vec<&[u8]> = rel
+        .components()
+        .map(|c| c.as_os_str().as_encoded_bytes())
+        .collect();
+    if have.len() < want.len() || (!below && have.len() != want.len()) {
+        return false;
+    }
+    want.iter()
+        .zip(&have)
+        .all(|(w, h)| *w == "*" || w.as_bytes() == *h)
+}
+
+/// What a `.git` pointer file names after `gitdir: ` (git's reading: the rest of the text
+/// without its line end).
+fn pointer(text: &[u8]) -> Option<PathBuf> {
+    let rest = text.strip_prefix(b"gitdir: ")?;
+    let end = rest
+        .iter()
+        .position(|b| *b == b'\n' || *b == b'\r' || *b == 0)
+        .unwrap_or(rest.len());
+    let rest = &rest[..end];
+    (!rest.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(rest)))
+}
+
+/// Whether `text` holds nothing but blank lines and `#` comments (git's template of
+/// `info/exclude`).
+fn only_comments(text: &[u8]) -> bool {
+    text.split(|b| *b == b'\n').all(|line| {
+        let line = line.trim_ascii();
+        line.is_empty() || line.starts_with(b"#")
+    })
+}
+
+/// Where `grant` (canonical) lies in a home folder — the process's `$HOME` or a person's
+/// home in `/etc/passwd` — as a path relative to it (empty when it is one), if it does.
+pub(crate) fn home_prefix(grant: &Path) -> Option<PathBuf> {
+    crate::accounts::people_homes()
+        .into_iter()
+        .filter_map(|home| grant.strip_prefix(&home).ok().map(Path::to_path_buf))
+        .min_by_key(|rest| rest.components().count())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,353 @@
+//! Reading what a command left in a layer: each change it made to the folder, found by
+//! walking overlayfs's upper directory against the folder as it is now.
+//!
+//! The upper directory holds exactly what the command changed: new and rewritten files, links
+//! and directories (a rewritten file is a whole copy), a *whiteout* (a character device
+//! `0:0`) for each name it removed, and directories marked *opaque* (`user.overlay.opaque`)
+//! that replace the folder's directory of the same name. Directories the command only wrote
+//! into are there too, copied up with their mode. Renaming a file is a new name plus a
+//! whiteout; a directory the folder has cannot be renamed in the layer at all (overlayfs
+//! answers `EXDEV` without `redirect_dir`, and `mv` copies instead).
+//!
+//! Each change is an [`Item`]; nothing here decides what becomes of it ([`super::rule`]).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{FileType, Stat};
+use serde::{Deserialize, Serialize};
+
+use super::rule::{Facts, Kind, MAX_READ};
+use super::set::OPAQUE;
+use crate::beneath::{Anchor, Symlinks};
+use crate::error::{Error, Result};
+use crate::input::{Name, RelPath};
+
+/// The most entries below a removed directory that are looked at (for what the human changed
+/// there, and what it holds); a larger removal is held whole.
+const MAX_BELOW: usize = 100_000;
+
+/// What identifies an entry and its content as it was seen: an entry whose fingerprint
+/// differs later was replaced or changed since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Fingerprint {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) size: i64,
+    pub(crate) mtime: (i64, i64),
+}
+
+impl Fingerprint {
+    pub(crate) fn of(st: &Stat) -> Self {
+        Self {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            mtime: (st.st_mtime, st.st_mtime_nsec as i64),
+        }
+    }
+}
+
+/// One change the command made.
+#[derive(Clone, Debug)]
+pub(crate) struct Item {
+    /// Relative to the grant's folder.
+    pub(crate) path: PathBuf,
+    /// What it is.
+    pub(crate) kind: ItemKind,
+    /// Inside a directory the command made ([`ItemKind::NewDir`]): it lands with it.
+    pub(crate) carried: bool,
+    /// What the folder has at this path now, if anything.
+    pub(crate) before: Option<(Kind, Fingerprint)>,
+    /// Whether the human changed the folder's entry (or, for a removal, anything below it)
+    /// while the command ran.
+    pub(crate) meanwhile: bool,
+    /// The layer's entry, for a new or rewritten one.
+    pub(crate) layer: Option<Fingerprint>,
+}
+
+/// What kind of change an [`Item`] is.
+#[derive(Clone, Debug)]
+pub(crate) enum ItemKind {
+    /// A file, link, or other node the command left (new, or in place of the folder's).
+    Put(Put),
+    /// A directory the command made, where the folder has none (or a non-directory).
+    NewDir,
+    /// A directory in both whose permission bits the command changed.
+    Mode(u32),
+    /// The folder's entry removed, with the paths below it when it is a directory.
+    Delete {
+        below: Vec<PathBuf>,
+        too_large: bool,
+    },
+}
+
+/// A non-directory the command left.
+#[derive(Clone, Debug)]
+pub(crate) enum Put {
+    File { mode: u32 },
+    Link { target: Vec<u8> },
+    Special,
+}
+
+/// Every change in the layer `upper` over `folder`, parents before children. `t0` is when the
+/// command began (a `ctime`).
+///
+/// # Errors
+///
+/// `io` when a directory of either cannot be read: the caller then holds the set whole.
+pub(crate) fn scan(upper: &Anchor, folder: &Anchor, t0: (i64, i64)) -> Result<Vec<Item>> {
+    let mut out = Vec::new();
+    let mut frames = vec![Frame {
+        rel: PathBuf::new(),
+        upper: upper.try_clone()?,
+        folder: Some((folder.try_clone()?, false)),
+    }];
+    while let Some(frame) = frames.pop() {
+        let mut seen = BTreeSet::new();
+        let carried = frame.folder.is_none();
+        for (name, st) in frame.upper.entries()? {
+            let path = frame.rel.join(&name);
+            let entry = Name::new(&name)?;
+            seen.insert(name.clone());
+            let before = match &frame.folder {
+                Some((dir, _)) => lstat(dir, entry)?,
+                None => None,
+            };
+            let meanwhile = before.as_ref().is_some_and(|st| changed_since(st, t0));
+            let fingerprint = before.as_ref().map(|st| (kind_of(st), Fingerprint::of(st)));
+            let kind = FileType::from_raw_mode(st.st_mode);
+            if kind == FileType::CharacterDevice && st.st_rdev == 0 {
+                // A whiteout: the command removed the folder's entry.
+                if let (Some((dir, _)), Some(gone)) = (&frame.folder, &before) {
+                    out.push(removal(dir, &path, entry, gone, t0)?);
+                }
+                continue;
+            }
+            let layer = Some(Fingerprint::of(&st));
+            if kind == FileType::Directory {
+                let sub = frame.upper.open_dir(entry.as_rel(), Symlinks::Deny)?;
+                let merged = match (&frame.folder, &before) {
+                    (Some((dir, opaque)), Some(st)) if kind_of(st) == Kind::Dir => Some((
+                        dir.open_dir(entry.as_rel(), Symlinks::Deny)?,
+                        *opaque || sub.attribute(OPAQUE)?.as_deref() == Some(b"y"),
+                    )),
+                    _ => None,
+                };
+                match &merged {
+                    Some(_) => {
+                        let before_mode = before.as_ref().map_or(0, |st| st.st_mode & 0o7777);
+                        if st.st_mode & 0o7777 != before_mode {
+                            out.push(Item {
+                                path: path.clone(),
+                                kind: ItemKind::Mode(st.st_mode & 0o7777),
+                                carried: false,
+                                before: fingerprint,
+                                meanwhile,
+                                layer,
+                            });
+                        }
+                    }
+                    None => out.push(Item {
+                        path: path.clone(),
+                        kind: ItemKind::NewDir,
+                        carried,
+                        before: fingerprint,
+                        meanwhile,
+                        layer,
+                    }),
+                }
+                frames.push(Frame {
+                    rel: path,
+                    upper: sub,
+                    folder: merged,
+                });
+                continue;
+            }
+            let put = match kind {
+                FileType::RegularFile => Put::File {
+                    mode: st.st_mode & 0o7777,
+                },
+                FileType::Symlink => Put::Link {
+                    target: frame.upper.read_link(entry)?.unwrap_or_default(),
+                },
+                _ => Put::Special,
+            };
+            out.push(Item {
+                path,
+                kind: ItemKind::Put(put),
+                carried,
+                before: fingerprint,
+                meanwhile,
+                layer,
+            });
+        }
+        // An opaque directory replaces the folder's: what the command did not leave in it is
+        // removed.
+        if let Some((dir, true)) = &frame.folder {
+            for (name, st) in dir.entries()? {
+                if !seen.contains(&name) {
+                    let path = frame.rel.join(&name);
+                    out.push(removal(dir, &path, Name::new(&name)?, &st, t0)?);
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// A directory of the layer being walked, and the folder's directory at the same place (with
+/// whether it is hidden by an opaque one), when the folder has one that the layer merges with.
+struct Frame {
+    rel: PathBuf,
+    upper: Anchor,
+    folder: Option<(Anchor, bool)>,
+}
+
+/// The removal of the folder's entry `name` (in `dir`, at `path`), whose `lstat` is `st`: for
+/// a directory, with what is below it.
+fn removal(dir: &Anchor, path: &Path, name: Name<'_>, st: &Stat, t0: (i64, i64)) -> Result<Item> {
+    let mut below = Vec::new();
+    let mut meanwhile = changed_since(st, t0);
+    let mut too_large = false;
+    if kind_of(st) == Kind::Dir {
+        let mut pending = vec![(PathBuf::new(), dir.open_dir(name.as_rel(), Symlinks::Deny)?)];
+        'walk: while let Some((rel, sub)) = pending.pop() {
+            for (child, cst) in sub.entries()? {
+                if below.len() >= MAX_BELOW {
+                    too_large = true;
+                    break 'walk;
+                }
+                let child_rel = rel.join(&child);
+                meanwhile |= changed_since(&cst, t0);
+                if kind_of(&cst) == Kind::Dir {
+                    let entry = Name::new(&child)?;
+                    pending.push((
+                        child_rel.clone(),
+                        sub.open_dir(entry.as_rel(), Symlinks::Deny)?,
+                    ));
+                }
+                below.push(path.join(child_rel));
+            }
+        }
+    }
+    Ok(Item {
+        path: path.to_path_buf(),
+        kind: ItemKind::Delete { below, too_large },
+        carried: false,
+        before: Some((kind_of(st), Fingerprint::of(st))),
+        meanwhile,
+        layer: None,
+    })
+}
+
+/// Whether the entry whose `lstat` is `st` changed at or after `t0` (its `ctime`, which no
+/// program can set).
+pub(crate) fn changed_since(st: &Stat, t0: (i64, i64)) -> bool {
+    (st.st_ctime, st.st_ctime_nsec as i64) >= t0
+}
+
+/// What an `lstat` says the entry is.
+pub(crate) fn kind_of(st: &Stat) -> Kind {
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Link,
+        _ => Kind::Other,
+    }
+}
+
+/// `lstat` of `name` in `dir`, `None` when absent.
+fn lstat(dir: &Anchor, name: Name<'_>) -> Result<Option<Stat>> {
+    match dir.stat_entry(name) {
+        Ok(st) => Ok(Some(st)),
+        Err(Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `lstat` of `rel` beneath `anchor`, nothing followed: `Ok(None)` when absent.
+pub(crate) fn lstat_rel(anchor: &Anchor, rel: &Path) -> Result<Option<Stat>> {
+    let Some(name) = rel.file_name() else {
+        return anchor.stat().map(Some);
+    };
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    let dir;
+    let dir = if parent.as_os_str().is_empty() {
+        anchor
+    } else {
+        dir = match anchor.open_dir(RelPath::new(parent)?, Symlinks::Deny) {
+            Ok(dir) => dir,
+            Err(Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        &dir
+    };
+    lstat(dir, Name::new(name)?)
+}
+
+/// The content of the regular file `rel` beneath `anchor`, at most [`MAX_READ`] bytes: `None`
+/// when it is not one, is larger, or cannot be read.
+pub(crate) fn read_rel(anchor: &Anchor, rel: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let fd = anchor
+        .open_read(RelPath::new(rel).ok()?, Symlinks::Deny)
+        .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    crate::fd::ReadAt::new(std::os::fd::AsFd::as_fd(&fd))
+        .take(MAX_READ + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_READ).then_some(bytes)
+}
+
+/// What the rule sees of a layer: the folder before, the layer over it after.
+pub(crate) struct LayerFacts<'a> {
+    pub(crate) upper: &'a Anchor,
+    pub(crate) folder: &'a Anchor,
+}
+
+/// What a lookup found: absent, or its kind (a failed lookup is [`Kind::Other`]).
+fn looked(found: Result<Option<Stat>>) -> Option<Kind> {
+    match found {
+        Ok(st) => st.as_ref().map(kind_of),
+        Err(_) => Some(Kind::Other),
+    }
+}
+
+impl Facts for LayerFacts<'_> {
+    fn before(&self, rel: &Path) -> Option<Kind> {
+        looked(lstat_rel(self.folder, rel))
+    }
+
+    fn after(&self, rel: &Path) -> Option<Kind> {
+        match lstat_rel(self.upper, rel) {
+            Ok(Some(st))
+                if FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
+                    && st.st_rdev == 0 =>
+            {
+                None
+            }
+            Ok(Some(st)) => Some(kind_of(&st)),
+            Ok(None) => self.before(rel),
+            Err(_) => Some(Kind::Other),
+        }
+    }
+
+    fn before_bytes(&self, rel: &Path) -> Option<Vec<u8>> {
+        read_rel(self.folder, rel)
+    }
+
+    fn after_bytes(&self, rel: &Path) -> Option<Vec<u8>> {
+        match lstat_rel(self.upper, rel) {
+            Ok(Some(_)) => read_rel(self.upper, rel),
+            Ok(None) => read_rel(self.folder, rel),
+            Err(_) => None,
+        }
+    }
+}
