@@ -217,6 +217,7 @@ fn folders_of(meta: &Meta, snapshot: &Snapshot) -> Vec<Option<Anchor>> {
 /// docs). What fails is left for the next process.
 pub(crate) fn recover(store: &Store, session: &Session) {
     let Ok(states) = store.states() else { return };
+    let session = &session.unnarrowed();
     for (id, state) in states {
         let done = match state {
             State::Working | State::Waiting => continue,

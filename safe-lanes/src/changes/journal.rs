@@ -150,8 +150,11 @@ pub(crate) fn run(set: &OpenSet, journal: &Journal, folders: &[Option<Anchor>]) 
         folders,
         late: read_late(set)?,
     };
+    crate::crash::point("change.journal-written");
     for (i, op) in journal.ops.iter().enumerate() {
         work.op(i, op)?;
+        #[cfg(feature = "crash-points")]
+        crate::crash::point(&format!("change.op-{i}"));
     }
     let mut held = journal.held.clone();
     for late in &work.late {

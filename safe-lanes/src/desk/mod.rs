@@ -460,7 +460,14 @@ impl Shared {
             return Ok(Arc::clone(open));
         }
         let grants = AgentGrants::open(&self.root, self.options.manifest.as_deref())?;
-        let session = Arc::new(grants.session().child(self.options.narrowing.clone()));
+        let all = grants.session();
+        // What a gateway that died left in change sets is finished (or held) now, not at the
+        // next command only.
+        #[cfg(target_os = "linux")]
+        if let Ok(store) = all.grants().changes() {
+            crate::changes::command::recover(store, &all);
+        }
+        let session = Arc::new(all.child(self.options.narrowing.clone()));
         let jobs = Jobs::new(Arc::clone(&session), self.options.max_jobs);
         let open = Arc::new(Folders {
             grants,

@@ -316,6 +316,12 @@ impl Session {
         }
     }
 
+    /// The session this one was narrowed from, with every grant (for the library's own work
+    /// over all of them, such as finishing what a dead process left in change sets).
+    pub(crate) fn unnarrowed(&self) -> Session {
+        Session::new(Arc::clone(&self.grants), self.actor)
+    }
+
     /// The grants as of now: rebuilt when the manifest changed since the last call, or when a
     /// folder it holds is no longer at its grant's path (so a session and the listing always
     /// agree on what is available).
