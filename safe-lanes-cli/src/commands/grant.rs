@@ -179,6 +179,9 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             let access = access.map(Into::into);
             let actor = who(actor);
             let chosen = toolchain.access(access)?;
+            if direct {
+                safe_lanes::grants::can_be_direct(chosen, toolchain.kind)?;
+            }
             let review = grants.review_add(&alias, &path, toolchain.kind, chosen)?;
             if !confirmed(&review, "Grant this folder? [y/N] ")? {
                 return Ok(not_changed());

@@ -66,7 +66,8 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
     if let Some(why) = process.unavailable {
         problems.push(format!("the process is only partly hardened: {why}"));
     }
-    let warnings: Vec<&str> = process.warning().into_iter().collect();
+    let mut warnings: Vec<String> = process.warning().into_iter().map(str::to_owned).collect();
+    let held = held_and_direct(&location, manifest, &mut warnings);
     let mut text = machine_text(&location, &dirs, openat2, &sandbox);
     for w in &warnings {
         let _ = writeln!(text, "warning: {w}");
@@ -94,6 +95,7 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
         "running_as_root": process.running_as_root,
         "warnings": warnings,
         "problems": problems,
+        "held_changes": held,
         "toolchains": toolchains,
         "caches": caches,
         "ok": problems.is_empty(),
@@ -104,6 +106,36 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
         json,
         text,
     })
+}
+
+/// The change sets waiting for the human (after finishing what a dead process left), and a
+/// warning for each, and for each direct read-write grant, added to `warnings`.
+fn held_and_direct(
+    location: &RootLocation,
+    manifest: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> usize {
+    let Ok(grants) = StateRoot::open(&location.path).and_then(|r| Grants::open(&r, manifest))
+    else {
+        return 0;
+    };
+    if let Ok(listing) = grants.list() {
+        for g in &listing.grants {
+            if let Some(w) = safe_lanes::risk::direct_warning(&g.grant) {
+                warnings.push(format!("grant `{}`: {w}", g.grant.alias));
+            }
+        }
+    }
+    let sets = safe_lanes::changes::HeldChanges::open(std::sync::Arc::new(grants))
+        .and_then(|held| held.list())
+        .map(|sets| sets.len())
+        .unwrap_or(0);
+    if sets > 0 {
+        warnings.push(format!(
+            "{sets} change set(s) of confined commands wait for you: `safe-lanes changes`"
+        ));
+    }
+    sets
 }
 
 /// What `doctor` found in the state root.

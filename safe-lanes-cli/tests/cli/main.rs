@@ -3,6 +3,7 @@
 
 mod approve;
 mod audit;
+mod changes;
 mod confined;
 mod download;
 mod grant;

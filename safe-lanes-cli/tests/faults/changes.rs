@@ -126,45 +126,66 @@ fn check(lab: &Lab, work: &str, when: &str) {
     assert_eq!(verified["intact"], true, "{when}: {verified}");
 }
 
+/// Run the command of [`WRITES`] in a fresh lab, dying at `point`: the lab and the folder, or
+/// `None` when the command ended without reaching it.
+fn crash_at(point: &str) -> Option<(Lab, String)> {
+    let (lab, work) = lab_with_work();
+    let args = ["exec", "--cwd", "work", "--", "/bin/sh", "-c", WRITES];
+    let (signal, out) = lab.run(&args, Some(point), b"");
+    match signal {
+        Some(SIGABRT) => Some((lab, work)),
+        None => None,
+        other => panic!("{point}: {other:?} {out}"),
+    }
+}
+
+/// After a crash at `point` and the next process: everything published, the settings held,
+/// one record.
+fn finished(lab: &Lab, work: &str, point: &str) {
+    folder_is_whole(work, point);
+    check(lab, work, point);
+    let now = files(Path::new(work));
+    assert!(!now.contains_key("gone.txt"), "{point}: {:?}", now.keys());
+    assert!(now["edit.txt"].starts_with(b"edited"), "{point}");
+    assert!(
+        now.contains_key("new-6") && now.contains_key("tree/a/b/leaf"),
+        "{point}"
+    );
+    let ids = sets(lab);
+    assert_eq!(ids.len(), 1, "{point}");
+    assert_eq!(
+        lab.count("change.held", &Value::from(ids[0].as_str())),
+        1,
+        "{point}"
+    );
+    let (_, listed) = lab.run(&["changes"], None, b"");
+    let held: Vec<&str> = listed["sets"][0]["held"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(held, [".claude"], "{point}: {listed}");
+}
+
 #[test]
 fn a_crash_at_each_step_of_a_publish_is_finished_by_the_next_process() {
-    let mut points = vec![
-        "change.journal-written".to_owned(),
-        "change.before-record".to_owned(),
-        "change.after-record".to_owned(),
-    ];
-    points.extend((0..12).map(|i| format!("change.op-{i}")));
-    for point in &points {
-        let (lab, work) = lab_with_work();
-        let args = ["exec", "--cwd", "work", "--", "/bin/sh", "-c", WRITES];
-        let (signal, _) = lab.run(&args, Some(point), b"");
-        assert_eq!(signal, Some(SIGABRT), "{point}: the process died there");
-        folder_is_whole(&work, point);
-        check(&lab, &work, point);
-        // Finished: everything published, the settings held, one record.
-        let now = files(Path::new(&work));
-        assert!(!now.contains_key("gone.txt"), "{point}: {:?}", now.keys());
-        assert!(now["edit.txt"].starts_with(b"edited"), "{point}");
-        assert!(
-            now.contains_key("new-6") && now.contains_key("tree/a/b/leaf"),
-            "{point}"
-        );
-        let ids = sets(&lab);
-        assert_eq!(ids.len(), 1, "{point}");
-        assert_eq!(
-            lab.count("change.held", &Value::from(ids[0].as_str())),
-            1,
-            "{point}"
-        );
-        let (_, listed) = lab.run(&["changes"], None, b"");
-        let held: Vec<&str> = listed["sets"][0]["held"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["path"].as_str().unwrap())
-            .collect();
-        assert_eq!(held, [".claude"], "{point}: {listed}");
+    for point in [
+        "change.journal-written",
+        "change.before-record",
+        "change.after-record",
+    ] {
+        let (lab, work) = crash_at(point).unwrap_or_else(|| panic!("{point} was not reached"));
+        finished(&lab, &work, point);
     }
+    // After each step of the journal, as many as it has.
+    let mut steps = 0;
+    while let Some((lab, work)) = crash_at(&format!("change.op-{steps}")) {
+        finished(&lab, &work, &format!("change.op-{steps}"));
+        steps += 1;
+    }
+    // One move out of the layer, one per new or rewritten entry, the removal.
+    assert!(steps >= 9, "only {steps} steps were crashed at");
 }
 
 /// `SIGKILL` at random instants of commands and their publishes: whatever each reached, the
@@ -174,15 +195,25 @@ fn a_crash_at_each_step_of_a_publish_is_finished_by_the_next_process() {
 fn a_kill_storm_of_commands_leaves_every_file_whole_and_one_record_per_set() {
     let (lab, work) = lab_with_work();
     let mut killed = 0;
-    for i in 0..24u64 {
+    for i in 0..30u64 {
         // Each command begins from the human's files again.
         std::fs::write(Path::new(&work).join("edit.txt"), "the human's version\n").unwrap();
         std::fs::write(Path::new(&work).join("gone.txt"), "to be removed\n").unwrap();
-        let args = ["exec", "--cwd", "work", "--", "/bin/sh", "-c", WRITES];
+        // Its writes spread over a quarter of a second, then a publish of a few milliseconds.
+        let slow = format!("sleep 0.1; {WRITES}; sleep 0.1");
+        let args = [
+            "exec",
+            "--cwd",
+            "work",
+            "--",
+            "/bin/sh",
+            "-c",
+            slow.as_str(),
+        ];
         let mut child = lab.spawn(&args, None, b"");
-        // A pseudo-random instant: during the command (its writes take tens of milliseconds)
-        // or during its publish.
-        let wait = 5 + (i * 7919) % 120;
+        // A pseudo-random instant: before it runs, during its writes, during its publish, or
+        // after it ended.
+        let wait = (i * 7919) % 400;
         std::thread::sleep(Duration::from_millis(wait));
         if child.kill().is_ok() {
             killed += 1;
@@ -192,6 +223,21 @@ fn a_kill_storm_of_commands_leaves_every_file_whole_and_one_record_per_set() {
     }
     assert!(killed > 0, "some commands were killed");
     check(&lab, &work, "after the storm");
+    // The storm hit both sides: commands cut before their changes were decided (held whole),
+    // and commands that were decided (whether their publish was cut or not).
+    let records = lab.records();
+    let decided = |interrupted: bool| {
+        records
+            .iter()
+            .filter(|r| r["event"] == "change.held" || r["event"] == "change.published")
+            .filter(|r| r["interrupted"] == interrupted)
+            .count()
+    };
+    assert!(
+        decided(true) > 0,
+        "no command was killed before its changes were decided"
+    );
+    assert!(decided(false) > 0, "no command's changes were decided");
     // Every set that wrote anything was decided exactly once (published, held, or held whole).
     let (_, listed) = lab.run(&["changes"], None, b"");
     let waiting: Vec<&str> = listed["sets"]

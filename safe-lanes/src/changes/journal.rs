@@ -171,13 +171,23 @@ pub(crate) fn run(set: &OpenSet, journal: &Journal, folders: &[Option<Anchor>]) 
     }
     let audit = set.audit();
     let id = set.meta.id.as_str();
-    let recorded = if audit.followed_by(journal.offset, &record.event, id)? {
+    crate::crash::point("change.before-record");
+    // One record per journal: whatever this one's record came to say (a conflict met on a
+    // second run turns `change.published` into `change.held`), a decision of this set after
+    // the journal's offset is it.
+    let decided = |r: &serde_json::Value| {
+        r["event"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("change."))
+    };
+    let recorded = if audit.find_after(journal.offset, id, decided)? {
         true
     } else {
         audit
             .append(&record.event, &record.actor, &record.fields)
             .is_ok()
     };
+    crate::crash::point("change.after-record");
     finish(set, journal.ends_set && held.is_empty(), &held)?;
     Ok(Ran {
         late: work.late,
@@ -206,13 +216,14 @@ fn add_late(record: &mut Pending, late: &[HeldEntry]) {
     }
 }
 
-/// The end of a journal: what stays held written, the journal removed, what the set no longer
-/// needs removed — the whole set when nothing of it is held.
+/// The end of a journal: what stays held written and the journal removed, then what the set
+/// no longer needs removed — the whole set when nothing of it is held ([`OpenSet::remove`]).
 fn finish(set: &OpenSet, ends: bool, held: &[HeldEntry]) -> Result<()> {
     let dir = set.dir();
-    if !ends {
-        write_json(dir, HELD_FILE, &held)?;
+    if ends {
+        return set.remove();
     }
+    write_json(dir, HELD_FILE, &held)?;
     dir.remove_file(Name::new(JOURNAL)?)?;
     dir.sync()?;
     for name in [LAYERS, TRASH, LATE] {
@@ -220,11 +231,6 @@ fn finish(set: &OpenSet, ends: bool, held: &[HeldEntry]) -> Result<()> {
             Ok(()) | Err(Error::NotFound { .. }) => {}
             Err(e) => tracing::warn!(error = %e, "could not clear a change set's {name}"),
         }
-    }
-    if ends {
-        let _ = dir.remove_all(Name::new(HELD_DIR)?);
-        let _ = dir.remove_file(Name::new(HELD_FILE)?);
-        set.remove()?;
     }
     Ok(())
 }
@@ -510,11 +516,6 @@ impl Work<'_> {
             return Ok(());
         };
         let name = Name::new(&name)?;
-        match lstat_name(&dir, name.as_os_str())? {
-            None => return Ok(()),
-            Some(now) if Fingerprint::of(&now) == *before => {}
-            Some(_) => return self.conflict(held, None),
-        }
         make_dirs(self.set.dir(), Path::new(TRASH))?;
         let trash_dir = self
             .set
@@ -522,6 +523,15 @@ impl Work<'_> {
             .open_dir(RelPath::new(TRASH)?, Symlinks::Deny)?;
         let slot = format!("{trash}-{i}");
         let slot = Name::new(&slot)?;
+        if lstat_name(&trash_dir, slot.as_os_str())?.is_some() {
+            // Moved already, by a run a crash cut short: what has the name now is not ours.
+            return Ok(());
+        }
+        match lstat_name(&dir, name.as_os_str())? {
+            None => return Ok(()),
+            Some(now) if Fingerprint::of(&now) == *before => {}
+            Some(_) => return self.conflict(held, None),
+        }
         match dir.move_entry(name, &trash_dir, slot, Onto::New) {
             Ok(()) => {
                 let moved = lstat_name(&trash_dir, slot.as_os_str())?;

@@ -288,8 +288,15 @@ impl OpenSet {
         &self.audit
     }
 
-    /// Remove the whole set (still locked: nobody takes it meanwhile).
+    /// Remove the whole set (still locked: nobody takes it meanwhile): its `set.json` first,
+    /// so that a process killed while removing the rest leaves what is no set at all (removed by
+    /// the next process), never one that looks interrupted and would be decided again.
     pub(super) fn remove(&self) -> Result<()> {
+        match self.dir.remove_file(Name::new(SET_FILE)?) {
+            Ok(()) | Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        self.dir.sync()?;
         self.store.remove_all(Name::new(&self.meta.id)?)
     }
 

@@ -591,11 +591,8 @@ impl Grants {
         let alias = Alias::new(alias)?;
         self.change(Action::Direct, actor, reason, |doc, changelog| {
             let grant = find_mut(doc, &alias)?;
-            if direct && (grant.access != Access::ReadWrite || !grant.toolchain.kind.is_folder()) {
-                return Err(Error::InvalidArgument {
-                    what: Shown::text("--direct"),
-                    why: "only a read-write folder grant can be written directly".into(),
-                });
+            if direct {
+                can_be_direct(grant.access, grant.toolchain.kind)?;
             }
             grant.direct = direct;
             let grant = grant.clone();
@@ -1316,6 +1313,23 @@ fn take_request(doc: &mut Document, id: &str) -> Result<Request> {
 /// ([`rules::Rules::usable`]), not this change impossible.
 fn check_overlaps(changed: &Grant, all: &[Grant]) -> Result<()> {
     rules::collision(changed, all).map_err(|why| why.refusal(&changed.path))
+}
+
+/// Refuse `--direct` for a grant that is not a read-write folder: only such a grant has a layer
+/// to do without (ADR 0027).
+///
+/// # Errors
+///
+/// `invalid_argument`.
+pub fn can_be_direct(access: Access, kind: Kind) -> Result<()> {
+    if access == Access::ReadWrite && kind.is_folder() {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            what: Shown::text("--direct"),
+            why: "only a read-write folder grant can be written directly".into(),
+        })
+    }
 }
 
 /// A path must be UTF-8 to be stored in the (JSON) manifest exactly.

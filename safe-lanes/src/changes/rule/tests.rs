@@ -1304,3 +1304,16 @@ fn the_home_prefix_is_where_a_grant_lies_in_a_home() {
     }
     assert_eq!(home_prefix(Path::new("/nonexistent-top/x")), None);
 }
+
+/// docs/threat-model.md holds the table: every class, by what it holds, with its reason word.
+#[test]
+fn the_threat_model_documents_every_class() {
+    let doc = include_str!("../../../../docs/threat-model.md");
+    for class in CLASSES {
+        let row = doc
+            .lines()
+            .find(|l| l.contains(&format!("| {} |", class.what)))
+            .unwrap_or_else(|| panic!("no row for {:?}", class.what));
+        assert!(row.starts_with(&format!("| `{}` |", class.why)), "{row}");
+    }
+}
