@@ -18,8 +18,8 @@ fn spawn(c: &mut Criterion) {
     grants
         .add("project", &folder, Access::ReadWrite, "bench", "bench")
         .expect("grant");
-    // A read-write grant holding a git repository: what a command must not leave behind is
-    // looked at, pinned and kept read-only for every command (ADR 0016).
+    // A read-write grant holding a git repository: every command sees it through a layer of
+    // its own, begun before it runs and read when it ends (ADR 0027).
     let repository = tmp.path().join("repository");
     for dir in [".git/hooks", ".git/info", ".git/objects", ".git/refs"] {
         std::fs::create_dir_all(repository.join(dir)).expect("mkdir");

@@ -109,6 +109,7 @@ cfg_if::cfg_if! {
         pub mod grants;
         mod held;
         pub mod input;
+        mod legacy;
         mod lossy;
         mod ongoing;
         pub mod patch;

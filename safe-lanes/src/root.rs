@@ -241,6 +241,7 @@ impl StateRoot {
             for name in PRIVATE_DIRS {
                 repairs.extend(repair_dir_entry(&anchor, name)?);
             }
+            repairs.extend(crate::legacy::clear_placeholders(&anchor)?);
         }
         let downloads = Lane::open(&anchor, &path, DOWNLOADS_DIR, modes)?;
         let uploads = Lane::open(&anchor, &path, UPLOADS_DIR, modes)?;
