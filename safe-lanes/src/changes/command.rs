@@ -68,6 +68,23 @@ impl Layers {
         Ok(Self { set, layers })
     }
 
+    /// Whether every layer's grant is still, in `session`, the read-write grant of the same
+    /// folder it was when the command began.
+    fn still_granted(&self, session: &Session) -> bool {
+        let Ok(snapshot) = session.snapshot() else {
+            return false;
+        };
+        self.set.meta.layers.iter().all(|l| {
+            snapshot.grants.iter().any(|g| {
+                g.id == l.grant
+                    && g.path == l.path
+                    && g.access == Access::ReadWrite
+                    && !g.direct
+                    && g.is_available()
+            })
+        })
+    }
+
     /// The set's id.
     pub(crate) fn id(&self) -> &str {
         &self.set.meta.id
@@ -79,9 +96,10 @@ impl Layers {
     }
 
     /// Decide and publish what the command left (it has ended: its overlays are gone with its
-    /// mount namespace). Never fails: what cannot be done now is said in the summary and left
-    /// for the next process.
-    pub(crate) fn finish(self) -> Summary {
+    /// mount namespace), in `session`: a layer whose grant was revoked, narrowed or moved
+    /// meanwhile is held whole. Never fails: what cannot be done now is said in the summary and
+    /// left for the next process.
+    pub(crate) fn finish(self, session: &Session) -> Summary {
         let set = &self.set;
         let id = set.meta.id.clone();
         let folders: Vec<Option<Anchor>> = self
@@ -102,7 +120,11 @@ impl Layers {
                 folder: &l.folder,
             })
             .collect();
-        let mut mode = Mode::Rule;
+        let mut mode = if self.still_granted(session) {
+            Mode::Rule
+        } else {
+            Mode::HoldAll(Why::Revoked)
+        };
         let mut scanned = Vec::new();
         for l in &self.layers {
             match scan::scan(&l.upper.0, &l.folder, set.meta.t0) {

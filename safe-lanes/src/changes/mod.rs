@@ -104,7 +104,7 @@ pub struct HeldPath {
     /// The path, relative to the grant's folder.
     pub path: String,
     /// Why it is held: `git_state`, `tool_config`, `agent_config`, `editor_config`,
-    /// `start_up`, `link_outside`, `conflict` or `interrupted`.
+    /// `start_up`, `link_outside`, `conflict`, `interrupted` or `revoked`.
     pub why: Why,
     /// The grant's alias.
     pub grant: String,

@@ -65,7 +65,9 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
                 Mode::Rule => judge(layer.rule, layer.facts, item),
                 Mode::HoldAll(why) => match judge(layer.rule, layer.facts, item) {
                     Verdict::Drop(d) => Verdict::Drop(d),
-                    Verdict::Hold(w, what) if w != Why::Interrupted => Verdict::Hold(w, what),
+                    Verdict::Hold(w, what) if w != Why::Interrupted && w != Why::Revoked => {
+                        Verdict::Hold(w, what)
+                    }
                     _ => Verdict::Hold(why, hold_all_what(why).into()),
                 },
             };
@@ -227,6 +229,10 @@ fn hold_all_what(why: Why) -> &'static str {
         Why::Interrupted => {
             "the command's gateway ended before its changes were decided (killed, or the machine \
              stopped): everything it wrote is held"
+        }
+        Why::Revoked => {
+            "the grant was revoked, narrowed or moved while the command ran: nothing it wrote \
+             is published, everything is held"
         }
         _ => "its changes could not be read whole: everything it wrote is held",
     }

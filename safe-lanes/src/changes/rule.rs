@@ -62,6 +62,9 @@ pub enum Why {
     /// The command's gateway ended before it decided (killed, or the machine stopped): what
     /// the command left is held whole.
     Interrupted,
+    /// The grant was revoked, narrowed or moved while the command ran: nothing of what it left
+    /// is published, all of it is held.
+    Revoked,
 }
 
 impl Why {
@@ -76,6 +79,7 @@ impl Why {
             Why::LinkOutside => "link_outside",
             Why::Conflict => "conflict",
             Why::Interrupted => "interrupted",
+            Why::Revoked => "revoked",
         }
     }
 }

@@ -66,7 +66,7 @@ impl Confined {
                     serde_json::json!({ "code": e.code(), "message": e.message().to_string() });
                 let _ = started.end(serde_json::json!({ "error": error }));
                 // What it may have written before failing is decided like any command's.
-                drop(layers.map(crate::changes::command::Layers::finish));
+                drop(layers.map(|l| l.finish(session)));
                 return Err(Failure::After(e));
             }
         };
@@ -82,9 +82,7 @@ impl Confined {
             .is_ok();
         // Its mount namespace is gone with its last process: the layers are the command's
         // whole doing, to decide now.
-        let changes = layers
-            .map(crate::changes::command::Layers::finish)
-            .unwrap_or_default();
+        let changes = layers.map(|l| l.finish(session)).unwrap_or_default();
         Ok(ConfinedOutcome {
             outcome,
             grants,

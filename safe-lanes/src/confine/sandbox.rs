@@ -399,10 +399,12 @@ fn describe(step: Step, errno: Errno) -> String {
         Step::Root => "building the sandbox's root",
         Step::Mounts => "mounting the system set and the grants",
         Step::Overlay => {
-            "mounting a cache grant as an overlay whose writes stay in the state root \
-                 (the kernel refuses overlayfs in a user namespace here, or the state root's \
-                 file system as its upper layer; revoke the cache, or move the state root; \
-                 ADR 0016)"
+            "mounting a read-write grant or a cache as an overlay whose writes stay in the \
+                 state root (the kernel refuses overlayfs in a user namespace here, the \
+                 grant's folder as its lower layer, or the state root's file system as its \
+                 upper layer: one without user extended attributes); move the state root, or \
+                 make the grant direct (`safe-lanes grant set-access ALIAS read_write \
+                 --direct`, which holds nothing for review; ADR 0027)"
         }
         Step::WorkingDirectory => "entering the working directory",
         Step::Capabilities => "dropping capabilities",

@@ -459,3 +459,44 @@ fn what_the_human_lifted_is_published() {
     assert_eq!(held, [".mcp.json"]);
     assert!(w.p("proj/.vscode/settings.json").exists());
 }
+
+#[test]
+fn what_a_command_wrote_before_its_grant_was_revoked_is_held_not_published() {
+    let w = World::new(&[]);
+    let session = w.session();
+    let running = std::thread::spawn(move || {
+        run_in(&session, "echo early > early.txt; touch started; sleep 30")
+    });
+    // The layer is the only place its writes are until it ends.
+    let sets = w.fx.root.path().join("changes");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_dir(&sets)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|s| s.path().join("layers/0/upper/started").exists())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    w.grants.revoke("proj", "stop it", "uid:0").unwrap();
+    let out = running.join().unwrap();
+    assert!(
+        out.outcome
+            .stopped
+            .as_deref()
+            .unwrap_or("")
+            .contains("revoked"),
+        "{out:?}"
+    );
+    assert!(
+        !w.p("proj/early.txt").exists(),
+        "nothing is published into a revoked grant"
+    );
+    assert_eq!(out.changes.published, 0, "{:?}", out.changes);
+    let whys: Vec<Why> = out.changes.held.iter().map(|h| h.why).collect();
+    assert_eq!(whys, [Why::Revoked, Why::Revoked], "{:?}", out.changes);
+}
