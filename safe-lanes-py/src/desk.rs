@@ -191,10 +191,12 @@ impl AgentDesk {
     }
 
     /// Apply the unified `diff` (strict: no fuzz) to the file `path` (relative) of the
-    /// read-write grant `alias` (or its id), atomically.
+    /// read-write grant `alias` (or its id), atomically. A diff to a path the human's own
+    /// tools act on (git state, a tool's or an agent host's configuration …) is not applied
+    /// but held for the human: the report says `held`, with the change set and why.
     ///
     /// Raises `Refused` (`patch_rejected`, `read_only`, `unknown_alias`, `traversal`,
-    /// `symlink_escape`, `protected_path`, …): the file is then unchanged.
+    /// `symlink_escape`, …): the file is then unchanged.
     fn apply_patch(
         &self,
         py: Python<'_>,
@@ -210,6 +212,10 @@ impl AgentDesk {
     /// killed with everything it started after `timeout` seconds. The GIL is released until it
     /// ends; `control.stop(why)` from another thread, or a `KeyboardInterrupt`, stops it. A
     /// command that fails, times out or is stopped is a report, not an error.
+    ///
+    /// Its writes to a read-write grant reach the folder only when it ends, each judged by
+    /// the library's rule: published, or held for the human (the report's `changes`). A grant
+    /// the human made direct is written at once.
     ///
     /// Raises `Refused` (`sandbox_unavailable` naming the layer, an alias refusal).
     #[pyo3(signature = (command, *, cwd=None, timeout=60.0, control=None))]
@@ -422,8 +428,12 @@ report! {
         kind: Option<String>,
         /// For a tool or a cache: the variables set to its path.
         vars: Vec<String>,
-        /// The protected paths the human lifted for this grant.
+        /// The paths whose changes the human lets through without review (a command's or a
+        /// patch's changes there are published, not held).
         allow_protected: Vec<String>,
+        /// Whether the human made this read-write grant direct: commands write it at once,
+        /// without a layer, and nothing waits for review.
+        direct: bool,
     }
 }
 
@@ -513,6 +523,41 @@ report! {
             .collect(),
         /// Whether it finished with exit status 0, untouched by a timeout or a stop.
         success: bool = |r| r.success(),
+        /// What became of its changes to the read-write folders (once it has finished): how
+        /// many were published, and which are held for the human.
+        changes: Changes = |r| Changes(r.changes.clone()),
+    }
+}
+
+report! {
+    /// What became of a confined command's changes to its read-write folders. A held change
+    /// is not in the folder: the human reviews it (`safe_lanes.human.HeldChanges`, `safe-lanes
+    /// changes show SET`) and applies or discards it.
+    Changes(safe_lanes::changes::Summary) in "safe_lanes" {
+        /// How many changes were published into the folders.
+        published: u64,
+        /// The changes held for the human, each with its path, why and grant.
+        held: Vec<HeldPath> = |s| s.held.iter().cloned().map(HeldPath).collect(),
+        /// The id of the held change set (`set_…`), when something is held.
+        set: Option<String>,
+        /// How many changes were dropped (set-id files, devices, FIFOs, sockets are never
+        /// created).
+        dropped: u64,
+        /// What was held and how the human applies it, in words.
+        note: Option<String>,
+    }
+}
+
+report! {
+    /// One change held for the human.
+    HeldPath(safe_lanes::changes::HeldPath) in "safe_lanes" {
+        /// The path, relative to the grant's folder.
+        path: String,
+        /// Why it is held: `git_state`, `tool_config`, `agent_config`, `editor_config`,
+        /// `start_up`, `link_outside`, `conflict` or `interrupted`.
+        why: &'static str = |h| h.why.as_str(),
+        /// The grant's alias.
+        grant: String,
     }
 }
 
@@ -557,7 +602,14 @@ report! {
         change: &'static str = |p| p.change.as_str(),
         /// Hunks applied.
         hunks: usize,
-        /// Its size afterwards.
+        /// Its size afterwards (what it would be, when held).
         bytes: u64,
+        /// Whether the change was held for the human instead of made: the path is one the
+        /// human's own tools act on. The file is then unchanged.
+        held: bool,
+        /// The change set holding it, when held.
+        set: Option<String>,
+        /// Why it is held, when held (`git_state`, `agent_config`, …).
+        why: Option<&'static str> = |p| p.why.map(safe_lanes::changes::Why::as_str),
     }
 }

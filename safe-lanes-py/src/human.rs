@@ -1,7 +1,8 @@
-//! `safe_lanes.human`: the human's side of the folder grants. Adding, approving, denying,
-//! changing and revoking are here and nowhere in `safe_lanes`, so a gateway imports only what
-//! it should hold; each change is recorded in the changelog and the audit log as the OS user
-//! running the process (`uid:N`, with the name given as `actor`).
+//! `safe_lanes.human`: the human's side of the folder grants and of the changes held for
+//! review. Adding, approving, denying, changing and revoking grants, and applying or
+//! discarding held changes, are here and nowhere in `safe_lanes`, so a gateway imports only
+//! what it should hold; each decision is recorded in the audit log (and a grant's in the
+//! changelog) as the OS user running the process (`uid:N`, with the name given as `actor`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -156,6 +157,27 @@ impl Grants {
         })?))
     }
 
+    /// Make the read-write folder grant `alias` direct (`direct=True`): confined commands
+    /// write it at once, without a layer, and nothing they write waits for review; or layered
+    /// again (`direct=False`): each command's changes are judged when it ends.
+    ///
+    /// Raises `Refused` (`unknown_alias`; `invalid_argument` without a reason, or for a
+    /// grant that is not a read-write folder).
+    #[pyo3(signature = (alias, direct, *, reason, actor=None))]
+    fn set_direct(
+        &self,
+        py: Python<'_>,
+        alias: &str,
+        direct: bool,
+        reason: &str,
+        actor: Option<&str>,
+    ) -> Result<Grant> {
+        let actor = who(actor);
+        Ok(Grant(py.detach(|| {
+            self.0.set_direct(alias, direct, reason, &actor)
+        })?))
+    }
+
     /// Revoke the grant `alias`: it leaves the manifest (the changelog keeps its history);
     /// every live session loses it at its next operation and its running commands stop.
     ///
@@ -194,6 +216,11 @@ report! {
         host: Option<String>,
         /// `folder`, `tool` or `cache`.
         kind: &'static str = |g| g.toolchain.kind.as_str(),
+        /// Whether it is a direct read-write grant: commands write it at once, nothing waits
+        /// for review.
+        direct: bool,
+        /// What every listing warns of a direct grant; `None` for any other.
+        warning: Option<String> = |g| safe_lanes::risk::direct_warning(g),
         /// Whether the change's record is in the audit log (when not, the next change writes
         /// it).
         recorded: bool = |g| g.recorded(),
@@ -238,5 +265,207 @@ report! {
         raises_access: bool = |p| p.change.raises_access(),
         /// A short digest over the request and the change: give it to `approve`.
         digest: String,
+    }
+}
+
+/// The changes held for the human's review: what confined commands and patches changed that
+/// the library's rule held (git state, tools' and agent hosts' configuration, start-up
+/// files, links out of a folder, the human's own edits made meanwhile). Applying or
+/// discarding is recorded in the audit log as the OS user (`uid:N`, with `actor`).
+#[pyclass(frozen, module = "safe_lanes.human")]
+#[derive(Debug)]
+pub(crate) struct HeldChanges(safe_lanes::changes::HeldChanges);
+
+#[pymethods]
+impl HeldChanges {
+    /// The held changes of the grants of `manifest` (default `<root>/workflow.json`) of
+    /// `root`, after finishing what processes that died left.
+    ///
+    /// Raises `Refused` (`invalid_manifest`, `insecure_root`), `Failed` (`io`).
+    #[new]
+    #[pyo3(signature = (root, manifest=None))]
+    fn new(py: Python<'_>, root: &StateRoot, manifest: Option<PathBuf>) -> Result<Self> {
+        let held = py.detach(|| {
+            let grants = safe_lanes::Grants::open(&root.0, manifest.as_deref())?;
+            safe_lanes::changes::HeldChanges::open(Arc::new(grants))
+        })?;
+        Ok(Self(held))
+    }
+
+    /// The sets waiting for the human, oldest first.
+    ///
+    /// Raises `Failed` (`io`).
+    fn list(&self, py: Python<'_>) -> Result<Vec<HeldSet>> {
+        Ok(py
+            .detach(|| self.0.list())?
+            .into_iter()
+            .map(HeldSet)
+            .collect())
+    }
+
+    /// The set `id` in full: each change (with a diff for text, and the library's warnings)
+    /// and the `digest` that `apply` asks for.
+    ///
+    /// Raises `Refused` (`not_found`; `invalid_argument` while it is being worked on),
+    /// `Failed` (`io`).
+    fn show(&self, py: Python<'_>, id: &str) -> Result<SetReview> {
+        Ok(SetReview(py.detach(|| self.0.show(id))?))
+    }
+
+    /// Apply exactly what `show(id)` showed with `digest`: every change of the set, or those
+    /// at `paths` (as listed). A change that meets an edit of the human's made since stays
+    /// held (`still_held`).
+    ///
+    /// Raises `Refused` (`invalid_argument` without a reason, or when the set or the folder
+    /// changed since it was shown — show it again; `not_found` for an unknown set or a path
+    /// it does not hold; `revoked`, `read_only` when its grant no longer allows it),
+    /// `Failed` (`io`).
+    #[pyo3(signature = (id, digest, *, reason, paths=None, actor=None))]
+    fn apply(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        digest: &str,
+        reason: &str,
+        paths: Option<Vec<String>>,
+        actor: Option<&str>,
+    ) -> Result<Decided> {
+        let paths = paths.unwrap_or_default();
+        let actor = who(actor);
+        Ok(Decided(py.detach(|| {
+            self.0.apply(id, &paths, digest, reason, &actor)
+        })?))
+    }
+
+    /// Discard the set `id` whole: nothing of it reaches the folder.
+    ///
+    /// Raises `Refused` (`invalid_argument` without a reason, `not_found`), `Failed` (`io`).
+    #[pyo3(signature = (id, *, reason, actor=None))]
+    fn discard(
+        &self,
+        py: Python<'_>,
+        id: &str,
+        reason: &str,
+        actor: Option<&str>,
+    ) -> Result<Decided> {
+        let actor = who(actor);
+        Ok(Decided(py.detach(|| self.0.discard(id, reason, &actor))?))
+    }
+
+    fn __repr__(&self) -> String {
+        "HeldChanges(…)".to_owned()
+    }
+}
+
+report! {
+    /// A held change set, as a listing shows it (`safe-lanes changes --json`).
+    HeldSet(safe_lanes::changes::HeldSet) in "safe_lanes.human" {
+        /// Its id (`set_…`).
+        id: String,
+        /// The first grant it changed.
+        grant: String,
+        /// Every grant it changed.
+        grants: Vec<String>,
+        /// `exec` (a confined command) or `patch`.
+        origin: String,
+        /// The command, or the patched file (escaped).
+        command: String,
+        /// When it began (RFC 3339).
+        started: String,
+        /// Who asked (the agent).
+        actor: String,
+        /// The held changes.
+        held: Vec<HeldView> = |s| s.held.iter().cloned().map(HeldView).collect(),
+    }
+}
+
+report! {
+    /// One held change, as a listing shows it.
+    HeldView(safe_lanes::changes::HeldView) in "safe_lanes.human" {
+        /// The grant's alias.
+        grant: String,
+        /// The path, relative to the grant's folder (escaped).
+        path: String,
+        /// `created`, `modified`, `deleted`, `mode` or `link`.
+        change: &'static str = |h| h.change.as_str(),
+        /// Why it is held (`git_state`, `agent_config`, …).
+        why: &'static str = |h| h.why.as_str(),
+        /// What exactly, in words.
+        what: String,
+    }
+}
+
+report! {
+    /// A held change set in full (`safe-lanes changes show ID --json`): the set's fields, each
+    /// change, and the digest `HeldChanges.apply` is bound to.
+    SetReview(safe_lanes::changes::SetReview) in "safe_lanes.human" {
+        /// Its id (`set_…`).
+        id: String = |r| r.set.id.clone(),
+        /// The first grant it changed.
+        grant: String = |r| r.set.grant.clone(),
+        /// Every grant it changed.
+        grants: Vec<String> = |r| r.set.grants.clone(),
+        /// `exec` (a confined command) or `patch`.
+        origin: String = |r| r.set.origin.clone(),
+        /// The command, or the patched file (escaped).
+        command: String = |r| r.set.command.clone(),
+        /// When it began (RFC 3339).
+        started: String = |r| r.set.started.clone(),
+        /// Who asked (the agent).
+        actor: String = |r| r.set.actor.clone(),
+        /// The held changes, as listed.
+        held: Vec<HeldView> = |r| r.set.held.iter().cloned().map(HeldView).collect(),
+        /// Each held change in full.
+        changes: Vec<ChangeReview> = |r| r.changes.iter().cloned().map(ChangeReview).collect(),
+        /// The SHA-256 of everything shown: `apply` applies only while it is still the same.
+        digest: String,
+    }
+}
+
+report! {
+    /// One held change in full.
+    ChangeReview(safe_lanes::changes::ChangeReview) in "safe_lanes.human" {
+        /// The grant's alias.
+        grant: String = |c| c.held.grant.clone(),
+        /// The path, relative to the grant's folder (escaped).
+        path: String = |c| c.held.path.clone(),
+        /// `created`, `modified`, `deleted`, `mode` or `link`.
+        change: &'static str = |c| c.held.change.as_str(),
+        /// Why it is held.
+        why: &'static str = |c| c.held.why.as_str(),
+        /// What exactly, in words.
+        what: String = |c| c.held.what.clone(),
+        /// What the path would be: `file`, `directory`, `link`, or `absent` (a removal).
+        kind: &'static str,
+        /// What the folder has there now: `file`, `directory`, `link`, `other` or `absent`.
+        current: &'static str,
+        /// Its permission bits (octal), for a file or a directory.
+        mode: Option<String>,
+        /// Its size, for a file.
+        bytes: Option<u64>,
+        /// Its SHA-256, for a file.
+        sha256: Option<String>,
+        /// Its target, for a link (escaped).
+        target: Option<String>,
+        /// What it holds, for a directory (at most 200 paths, escaped).
+        entries: Vec<String>,
+        /// The unified diff from the folder's file to this one, when both are text.
+        diff: Option<String>,
+        /// What the library warns of, were it applied now.
+        warnings: Vec<String>,
+    }
+}
+
+report! {
+    /// What applying or discarding a held set did.
+    Decided(safe_lanes::changes::Decided) in "safe_lanes.human" {
+        /// The set.
+        id: String,
+        /// The changes now in the folder (applied) or gone (discarded).
+        paths: Vec<String>,
+        /// Changes that met an edit of the human's and stay held.
+        still_held: Vec<HeldView> = |d| d.still_held.iter().cloned().map(HeldView).collect(),
+        /// Whether the decision is in the audit log.
+        recorded: bool,
     }
 }

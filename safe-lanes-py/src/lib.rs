@@ -29,13 +29,16 @@ mod native {
     use super::deposit::{Sent, Staged, UploadDeposit, Uploader};
     #[pymodule_export]
     use super::desk::{
-        AgentDesk, CommandReport, Control, GrantInfo, GrantsList, Patched, RequestInfo,
-        RequestOutcome, Requested, Uploaded, UploadedContent,
+        AgentDesk, Changes, CommandReport, Control, GrantInfo, GrantsList, HeldPath, Patched,
+        RequestInfo, RequestOutcome, Requested, Uploaded, UploadedContent,
     };
     #[pymodule_export]
     use super::download::{DownloadLane, DownloadList, Entry, Saved};
     #[pymodule_export]
-    use super::human::{Grant, Grants, Proposal, Request};
+    use super::human::{
+        ChangeReview, Decided, Grant, Grants, HeldChanges, HeldSet, HeldView, Proposal, Request,
+        SetReview,
+    };
     #[pymodule_export]
     use super::process::{Hardening, SandboxSupport, harden, sandbox_support, sanitize};
     #[pymodule_export]

@@ -160,7 +160,7 @@ def test_the_agents_module_holds_no_way_to_change_a_grant():
     public = set(dir(safe_lanes))
     assert "Grants" not in public and "human" not in safe_lanes.__all__
     desk_methods = {m for m in dir(safe_lanes.AgentDesk) if not m.startswith("_")}
-    assert not desk_methods & {"add", "approve", "deny", "revoke", "set_access", "adopt"}
+    assert not desk_methods & {"add", "approve", "deny", "revoke", "set_access", "set_direct", "adopt", "apply", "discard"}
 
 
 @pytest.mark.parametrize(

@@ -84,7 +84,7 @@ def test_the_agents_module_does_not_load_the_humans():
     code = "import sys, safe_lanes; print('safe_lanes.human' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
-    assert not any(hasattr(safe_lanes, n) for n in ("Grants", "Grant", "Proposal"))
+    assert not any(hasattr(safe_lanes, n) for n in ("Grants", "Grant", "Proposal", "HeldChanges", "SetReview"))
 
 
 def test_sanitize_is_the_librarys(world):

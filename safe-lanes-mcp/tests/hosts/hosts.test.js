@@ -19,9 +19,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { canonical, codexAutoNeedsApproval, jsonDiff, mapSchema, mcpTraffic, resultText } from './analysis.js';
 import { runAll } from './drive.js';
-import { HOSTS, HOST_TIMEOUT_S, OUT, SESSIONS, TOOLS, dropWorld, installed } from './hosts.js';
+import { HOSTS, HOST_TIMEOUT_S, OUT, SESSIONS, TOOLS, cli, dropWorld, installed } from './hosts.js';
 import { exchangesOf, toolsOf } from './mock.js';
-import { FOREGROUND_SECONDS, LONG_SECONDS, SAVED_TEXT, UPLOADED_TEXT, labelExchanges, resultJson, scriptOf } from './session.js';
+import { FOREGROUND_SECONDS, HELD_FILE, LONG_SECONDS, SAVED_TEXT, UPLOADED_TEXT, labelExchanges, resultJson, scriptOf } from './session.js';
 import { serverListing } from './server.js';
 
 const sha256 = (s) => createHash('sha256').update(s).digest('hex');
@@ -245,6 +245,27 @@ function callTests(name) {
       check(j, r);
     });
   }
+
+  test(`a command writing ${HELD_FILE}: the model is told it is held, and it is not in the folder`, () => {
+    const r = need(name);
+    const e = one(r, 'held');
+    const call = served(r, e, 'shell_exec');
+    assert.ok(call, `the server never got the command; the model got: ${JSON.stringify(e.text)}`);
+    assert.notEqual(call.result?.isError, true, `the server refused it: ${resultText(call.result)}`);
+    const j = resultJson(e.text);
+    assert.ok(j, `the model got no JSON result: ${JSON.stringify(e.text)}`);
+    assert.deepEqual(j, call.result.structuredContent, 'what the model got is not what the server answered');
+    assert.equal(j.exit_code, 0, JSON.stringify(j));
+    assert.deepEqual(j.changes?.held, [{ path: HELD_FILE, why: 'agent_config', grant: 'proj' }], JSON.stringify(j.changes));
+    assert.equal(j.changes.published, 1, JSON.stringify(j.changes));
+    assert.match(j.changes.set, /^set_[0-9a-f]{16}$/);
+    assert.equal(fs.existsSync(path.join(r.world.proj, HELD_FILE)), false, `the held ${HELD_FILE} is in the folder`);
+    assert.equal(fs.readFileSync(path.join(r.world.proj, 'kept.txt'), 'utf8'), 'kept\n');
+    // The human's CLI lists the set the model was told of, holding that file.
+    const set = cli(r.world, 'changes', 'list').sets.find((s) => s.id === j.changes.set);
+    assert.ok(set, `safe-lanes changes does not list ${j.changes.set}`);
+    assert.deepEqual(set.held.map((h) => [h.path, h.why]), [[HELD_FILE, 'agent_config']]);
+  });
 
   test('an optional argument given as null, as its schema allows, is accepted (downloads_list cursor null)', () => {
     const r = need(name);

@@ -4,10 +4,12 @@
 mod downloads;
 mod fetch;
 mod folders;
+mod lab;
 mod leftovers;
 mod limits;
 mod malformed;
 mod narrowed;
+mod ordinary;
 mod process;
 mod raw;
 mod shell;

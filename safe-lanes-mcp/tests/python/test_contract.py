@@ -237,6 +237,7 @@ class EveryToolSucceeds(unittest.IsolatedAsyncioTestCase):
             created = await w.ok("folder_patch", {"alias": "proj", "path": "notes.txt", "diff": create})
             self.assertEqual(created, {
                 "path": str(proj.resolve() / "notes.txt"), "change": "created", "hunks": 1, "bytes": 8,
+                "held": False,
             })
             modified = await w.ok("folder_patch", {"alias": "proj", "path": "notes.txt", "diff": modify})
             self.assertEqual((modified["change"], modified["hunks"]), ("modified", 1))
@@ -258,6 +259,8 @@ class EveryToolSucceeds(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(done["stdout"], f"lane\n{proj.resolve()}\n")
             self.assertEqual(done["stderr"], "oops\n")
             self.assertEqual((done["timed_out"], done["truncated"], done["stopped"]), (False, False, None))
+            # It wrote nothing: nothing published, nothing held.
+            self.assertEqual(done["changes"], {"published": 0, "held": [], "set": None})
         with self.subTest(tool="shell_job_status"):
             job = await w.ok("shell_exec", {"command": "echo one; sleep 1; echo two", "background": True},
                              read_timeout_seconds=QUICK)
@@ -463,6 +466,10 @@ class Cancellation(unittest.IsolatedAsyncioTestCase):
         async with World(self) as w:
             proj = w.tmp / "proj"
             w.grant("proj", proj, "read_write")
+            # Direct, so that a write of the command's shows in the folder while it runs (a
+            # layered grant would publish it only when the command ends): the test watches
+            # the folder from outside for a write after the cancellation.
+            w.cli("grant", "set-access", "proj", "read_write", "--direct", "--reason", "test")
             mark = marker()
             # Without a cancellation the file appears after 3 s and the shell lives 30 s more.
             command = f'sleep 3; touch "$WORKFLOW_FOLDER_PROJ/late"; sleep 30.{mark}'
@@ -490,6 +497,49 @@ class Cancellation(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(answers, [], "the server answered the cancelled request")
             after = await w.ok("shell_exec", {"command": "echo still here"}, read_timeout_seconds=QUICK)
             self.assertEqual(after["stdout"], "still here\n")
+
+
+class ChangeSets(unittest.IsolatedAsyncioTestCase):
+    async def test_held_changes_reach_the_client_as_the_contract_says(self):
+        async with World(self) as w:
+            proj = w.tmp / "proj"
+            (proj / ".claude").mkdir()
+            w.grant("proj", proj, "read_write")
+            schemas = {t.name: t.output_schema for t in (await w.session.list_tools()).tools}
+
+            def valid(tool, result):
+                errors = [e.message for e in Draft202012Validator(schemas[tool]).iter_errors(result)]
+                self.assertEqual(errors, [], f"{tool}: {result}")
+
+            done = await w.ok("shell_exec", {
+                "command": "echo '{\"mcpServers\": {}}' > .mcp.json && echo fine > notes.txt",
+                "cwd": "proj", "timeout_s": 30,
+            })
+            valid("shell_exec", done)
+            self.assertEqual(done["exit_code"], 0, done)
+            changes = done["changes"]
+            self.assertEqual(changes["published"], 1, changes)
+            self.assertEqual(changes["held"], [{"path": ".mcp.json", "why": "agent_config", "grant": "proj"}])
+            self.assertRegex(changes["set"], r"^set_[0-9a-f]{16}$")
+            self.assertIn(changes["set"], changes["note"])
+            self.assertFalse((proj / ".mcp.json").exists(), "a held change reached the folder")
+            self.assertEqual((proj / "notes.txt").read_text(), "fine\n")
+
+            settings = "--- /dev/null\n+++ b/.claude/settings.json\n@@ -0,0 +1 @@\n+{}\n"
+            patched = await w.ok("folder_patch", {"alias": "proj", "path": ".claude/settings.json", "diff": settings})
+            valid("folder_patch", patched)
+            self.assertRegex(patched.get("set", ""), r"^set_[0-9a-f]{16}$")
+            self.assertEqual(patched, {
+                "path": str(proj.resolve() / ".claude" / "settings.json"), "change": "created", "hunks": 1,
+                "bytes": 3, "held": True, "set": patched["set"], "why": "agent_config",
+            })
+            self.assertEqual(list((proj / ".claude").iterdir()), [], "a held patch reached the folder")
+            # The human's side lists both sets, as the results named them.
+            listed = {s["id"]: [(h["path"], h["why"]) for h in s["held"]] for s in w.cli("changes", "list")["sets"]}
+            self.assertEqual(listed, {
+                changes["set"]: [(".mcp.json", "agent_config")],
+                patched["set"]: [(".claude/settings.json", "agent_config")],
+            })
 
 
 class Progress(unittest.IsolatedAsyncioTestCase):

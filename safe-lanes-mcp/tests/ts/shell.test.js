@@ -17,6 +17,10 @@ describe('cancellation', () => {
   test('an aborted shell_exec stops its whole process group, writes nothing after, gets no answer', async () => {
     await withWorld({}, async (w) => {
       w.grant('proj', w.dir.proj, 'read_write');
+      // Direct, so that a write of the command's shows in the folder while it runs (a layered
+      // grant would publish it only when the command ends): the test watches the folder from
+      // outside for a write after the cancellation.
+      w.cli('grant', 'set-access', 'proj', 'read_write', '--direct', '--reason', 'test');
       const late = path.join(w.dir.proj, 'late');
       const mark = marker();
       // Without a cancellation the file appears after 3 s and the shell lives on for 30 more.

@@ -178,7 +178,7 @@ describe('every tool succeeds (one server with an uploader)', () => {
   it('folder_patch: created, modified, deleted', async () => {
     const file = path.join(w.dir.proj, 'notes.txt');
     const created = await w.ok('folder_patch', { alias: 'proj', path: 'notes.txt', diff: diffCreate });
-    assert.deepEqual(created, { path: fs.realpathSync(file), change: 'created', hunks: 1, bytes: 8 });
+    assert.deepEqual(created, { path: fs.realpathSync(file), change: 'created', hunks: 1, bytes: 8, held: false });
     const modified = await w.ok('folder_patch', { alias: 'proj', path: 'notes.txt', diff: diffModify });
     assert.equal(modified.change, 'modified');
     assert.equal(modified.hunks, 1);
@@ -206,6 +206,8 @@ describe('every tool succeeds (one server with an uploader)', () => {
     assert.equal(done.timed_out, false);
     assert.equal(done.truncated, false);
     assert.equal(done.stopped, null);
+    // It wrote nothing: nothing published, nothing held.
+    assert.deepEqual(done.changes, { published: 0, held: [], set: null });
   });
 
   it('shell_exec in the background, then shell_job_status until it finishes', async () => {

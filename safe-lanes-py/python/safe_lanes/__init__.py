@@ -8,17 +8,20 @@ web page). Through this package a gateway lets the agent:
 - upload files only from folders the human allowlisted (`UploadSource`), staged in the deposit
   for an uploader (`UploadDeposit`, `Uploader`) and always erased;
 - use folders the human granted: list them, ask for more, patch files and run commands confined
-  to them (`AgentDesk`).
+  to them (`AgentDesk`). A command's writes reach a read-write folder when it ends, except
+  what the library holds for the human's review (git state, tools' and agent hosts'
+  configuration, start-up files …): `CommandReport.changes`, `Patched.held`.
 
-The human's side (approving, revoking) is `safe_lanes.human`; keep it out of what serves the
-agent. Every failure raises `Error` (`Refused` or `Failed`) with its stable `code`. Every call
-releases the GIL while it works.
+The human's side (approving, revoking, applying held changes) is `safe_lanes.human`; keep it
+out of what serves the agent. Every failure raises `Error` (`Refused` or `Failed`) with its
+stable `code`. Every call releases the GIL while it works.
 """
 
 from ._errors import Error, Failed, Refused
 from ._files import Opened
 from ._native import (
     AgentDesk,
+    Changes,
     CommandReport,
     Control,
     DownloadLane,
@@ -27,6 +30,7 @@ from ._native import (
     GrantInfo,
     GrantsList,
     Hardening,
+    HeldPath,
     Patched,
     RequestInfo,
     RequestOutcome,
@@ -49,6 +53,7 @@ from ._native import (
 
 __all__ = [
     "AgentDesk",
+    "Changes",
     "CommandReport",
     "Control",
     "DownloadLane",
@@ -59,6 +64,7 @@ __all__ = [
     "GrantInfo",
     "GrantsList",
     "Hardening",
+    "HeldPath",
     "Opened",
     "Patched",
     "Refused",

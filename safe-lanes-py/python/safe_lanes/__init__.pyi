@@ -8,6 +8,7 @@ from typing import Any, BinaryIO, Iterable, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "AgentDesk",
+    "Changes",
     "CommandReport",
     "Control",
     "DownloadLane",
@@ -18,6 +19,7 @@ __all__ = [
     "GrantInfo",
     "GrantsList",
     "Hardening",
+    "HeldPath",
     "Opened",
     "Patched",
     "Refused",
@@ -316,7 +318,12 @@ class GrantInfo:
     @property
     def vars(self) -> list[str]: ...
     @property
-    def allow_protected(self) -> list[str]: ...
+    def allow_protected(self) -> list[str]:
+        """The paths whose changes the human lets through without review."""
+    @property
+    def direct(self) -> bool:
+        """Whether the human made this read-write grant direct: commands write it at once,
+        nothing waits for review."""
     def to_dict(self) -> dict[str, Any]: ...
 
 class RequestInfo:
@@ -377,6 +384,40 @@ class Requested:
     def approve_with(self) -> str: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+class HeldPath:
+    """One change held for the human."""
+
+    @property
+    def path(self) -> str:
+        """Relative to the grant's folder."""
+    @property
+    def why(self) -> str:
+        """`git_state`, `tool_config`, `agent_config`, `editor_config`, `start_up`,
+        `link_outside`, `conflict` or `interrupted`."""
+    @property
+    def grant(self) -> str:
+        """The grant's alias."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+class Changes:
+    """What became of a command's changes to its read-write folders: published into them, or
+    held for the human (not in the folder until the human applies them)."""
+
+    @property
+    def published(self) -> int: ...
+    @property
+    def held(self) -> list[HeldPath]: ...
+    @property
+    def set(self) -> Optional[str]:
+        """The held change set (`set_…`), when something is held."""
+    @property
+    def dropped(self) -> int:
+        """Set-id files, devices, FIFOs and sockets are never created."""
+    @property
+    def note(self) -> Optional[str]:
+        """What was held and how the human applies it, in words."""
+    def to_dict(self) -> dict[str, Any]: ...
+
 class CommandReport:
     """A confined command: how it ended, or how a background job is doing."""
 
@@ -407,6 +448,9 @@ class CommandReport:
     def grants(self) -> list[Tuple[str, str]]: ...
     @property
     def success(self) -> bool: ...
+    @property
+    def changes(self) -> Changes:
+        """What became of its writes to read-write grants (once it has finished)."""
     def to_dict(self) -> dict[str, Any]: ...
 
 class UploadedContent:
@@ -451,6 +495,15 @@ class Patched:
     def hunks(self) -> int: ...
     @property
     def bytes(self) -> int: ...
+    @property
+    def held(self) -> bool:
+        """Whether the change was held for the human instead of made (the file unchanged)."""
+    @property
+    def set(self) -> Optional[str]:
+        """The change set holding it, when held."""
+    @property
+    def why(self) -> Optional[str]:
+        """Why it is held, when held (`git_state`, `agent_config`, …)."""
     def to_dict(self) -> dict[str, Any]: ...
 
 class AgentDesk:
@@ -489,7 +542,9 @@ class AgentDesk:
         vars: Sequence[str] = (),
         bin: Optional[str] = None,
     ) -> Requested: ...
-    def apply_patch(self, alias: str, path: str, diff: str) -> Patched: ...
+    def apply_patch(self, alias: str, path: str, diff: str) -> Patched:
+        """Apply `diff` to `path` of the read-write grant `alias`; a diff to a path the
+        human's tools act on is held (`Patched.held`), not applied."""
     def run(
         self,
         command: Union[str, Sequence[str]],
@@ -498,7 +553,9 @@ class AgentDesk:
         timeout: float = 60.0,
         control: Optional[Control] = None,
     ) -> CommandReport:
-        """Run `command` confined (`/bin/sh -c`); `control.stop()` or Ctrl-C stops it."""
+        """Run `command` confined (`/bin/sh -c`); `control.stop()` or Ctrl-C stops it. Its
+        writes to read-write grants reach the folders when it ends, except what is held
+        (`CommandReport.changes`)."""
     def run_background(
         self,
         command: Union[str, Sequence[str]],

@@ -226,9 +226,8 @@ impl HeldChanges {
             return Err(Error::InvalidArgument {
                 what: Shown::text(digest),
                 why: format!(
-                    "change set {id} or the folder changed since it was shown (its digest is now \
-                     {}): show it again, and apply what you see",
-                    review.digest
+                    "change set {id} or the folder changed since it was shown: show it again, \
+                     and apply what you see"
                 ),
             });
         }
@@ -393,23 +392,46 @@ fn needs_reason(reason: &str) -> Result<String> {
     Ok(reason)
 }
 
-/// The indexes of `held` that `paths` name (all, when none is named).
+/// The indexes of `held` that `paths` name (all, when none is named). A path is as listed,
+/// or `ALIAS:PATH` to name the grant where the set holds the same path in two.
 fn choose(held: &[HeldEntry], paths: &[String]) -> Result<Vec<usize>> {
     if paths.is_empty() {
         return Ok((0..held.len()).collect());
     }
     let mut out = Vec::new();
     for p in paths {
-        let want = Path::new(p.trim_start_matches("./"));
-        let i = held
-            .iter()
-            .position(|h| h.path == want)
-            .ok_or_else(|| Error::NotFound {
-                path: Shown::text(p),
-                why: "the change set holds no change at this path".into(),
-            })?;
-        if !out.contains(&i) {
-            out.push(i);
+        let matching = |grant: Option<&str>, path: &str| -> Vec<usize> {
+            let want = Path::new(path.trim_start_matches("./"));
+            (0..held.len())
+                .filter(|&i| held[i].path == want && grant.is_none_or(|g| held[i].grant == g))
+                .collect()
+        };
+        let mut found = matching(None, p);
+        if found.is_empty()
+            && let Some((grant, path)) = p.split_once(':')
+        {
+            found = matching(Some(grant), path);
+        }
+        match found.as_slice() {
+            [i] => {
+                if !out.contains(i) {
+                    out.push(*i);
+                }
+            }
+            [] => {
+                return Err(Error::NotFound {
+                    path: Shown::text(p),
+                    why: "the change set holds no change at this path".into(),
+                });
+            }
+            _ => {
+                return Err(Error::InvalidArgument {
+                    what: Shown::text(p),
+                    why: "the change set holds this path in more than one grant: name the \
+                          grant too, as ALIAS:PATH"
+                        .into(),
+                });
+            }
         }
     }
     Ok(out)
@@ -686,4 +708,51 @@ fn text_diff(
             .join("\t")
     };
     Some(patch.lines().map(shown).collect::<Vec<_>>().join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(grant: &str, layer: usize, path: &str) -> HeldEntry {
+        HeldEntry {
+            grant: grant.into(),
+            layer,
+            path: path.into(),
+            change: ChangeWord::Created,
+            why: Why::ToolConfig,
+            what: String::new(),
+            mode: None,
+        }
+    }
+
+    #[test]
+    fn a_path_held_in_two_grants_is_named_with_its_grant() {
+        let held = [
+            entry("p", 0, ".envrc"),
+            entry("q", 1, ".envrc"),
+            entry("p", 0, "x"),
+        ];
+        let all = |paths: &[&str]| {
+            choose(
+                &held,
+                &paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(all(&[]).unwrap(), [0, 1, 2]);
+        assert_eq!(all(&["x", "./x"]).unwrap(), [2]);
+        assert_eq!(all(&["q:.envrc"]).unwrap(), [1]);
+        assert_eq!(all(&["p:.envrc", "x"]).unwrap(), [0, 2]);
+        assert_eq!(
+            all(&[".envrc"]).unwrap_err().code().as_str(),
+            "invalid_argument"
+        );
+        for missing in ["y", "r:.envrc", "q:x", ""] {
+            assert_eq!(
+                all(&[missing]).unwrap_err().code().as_str(),
+                "not_found",
+                "{missing}"
+            );
+        }
+    }
 }

@@ -540,9 +540,19 @@ fn new_tmpfs(mode: &CStr, size: &CStr) -> rustix::io::Result<OwnedFd> {
 /// root's): `nosuid`, `nodev`, extended attributes in the `user.` namespace (which a user
 /// namespace may write). Each layer is named by its descriptor (`/proc/self/fd/N`, resolved
 /// to the very directory re-opened), so no path is looked up again.
+///
+/// `volatile` where the kernel has it (Linux 5.10): overlayfs otherwise syncs the whole file
+/// system of its upper layer when it is unmounted, which every command's end would wait for
+/// (a `sync` of the state root's disk, whatever else is dirty on it). Nothing depends on the
+/// layer being on disk before it is read: its content is published by renames, or held, as
+/// plain files, no more and no less durable than what a command writes to a folder directly;
+/// the journal that publishes it is `fsync`ed on its own (ADR 0027). The work directory,
+/// where overlayfs marks a volatile mount, is the command's own and goes with its set.
 fn new_overlay(lower: &OwnedFd, upper: &OwnedFd, work: &OwnedFd) -> rustix::io::Result<OwnedFd> {
     let fs = rustix::mount::fsopen(c"overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
     rustix::mount::fsconfig_set_flag(&fs, c"userxattr")?;
+    // An optimization only: a kernel without it mounts the same overlay, syncing at its end.
+    let _ = rustix::mount::fsconfig_set_flag(&fs, c"volatile");
     for (key, fd) in [
         (c"lowerdir", lower),
         (c"upperdir", upper),

@@ -1326,7 +1326,7 @@ pub fn can_be_direct(access: Access, kind: Kind) -> Result<()> {
         Ok(())
     } else {
         Err(Error::InvalidArgument {
-            what: Shown::text("--direct"),
+            what: Shown::text("direct"),
             why: "only a read-write folder grant can be written directly".into(),
         })
     }
