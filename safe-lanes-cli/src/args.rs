@@ -375,6 +375,9 @@ pub(crate) enum ChangesCommand {
     Discard {
         /// The set's id.
         id: String,
+        /// Discard only while the set is what `changes show` showed with this digest.
+        #[arg(long)]
+        digest: Option<String>,
         /// Why, for the audit log.
         #[arg(long, default_value = "")]
         reason: String,

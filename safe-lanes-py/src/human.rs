@@ -337,19 +337,24 @@ impl HeldChanges {
         })?))
     }
 
-    /// Discard the set `id` whole: nothing of it reaches the folder.
+    /// Discard the set `id` whole: nothing of it reaches the folder. With `digest` (what
+    /// `show(id)` gave), only while the set is still what was shown.
     ///
-    /// Raises `Refused` (`invalid_argument` without a reason, `not_found`), `Failed` (`io`).
-    #[pyo3(signature = (id, *, reason, actor=None))]
+    /// Raises `Refused` (`invalid_argument` without a reason, or with a digest that no longer
+    /// holds; `not_found`), `Failed` (`io`).
+    #[pyo3(signature = (id, *, reason, digest=None, actor=None))]
     fn discard(
         &self,
         py: Python<'_>,
         id: &str,
         reason: &str,
+        digest: Option<&str>,
         actor: Option<&str>,
     ) -> Result<Decided> {
         let actor = who(actor);
-        Ok(Decided(py.detach(|| self.0.discard(id, reason, &actor))?))
+        Ok(Decided(
+            py.detach(|| self.0.discard(id, digest, reason, &actor))?,
+        ))
     }
 
     fn __repr__(&self) -> String {

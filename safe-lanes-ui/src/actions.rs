@@ -170,9 +170,16 @@ fn describe(g: &Recorded<Grant>) -> String {
 
 /// Why an action did nothing.
 #[derive(Debug)]
-enum Refusal {
+pub(crate) enum Refusal {
     /// The request is no longer pending as the page showed it.
     Stale,
+    /// The held change set (named) or its folder changed since the page showed it: its
+    /// digest is no longer the one shown.
+    SetChanged(String),
+    /// "Apply the ticked changes" with no change ticked.
+    NothingTicked,
+    /// A ticked path the held change set does not hold (as the review listed it).
+    NotInSet(String),
     /// The library refused.
     Library(Error),
 }
@@ -189,6 +196,22 @@ impl std::fmt::Display for Refusal {
             Refusal::Stale => f.write_str(
                 "Nothing was approved: this request changed since the page was shown (it was \
                  filed again, decided or expired). Review it as it is now.",
+            ),
+            Refusal::SetChanged(id) => write!(
+                f,
+                "Nothing was applied or discarded: change set {id} or its folder changed since \
+                 it was shown (its digest is no longer the one you reviewed). It is shown again \
+                 as it is now: review it, then decide.",
+            ),
+            Refusal::NothingTicked => f.write_str(
+                "Nothing was applied: no change was ticked. Tick the changes to apply, or \
+                 choose to apply all of them.",
+            ),
+            Refusal::NotInSet(path) => write!(
+                f,
+                "Nothing was applied: the change set holds no change at {}. Review it as it \
+                 is now.",
+                Shown::text(path)
             ),
             Refusal::Library(e) => write!(f, "Nothing was changed ({}): {}", e.code(), e.message()),
         }
@@ -253,7 +276,7 @@ impl App {
     }
 
     /// Say what an action did on the next page, and go to `page`.
-    fn report_to(&self, page: &'static str, done: Result<String, Refusal>) -> Response {
+    pub(crate) fn report_to(&self, page: &str, done: Result<String, Refusal>) -> Response {
         let flash = match done {
             Ok(text) => Flash { done: true, text },
             Err(refusal) => Flash {

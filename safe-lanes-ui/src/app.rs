@@ -13,7 +13,7 @@ use axum::routing::{get, post};
 use safe_lanes::{Grants, StateRoot};
 
 use crate::session::Sessions;
-use crate::{Options, actions, guard, live, pages};
+use crate::{Options, actions, guard, held, live, pages};
 
 /// Where the page is, as a browser names it.
 #[derive(Debug)]
@@ -116,6 +116,11 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/pick", get(pages::pick))
         .route("/review", get(crate::review::review))
         .route("/downloads", get(pages::downloads))
+        .route("/changes", get(held::list))
+        .route("/changes/review", get(held::review))
+        .route("/changes/confirm", get(held::confirm))
+        .route("/changes/apply", post(held::apply))
+        .route("/changes/discard", post(held::discard))
         .route("/session", get(pages::sign_in))
         .route("/events", get(live::events))
         .route("/assets/style.css", get(pages::style))

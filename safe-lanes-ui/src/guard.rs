@@ -155,3 +155,30 @@ impl<T: DeserializeOwned + Send> FromRequest<Arc<App>> for Posted<T> {
         Ok(Posted(form))
     }
 }
+
+/// A form posted by the signed-in human whose fields may repeat (the ticked boxes of a list):
+/// its name–value pairs in order, the CSRF token checked and taken out.
+#[derive(Debug)]
+pub(crate) struct PostedPairs(pub(crate) Vec<(String, String)>);
+
+impl FromRequest<Arc<App>> for PostedPairs {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, app: &Arc<App>) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let human = Human::from_request_parts(&mut parts, app).await?;
+        let request = Request::from_parts(parts, body);
+        let Form(pairs) = Form::<Vec<(String, String)>>::from_request(request, app)
+            .await
+            .map_err(|e| refused(StatusCode::BAD_REQUEST, &e.body_text()))?;
+        let (tokens, pairs): (Vec<_>, Vec<_>) = pairs.into_iter().partition(|(k, _)| k == "csrf");
+        // Exactly one token, the session's: two could be one forged and one copied.
+        if !matches!(tokens.as_slice(), [(_, csrf)] if same_secret(&human.csrf, csrf)) {
+            return Err(refused(
+                StatusCode::FORBIDDEN,
+                "This form is missing its token or carries another page's: reload the page.",
+            ));
+        }
+        Ok(PostedPairs(pairs))
+    }
+}

@@ -1,5 +1,7 @@
-//! The human's approval page: the grants, the pending requests and the changelog of one state
-//! root in a local web page, with approve, deny, narrow, revoke and add, and a folder picker.
+//! The human's approval page: the grants, the pending requests, the held changes and the
+//! changelog of one state root in a local web page, with approve, deny, narrow, revoke and add,
+//! a folder picker, and the review of what the library held of confined commands' writes
+//! (apply all, apply some, or discard).
 //!
 //! It is the trusted side, like the command line, and makes every change through the same
 //! library calls ([`safe_lanes::Grants`]); it holds no rule of its own. What it adds is the
@@ -39,6 +41,7 @@ mod actions;
 mod app;
 mod connections;
 mod guard;
+mod held;
 mod live;
 mod pages;
 mod review;

@@ -80,16 +80,23 @@ pub(crate) struct Chosen {
     add_access: Option<String>,
 }
 
-/// `GET /`: the pending requests, the grants, and the add form.
+/// `GET /`: the pending requests, how many change sets are held, the grants, and the add
+/// form.
 pub(crate) async fn overview(
     State(app): State<Arc<App>>,
     human: Human,
     Query(chosen): Query<Chosen>,
 ) -> Response {
     let read = app
-        .blocking(|app| Ok::<_, safe_lanes::Error>((app.grants.proposals()?, app.grants.list()?)))
+        .blocking(|app| {
+            let held = safe_lanes::changes::HeldChanges::open(Arc::clone(&app.grants))
+                .and_then(|held| held.list())
+                .map(|sets| sets.len())
+                .map_err(|e| format!("({}) {}", e.code(), e.message()));
+            Ok::<_, safe_lanes::Error>((app.grants.proposals()?, app.grants.list()?, held))
+        })
         .await;
-    let (proposals, listing) = match read {
+    let (proposals, listing, held) = match read {
         Ok(read) => read,
         Err(e) => return refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
@@ -109,6 +116,7 @@ pub(crate) async fn overview(
         requests,
         grants: listing.grants.iter().map(GrantRow::of).collect(),
         add,
+        held,
     };
     Html(view::render(&page)).into_response()
 }

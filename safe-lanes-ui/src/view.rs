@@ -109,6 +109,8 @@ pub(crate) struct GrantRow {
     pub(crate) unavailable: Option<String>,
     /// The protected paths the human lifted for it (escaped), empty when none.
     pub(crate) lifted: Vec<String>,
+    /// The library's warning for a direct read-write grant (no layer: nothing is held).
+    pub(crate) direct: Option<String>,
 }
 
 impl GrantRow {
@@ -128,6 +130,8 @@ impl GrantRow {
                 .iter()
                 .map(|l| safe_lanes::Shown::text(l.as_str()).to_string())
                 .collect(),
+            direct: safe_lanes::risk::direct_warning(&view.grant)
+                .map(|w| Shown::message(&w).to_string()),
         }
     }
 }
@@ -147,6 +151,8 @@ pub(crate) struct Overview {
     pub(crate) requests: Vec<RequestView>,
     pub(crate) grants: Vec<GrantRow>,
     pub(crate) add: AddForm,
+    /// How many change sets wait for the human, or why they could not be read.
+    pub(crate) held: Result<usize, String>,
 }
 
 /// One changelog entry as shown.
@@ -455,4 +461,169 @@ pub(crate) struct ReviewPage {
     pub(crate) action: &'static str,
     pub(crate) hidden: Vec<(&'static str, String)>,
     pub(crate) confirm: &'static str,
+}
+
+/// One held change as a listing shows it ([`safe_lanes::changes::HeldView`]).
+#[derive(Debug)]
+pub(crate) struct HeldRow {
+    pub(crate) grant: String,
+    /// The path relative to the grant's folder, escaped (as the library names it).
+    pub(crate) path: String,
+    /// `created`, `modified`, `deleted`, `mode` or `link`.
+    pub(crate) change: &'static str,
+    /// Why it is held (`agent_config`, `git_state` …).
+    pub(crate) why: &'static str,
+    /// What exactly, in words.
+    pub(crate) what: String,
+}
+
+impl HeldRow {
+    pub(crate) fn of(h: &safe_lanes::changes::HeldView) -> Self {
+        Self {
+            grant: Shown::text(&h.grant).to_string(),
+            path: Shown::message(&h.path).to_string(),
+            change: h.change.as_str(),
+            why: h.why.as_str(),
+            what: Shown::message(&h.what).to_string(),
+        }
+    }
+}
+
+/// A held change set as the "Held changes" tab shows it ([`safe_lanes::changes::HeldSet`]).
+#[derive(Debug)]
+pub(crate) struct HeldSetRow {
+    pub(crate) id: String,
+    /// The grants it changed, comma-separated.
+    pub(crate) grants: String,
+    /// `exec` or `patch`.
+    pub(crate) origin: String,
+    /// The command, or the patched file (escaped).
+    pub(crate) command: String,
+    /// When it began, local time with the offset.
+    pub(crate) when: String,
+    /// Who asked (the agent), as the changelog shows an actor.
+    pub(crate) who: String,
+    pub(crate) held: Vec<HeldRow>,
+    /// The link to its review.
+    pub(crate) review: String,
+}
+
+impl HeldSetRow {
+    pub(crate) fn of(s: &safe_lanes::changes::HeldSet) -> Self {
+        Self {
+            id: Shown::text(&s.id).to_string(),
+            grants: s
+                .grants
+                .iter()
+                .map(|g| Shown::text(g).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            origin: Shown::text(&s.origin).to_string(),
+            command: Shown::message(&s.command).to_string(),
+            when: safe_lanes::audit_view::local_time(&s.started),
+            who: safe_lanes::Actor::shown(&s.actor),
+            held: s.held.iter().map(HeldRow::of).collect(),
+            review: format!("/changes/review?{}", query(&[("set", &s.id)])),
+        }
+    }
+}
+
+/// `/changes`: the change sets waiting for the human.
+#[derive(Template)]
+#[template(path = "held.html")]
+pub(crate) struct Held {
+    pub(crate) chrome: Chrome,
+    pub(crate) sets: Vec<HeldSetRow>,
+    /// Why the sets could not be read, if they could not.
+    pub(crate) error: Option<String>,
+}
+
+/// One held change in full, as its review shows it ([`safe_lanes::changes::ChangeReview`]).
+#[derive(Debug)]
+pub(crate) struct ChangeView {
+    /// Its place in the set (1-based): the page's element ids use it, a path cannot be one.
+    pub(crate) n: usize,
+    pub(crate) held: HeldRow,
+    /// What the path would be: `file`, `directory`, `link` or `absent`.
+    pub(crate) kind: &'static str,
+    /// What the folder has there now.
+    pub(crate) current: &'static str,
+    /// Permission bits, octal.
+    pub(crate) mode: Option<String>,
+    /// The size in words and in bytes, for a file.
+    pub(crate) size: Option<String>,
+    pub(crate) sha256: Option<String>,
+    /// The link's target (escaped).
+    pub(crate) target: Option<String>,
+    /// What a directory holds (escaped; at most the library's count).
+    pub(crate) entries: Vec<String>,
+    /// The unified diff, each line escaped by the library, the lines kept.
+    pub(crate) diff: Option<String>,
+    /// What the library warns of, were it applied now.
+    pub(crate) warnings: Vec<String>,
+}
+
+impl ChangeView {
+    pub(crate) fn of(n: usize, c: &safe_lanes::changes::ChangeReview) -> Self {
+        Self {
+            n,
+            held: HeldRow::of(&c.held),
+            kind: c.kind,
+            current: c.current,
+            mode: c.mode.as_deref().map(|m| Shown::text(m).to_string()),
+            size: c.bytes.map(|b| {
+                let words = safe_lanes::risk::bytes_in_words(b);
+                if b < 1024 {
+                    words
+                } else {
+                    format!("{words} ({b} bytes)")
+                }
+            }),
+            sha256: c.sha256.as_deref().map(|s| Shown::text(s).to_string()),
+            target: c.target.as_deref().map(|t| Shown::message(t).to_string()),
+            entries: c
+                .entries
+                .iter()
+                .map(|e| Shown::message(e).to_string())
+                .collect(),
+            diff: c.diff.clone(),
+            warnings: c
+                .warnings
+                .iter()
+                .map(|w| Shown::message(w).to_string())
+                .collect(),
+        }
+    }
+}
+
+/// `/changes/review`: a held change set in full, the changes to tick, and the three choices.
+#[derive(Template)]
+#[template(path = "held_review.html")]
+pub(crate) struct HeldReview {
+    pub(crate) chrome: Chrome,
+    pub(crate) set: HeldSetRow,
+    pub(crate) changes: Vec<ChangeView>,
+    /// The digest of everything shown: the confirmation carries it.
+    pub(crate) digest: String,
+}
+
+/// `/changes/confirm`: exactly what will be applied or discarded, and the form that does it.
+#[derive(Template)]
+#[template(path = "held_confirm.html")]
+pub(crate) struct HeldConfirm {
+    pub(crate) chrome: Chrome,
+    pub(crate) set: HeldSetRow,
+    /// `apply` or `discard`.
+    pub(crate) verb: &'static str,
+    /// The changes the confirmation applies or discards.
+    pub(crate) chosen: Vec<ChangeView>,
+    /// The changes that stay held (applying some only).
+    pub(crate) kept: Vec<ChangeView>,
+    pub(crate) digest: String,
+    /// Where the confirmation goes, and what it carries.
+    pub(crate) action: &'static str,
+    pub(crate) hidden: Vec<(&'static str, String)>,
+    pub(crate) confirm: String,
+    /// The review, to go back to.
+    pub(crate) back: String,
 }

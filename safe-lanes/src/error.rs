@@ -158,16 +158,14 @@ impl Shown {
 
     /// Render raw bytes (invalid UTF-8 is escaped byte by byte).
     pub fn bytes(raw: &[u8]) -> Self {
-        let mut out = String::new();
-        for chunk in raw.utf8_chunks() {
-            for c in chunk.valid().chars() {
-                push_escaped(&mut out, c);
-            }
-            for b in chunk.invalid() {
-                out.push_str(&format!("\\x{b:02x}"));
-            }
-        }
-        Shown(shorten(out))
+        Shown(shorten(escaped(raw)))
+    }
+
+    /// Render a path whole: escaped as [`Shown::path`] does, never shortened. Two paths
+    /// never render alike (a backslash is escaped too), so the rendering names the path: a
+    /// screen can show it, and the human can hand it back to say which one.
+    pub fn whole_path(path: &Path) -> Self {
+        Shown(escaped(path.as_os_str().as_encoded_bytes()))
     }
 
     /// Render a string.
@@ -201,6 +199,20 @@ impl Shown {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// `raw` with what would be hidden escaped: see [`Shown`].
+fn escaped(raw: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in raw.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            push_escaped(&mut out, c);
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 fn push_escaped(out: &mut String, c: char) {

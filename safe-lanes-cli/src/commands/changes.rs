@@ -51,9 +51,14 @@ pub(crate) fn run(
             text.push_str(&Unrecorded::Change.warning(done.recorded));
             Ok(Report::ok(json!(done), text))
         }
-        ChangesCommand::Discard { id, reason, actor } => {
+        ChangesCommand::Discard {
+            id,
+            digest,
+            reason,
+            actor,
+        } => {
             let reason = ask::reason(&reason, "reason (for the audit log): ")?;
-            let done = held.discard(&id, &reason, &who(actor))?;
+            let done = held.discard(&id, digest.as_deref(), &reason, &who(actor))?;
             let text = format!("discarded {id} ({} change(s))", done.paths.len())
                 + &Unrecorded::Change.warning(done.recorded);
             Ok(Report::ok(json!(done), text))

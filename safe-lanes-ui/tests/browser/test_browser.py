@@ -23,6 +23,7 @@ from mcp.client.stdio import stdio_client
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -108,7 +109,21 @@ class Page(unittest.TestCase):
         (every form of the page posts and gets a new page), so what is read next is the answer's."""
         page = self.browser.find_element(By.TAG_NAME, "html")
         button.click()
-        WebDriverWait(self.browser, WAIT).until(EC.staleness_of(page))
+
+        def replaced(_):
+            try:
+                page.is_enabled()
+                return False
+            except StaleElementReferenceException:
+                return True
+            except WebDriverException as e:
+                # Asked in the middle of the navigation, Chromium may answer that the node
+                # left its document rather than that it is stale: it was replaced all the same.
+                if "does not belong to the document" in str(e):
+                    return True
+                raise
+
+        WebDriverWait(self.browser, WAIT).until(replaced)
 
     def flash(self):
         return self.wait_for(By.ID, "flash").text
@@ -190,7 +205,9 @@ class Approvals(Page):
         self.shot("chosen")
         self.browser.find_element(By.ID, f"{rid}-approve").click()
         self.assertIn("may read, create, change, rename and delete", self.wait_for(By.ID, "review-allows").text)
-        self.assertIn(".vscode (absent: cannot be made)", self.wait_for(By.ID, "review-protected").text)
+        # A read-write folder's review says that what the human's tools act on waits for them.
+        self.assertIn("git state", self.wait_for(By.ID, "review-allows").text)
+        self.assertIn("waits for you", self.wait_for(By.ID, "review-allows").text)
         self.confirm(rid, "the alpha build")
         self.assertIn("Approved", self.flash())
         grant = self.grants()["alpha"]
@@ -238,7 +255,7 @@ class Screens(Page):
         self.request("projects", "read_write", "to run the tests")
         for page, ready in [("/", "requests-h"), ("/pick?access=read_only", "here"),
                             ("/changelog", "main"), ("/audit", "chain"), ("/downloads", "main"),
-                            ("/uploads", "main")]:
+                            ("/uploads", "main"), ("/changes", "held-h")]:
             self.browser.get(self.url.split("/session")[0] + page)
             self.wait_for(By.ID, ready)
             unlabelled = self.browser.execute_script("""
@@ -405,3 +422,71 @@ class Judging(Page):
         events = [json.loads(l)["event"] for l in (self.root / "audit.jsonl").read_text().splitlines()]
         self.assertEqual([e for e in events if e.startswith("upload_roots.")],
                          ["upload_roots.add", "upload_roots.remove"])
+
+
+class Held(Page):
+    """The changes a confined command wrote that the library held for the human, reviewed
+    and confirmed in two steps."""
+
+    def test_a_held_change_is_reviewed_ticked_confirmed_and_applied(self):
+        proj = (self.home / "projects/alpha").resolve()
+        self.cli("grant", "add", "--alias", "alpha", "--path", str(proj), "--access", "read_write",
+                 "--reason", "the alpha build")
+        done = self.agent("shell_exec", {
+            "command": "mkdir .claude && echo '{}' > .claude/settings.json"
+                       " && printf '# notes\\nsecond line\\n' > CLAUDE.md && echo ok > fine.txt",
+            "cwd": "alpha", "timeout_s": 60,
+        })
+        self.assertEqual(done["exit_code"], 0, done)
+        changes = done["changes"]
+        set_id = changes["set"]
+        self.assertEqual(sorted((h["path"], h["why"]) for h in changes["held"]),
+                         [(".claude", "agent_config"), ("CLAUDE.md", "agent_config")])
+        self.assertTrue((proj / "fine.txt").exists(), "published at once")
+        self.assertFalse((proj / "CLAUDE.md").exists(), "held, not in the folder")
+        # The overview counts the set and leads to the tab.
+        self.browser.refresh()
+        self.assertEqual(self.wait_for(By.ID, "held-count").text, "1")
+        self.wait_for(By.ID, "nav-changes").click()
+        card = self.wait_for(By.ID, set_id)
+        self.assertIn("alpha:CLAUDE.md", card.text)
+        self.assertIn("agent_config", card.text)
+        self.shot("held-list", whole=True)
+        # Step one: the review, which changes nothing.
+        card.find_element(By.ID, f"{set_id}-review").click()
+        digest = self.wait_for(By.ID, "held-digest").text
+        self.assertEqual(digest, self.cli("changes", "show", set_id)["digest"])
+        tick = self.browser.find_element(By.CSS_SELECTOR, "input[name=path][value='CLAUDE.md']")
+        article = tick.find_element(By.XPATH, "ancestor::article")
+        diff = article.find_element(By.CSS_SELECTOR, "pre.diff").text
+        self.assertIn("+# notes\n+second line", diff)
+        self.assertIn("agent_config", article.find_element(By.CSS_SELECTOR, ".warnings").text)
+        self.shot("held-review", whole=True)
+        tick.click()
+        self.press(self.browser.find_element(By.ID, "held-apply-selected"))
+        # Step two: exactly what is applied, what stays held, and the reason.
+        chosen = self.wait_for(By.ID, "held-chosen").text
+        self.assertIn("alpha:CLAUDE.md", chosen)
+        self.assertNotIn("alpha:.claude", chosen)
+        self.assertIn("alpha:.claude", self.browser.find_element(By.ID, "held-kept").text)
+        self.assertEqual(self.browser.find_element(By.ID, "held-digest").text, digest)
+        # Without a reason the browser does not send it.
+        self.browser.find_element(By.ID, "held-confirm").click()
+        self.assertEqual(self.browser.find_elements(By.ID, "flash"), [])
+        self.assertFalse((proj / "CLAUDE.md").exists())
+        self.shot("held-confirm", whole=True)
+        self.browser.find_element(By.ID, "held-reason").send_keys("the notes are fine")
+        self.press(self.browser.find_element(By.ID, "held-confirm"))
+        said = self.flash()
+        self.assertIn(f"Applied 1 change of change set {set_id}: CLAUDE.md", said)
+        self.shot("held-applied", whole=True)
+        self.assertEqual((proj / "CLAUDE.md").read_text(), "# notes\nsecond line\n")
+        self.assertFalse((proj / ".claude").exists(), "not ticked, still held")
+        sets = self.cli("changes")["sets"]
+        self.assertEqual([[h["path"] for h in s["held"]] for s in sets], [[".claude"]])
+        card = self.wait_for(By.ID, set_id)
+        self.assertNotIn("alpha:CLAUDE.md", card.text)
+        records = [json.loads(l) for l in (self.root / "audit.jsonl").read_text().splitlines()]
+        applied = [r for r in records if r["event"] == "change.applied"]
+        self.assertEqual(len(applied), 1)
+        self.assertIn("the notes are fine", json.dumps(applied[0]))

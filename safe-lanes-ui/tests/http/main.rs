@@ -5,4 +5,5 @@ mod actions;
 mod changelog;
 mod client;
 mod guard;
+mod held;
 mod uploads;

@@ -36,6 +36,30 @@ impl Anchor {
         mode: u32,
         publish: Publish,
     ) -> Result<()> {
+        self.write_file_as(name, bytes, mode, publish, true)
+    }
+
+    /// [`Anchor::write_file`] without the `fsync`s: atomic for every reader and across the
+    /// death of any process, as durable as the file system makes it on its own (the change
+    /// sets' journals, whose records in the audit log are no more).
+    pub(crate) fn write_file_unsynced(
+        &self,
+        name: Name<'_>,
+        bytes: &[u8],
+        mode: u32,
+        publish: Publish,
+    ) -> Result<()> {
+        self.write_file_as(name, bytes, mode, publish, false)
+    }
+
+    fn write_file_as(
+        &self,
+        name: Name<'_>,
+        bytes: &[u8],
+        mode: u32,
+        publish: Publish,
+        durable: bool,
+    ) -> Result<()> {
         let tmp = temp_name(name);
         let tmp = Name::new(&tmp)?;
         let fd = self.create_new(tmp, 0o600)?;
@@ -45,12 +69,14 @@ impl Anchor {
                 .map_err(|e| Error::io("fchmod", shown.clone(), e))?;
             crate::fd::write_all(fd.as_fd(), bytes)
                 .map_err(|e| Error::io("write", shown.clone(), e))?;
-            rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", shown, e))?;
+            if durable {
+                rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", shown, e))?;
+            }
             match publish {
                 Publish::Replace => self.rename_replace(tmp, name)?,
                 Publish::New => self.rename_new(tmp, name)?,
             }
-            self.sync()
+            if durable { self.sync() } else { Ok(()) }
         })();
         if written.is_err() {
             let _ = self.remove_file(tmp);

@@ -60,7 +60,9 @@ pub struct HeldSet {
 pub struct HeldView {
     /// The grant's alias.
     pub grant: String,
-    /// The path, relative to the grant's folder.
+    /// The path, relative to the grant's folder, escaped whole (a hidden character as
+    /// `\u{…}`, a byte that is not UTF-8 as `\x..`, a backslash as `\\`): what `apply`'s
+    /// paths name it by.
     pub path: String,
     /// `created`, `modified`, `deleted`, `mode` or `link`.
     pub change: ChangeWord,
@@ -222,15 +224,7 @@ impl HeldChanges {
         let reason = needs_reason(reason)?;
         let set = self.store()?.take(id)?;
         let review = self.review(&set)?;
-        if review.digest != digest.trim() {
-            return Err(Error::InvalidArgument {
-                what: Shown::text(digest),
-                why: format!(
-                    "change set {id} or the folder changed since it was shown: show it again, \
-                     and apply what you see"
-                ),
-            });
-        }
+        check_digest(id, &review.digest, digest)?;
         let held = set.held()?;
         let chosen = choose(&held, paths)?;
         let snapshot = self.session.snapshot()?;
@@ -259,14 +253,13 @@ impl HeldChanges {
                 Some(root) => lstat_rel(root, &h.path)?,
                 None => None,
             };
-            let entry = h.clone();
             match (h.change, source, current) {
                 (ChangeWord::Deleted, _, Some(before)) => ops.push(Op::Delete {
                     layer: h.layer,
                     path: h.path.clone(),
                     before,
                     trash: i,
-                    held: entry,
+                    change: h.change,
                 }),
                 (ChangeWord::Deleted, _, None) => {}
                 (ChangeWord::Mode, _, Some(before)) => {
@@ -276,7 +269,7 @@ impl HeldChanges {
                             path: h.path.clone(),
                             mode,
                             before,
-                            held: entry,
+                            change: h.change,
                         });
                     }
                 }
@@ -288,7 +281,7 @@ impl HeldChanges {
                             layer: h.layer,
                             path: h.path.clone(),
                             entry: source,
-                            held: entry,
+                            change: h.change,
                         },
                         Some(before) => Op::Replace {
                             from: Tree::Held,
@@ -296,7 +289,7 @@ impl HeldChanges {
                             path: h.path.clone(),
                             entry: source,
                             before,
-                            held: entry,
+                            change: h.change,
                         },
                     });
                     ops.push(Op::Forget {
@@ -345,14 +338,25 @@ impl HeldChanges {
     }
 
     /// Discard set `id` whole, as the human (`actor`) decided for `reason`: nothing of it
-    /// reaches the folder.
+    /// reaches the folder. With `digest`, only while the set is still what was shown with it
+    /// (a screen that showed it first); without, whatever it holds (the human named it).
     ///
     /// # Errors
     ///
-    /// `invalid_argument` without a reason; `not_found`; `io`.
-    pub fn discard(&self, id: &str, reason: &str, actor: &str) -> Result<Decided> {
+    /// `invalid_argument` without a reason, or with a digest that no longer holds;
+    /// `not_found`; `io`.
+    pub fn discard(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+        reason: &str,
+        actor: &str,
+    ) -> Result<Decided> {
         let reason = needs_reason(reason)?;
         let set = self.store()?.take(id)?;
+        if let Some(digest) = digest {
+            check_digest(id, &self.review(&set)?.digest, digest)?;
+        }
         let held = set.held()?;
         let paths: Vec<String> = held
             .iter()
@@ -380,6 +384,21 @@ impl HeldChanges {
     }
 }
 
+/// Refuse a decision on set `id` made on what was shown with `given`, when what it shows now
+/// has the digest `now`.
+fn check_digest(id: &str, now: &str, given: &str) -> Result<()> {
+    if now == given.trim() {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        what: Shown::text(given),
+        why: format!(
+            "change set {id} or the folder changed since it was shown: show it again, and \
+             decide on what you see"
+        ),
+    })
+}
+
 /// A human decision's reason, cleaned; an empty one is refused.
 fn needs_reason(reason: &str) -> Result<String> {
     let reason = crate::grants::clean_reason(reason);
@@ -400,10 +419,15 @@ fn choose(held: &[HeldEntry], paths: &[String]) -> Result<Vec<usize>> {
     }
     let mut out = Vec::new();
     for p in paths {
+        // As listed (escaped whole), or the path itself.
         let matching = |grant: Option<&str>, path: &str| -> Vec<usize> {
-            let want = Path::new(path.trim_start_matches("./"));
+            let path = path.trim_start_matches("./");
             (0..held.len())
-                .filter(|&i| held[i].path == want && grant.is_none_or(|g| held[i].grant == g))
+                .filter(|&i| {
+                    let h = &held[i];
+                    (h.path == Path::new(path) || Shown::whole_path(&h.path).as_str() == path)
+                        && grant.is_none_or(|g| h.grant == g)
+                })
                 .collect()
         };
         let mut found = matching(None, p);
@@ -440,7 +464,7 @@ fn choose(held: &[HeldEntry], paths: &[String]) -> Result<Vec<usize>> {
 fn view(h: &HeldEntry) -> HeldView {
     HeldView {
         grant: h.grant.clone(),
-        path: Shown::path(&h.path).to_string(),
+        path: Shown::whole_path(&h.path).to_string(),
         change: h.change,
         why: h.why,
         what: h.what.clone(),
@@ -732,6 +756,7 @@ mod tests {
             entry("p", 0, ".envrc"),
             entry("q", 1, ".envrc"),
             entry("p", 0, "x"),
+            entry("p", 0, "a\u{202e}b/CLAUDE.md"),
         ];
         let all = |paths: &[&str]| {
             choose(
@@ -739,8 +764,11 @@ mod tests {
                 &paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             )
         };
-        assert_eq!(all(&[]).unwrap(), [0, 1, 2]);
+        assert_eq!(all(&[]).unwrap(), [0, 1, 2, 3]);
         assert_eq!(all(&["x", "./x"]).unwrap(), [2]);
+        // As the listing shows it, escaped, and as it is.
+        assert_eq!(all(&["a\\u{202e}b/CLAUDE.md"]).unwrap(), [3]);
+        assert_eq!(all(&["a\u{202e}b/CLAUDE.md"]).unwrap(), [3]);
         assert_eq!(all(&["q:.envrc"]).unwrap(), [1]);
         assert_eq!(all(&["p:.envrc", "x"]).unwrap(), [0, 2]);
         assert_eq!(

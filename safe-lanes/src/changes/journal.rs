@@ -1,7 +1,7 @@
 //! Doing what a set's journal says, so that a process killed at any instant leaves nothing
 //! half done: the next process does the rest.
 //!
-//! A journal is written whole (`journal.json`, atomically and durably) before any of it is
+//! A journal is written whole (`journal.json`, atomically) before any of it is
 //! done. Each [`Op`] can be done again and finds what was done already: an entry is moved with
 //! `renameat2` — never replacing anything, or swapping two entries atomically — and the
 //! fingerprint taken when the journal was written tells the entry that was meant to move from
@@ -16,15 +16,18 @@
 //! name, removed its folder) moves the command's version to the held part instead, as a
 //! `conflict` (`late`, one line per conflict, written before the move).
 
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{FileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use super::scan::{Fingerprint, lstat_rel};
 use super::set::{HELD_DIR, HELD_FILE, JOURNAL, LATE, LAYERS, OpenSet, TRASH, UPPER, write_json};
-use super::{HeldEntry, Why};
+use super::{ChangeWord, HeldEntry, Why};
 use crate::beneath::{Anchor, Onto, Symlinks};
 use crate::error::{Error, Result};
 use crate::input::{Name, RelPath};
@@ -56,7 +59,7 @@ pub(crate) struct Pending {
 }
 
 /// Which tree an entry is moved from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Tree {
     /// The layer a command wrote (`layers/<n>/upper`).
@@ -88,8 +91,8 @@ pub(crate) enum Op {
         #[serde(with = "super::stored")]
         path: PathBuf,
         entry: Fingerprint,
-        /// What to say of it, should it meet a conflict.
-        held: HeldEntry,
+        /// What kind of change it is (what a conflict would hold).
+        change: ChangeWord,
     },
     /// Swap the entry `entry` at `path` of `from` with the folder's, which must still be
     /// `before`; the folder's old entry ends in `from`, removed with it.
@@ -100,7 +103,7 @@ pub(crate) enum Op {
         path: PathBuf,
         entry: Fingerprint,
         before: Fingerprint,
-        held: HeldEntry,
+        change: ChangeWord,
     },
     /// Set the mode of the folder's directory at `path`, which must still be `before`.
     Mode {
@@ -109,7 +112,7 @@ pub(crate) enum Op {
         path: PathBuf,
         mode: u32,
         before: Fingerprint,
-        held: HeldEntry,
+        change: ChangeWord,
     },
     /// Move the folder's entry at `path`, which must still be `before`, to `trash/<trash>`.
     Delete {
@@ -118,7 +121,7 @@ pub(crate) enum Op {
         path: PathBuf,
         before: Fingerprint,
         trash: usize,
-        held: HeldEntry,
+        change: ChangeWord,
     },
     /// Remove the held part's entry at `path` (applied, or discarded).
     Forget {
@@ -149,6 +152,8 @@ pub(crate) fn run(set: &OpenSet, journal: &Journal, folders: &[Option<Anchor>]) 
         set,
         folders,
         late: read_late(set)?,
+        roots: HashMap::new(),
+        parents: HashMap::new(),
     };
     crate::crash::point("change.journal-written");
     for (i, op) in journal.ops.iter().enumerate() {
@@ -225,7 +230,6 @@ fn finish(set: &OpenSet, ends: bool, held: &[HeldEntry]) -> Result<()> {
     }
     write_json(dir, HELD_FILE, &held)?;
     dir.remove_file(Name::new(JOURNAL)?)?;
-    dir.sync()?;
     for name in [LAYERS, TRASH, LATE] {
         match dir.remove_all(Name::new(name)?) {
             Ok(()) | Err(Error::NotFound { .. }) => {}
@@ -251,51 +255,61 @@ struct Work<'a> {
     set: &'a OpenSet,
     folders: &'a [Option<Anchor>],
     late: Vec<HeldEntry>,
+    /// Each tree's root, opened once.
+    roots: HashMap<(Tree, usize), Rc<Anchor>>,
+    /// The last directory looked up in each place, with its path.
+    parents: HashMap<(Place, usize), (PathBuf, Rc<Anchor>)>,
+}
+
+/// Where [`Work::at`] looks: a tree of the set, or the folder itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Place {
+    Tree(Tree),
+    Folder,
 }
 
 impl Work<'_> {
     fn op(&mut self, i: usize, op: &Op) -> Result<()> {
         match op {
             Op::Hold { layer, path } => self.hold(*layer, path),
-            Op::Drop { layer, path } => {
-                let upper = self.tree(Tree::Upper, *layer)?;
-                match at(&upper, path)? {
-                    Some((dir, name)) => remove_present(&dir, &name),
-                    None => Ok(()),
-                }
-            }
+            Op::Drop { layer, path } => match self.at(Place::Tree(Tree::Upper), *layer, path)? {
+                Some((dir, name)) => remove_present(&dir, &name),
+                None => Ok(()),
+            },
             Op::Create {
                 from,
                 layer,
                 path,
                 entry,
-                held,
-            } => self.create(*from, *layer, path, entry, held),
+                change,
+            } => self.create(*from, *layer, path, entry, *change),
             Op::Replace {
                 from,
                 layer,
                 path,
                 entry,
                 before,
-                held,
-            } => self.replace(*from, *layer, path, entry, before, held),
+                change,
+            } => self.replace(*from, *layer, path, entry, before, *change),
             Op::Mode {
                 layer,
                 path,
                 mode,
                 before,
-                held,
+                change,
             } => {
                 let folder = self.folder(*layer)?;
                 let dir = match folder.open_dir(RelPath::new(path)?, Symlinks::Deny) {
                     Ok(dir) => dir,
-                    Err(Error::NotFound { .. }) => return self.conflict(held, None),
+                    Err(Error::NotFound { .. }) => {
+                        return self.conflict(*layer, path, *change, None);
+                    }
                     Err(e) => return Err(e),
                 };
                 if same_entry(&Fingerprint::of(&dir.stat()?), before) {
                     dir.set_mode(*mode)
                 } else {
-                    self.conflict(held, None)
+                    self.conflict(*layer, path, *change, None)
                 }
             }
             Op::Delete {
@@ -303,31 +317,75 @@ impl Work<'_> {
                 path,
                 before,
                 trash,
-                held,
-            } => self.delete(i, *layer, path, before, *trash, held),
-            Op::Forget { layer, path } => {
-                let held = self.tree(Tree::Held, *layer)?;
-                match at(&held, path)? {
-                    Some((dir, name)) => remove_present(&dir, &name),
-                    None => Ok(()),
-                }
-            }
+                change,
+            } => self.delete(i, *layer, path, before, *trash, *change),
+            Op::Forget { layer, path } => match self.at(Place::Tree(Tree::Held), *layer, path)? {
+                Some((dir, name)) => remove_present(&dir, &name),
+                None => Ok(()),
+            },
         }
     }
 
-    /// The root of `tree` for `layer`.
-    fn tree(&self, tree: Tree, layer: usize) -> Result<Anchor> {
+    /// The root of `tree` for `layer`, opened once.
+    fn tree(&mut self, tree: Tree, layer: usize) -> Result<Rc<Anchor>> {
+        if let Some(root) = self.roots.get(&(tree, layer)) {
+            return Ok(Rc::clone(root));
+        }
         let rel = match tree {
             Tree::Upper => Path::new(LAYERS).join(layer.to_string()).join(UPPER),
             Tree::Held => Path::new(HELD_DIR).join(layer.to_string()),
         };
-        match self.set.dir().open_dir(RelPath::new(&rel)?, Symlinks::Deny) {
+        let root = match self.set.dir().open_dir(RelPath::new(&rel)?, Symlinks::Deny) {
             Err(Error::NotFound { .. }) if tree == Tree::Held => {
                 make_dirs(self.set.dir(), &rel)?;
                 self.set.dir().open_dir(RelPath::new(&rel)?, Symlinks::Deny)
             }
             other => other,
+        }?;
+        let root = Rc::new(root);
+        self.roots.insert((tree, layer), Rc::clone(&root));
+        Ok(root)
+    }
+
+    /// The directory holding `path` in `place` of `layer`, and its last name; `None` when a
+    /// directory on the way is missing (or is not one). The last directory of each place is
+    /// kept open: a run of changes in one folder opens it once.
+    fn at(
+        &mut self,
+        place: Place,
+        layer: usize,
+        path: &Path,
+    ) -> Result<Option<(Rc<Anchor>, OsString)>> {
+        let Some(name) = path.file_name() else {
+            return Ok(None);
+        };
+        let parent = path.parent().unwrap_or(Path::new(""));
+        if let Some((kept, dir)) = self.parents.get(&(place, layer))
+            && kept == parent
+        {
+            return Ok(Some((Rc::clone(dir), name.to_owned())));
         }
+        let root = match place {
+            Place::Tree(tree) => self.tree(tree, layer)?,
+            Place::Folder => Rc::new(self.folder(layer)?.try_clone()?),
+        };
+        let dir = if parent.as_os_str().is_empty() {
+            root
+        } else {
+            match root.open_dir(RelPath::new(parent)?, Symlinks::Deny) {
+                Ok(dir) => Rc::new(dir),
+                Err(Error::NotFound { .. } | Error::SymlinkEscape { .. }) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        };
+        self.parents
+            .insert((place, layer), (parent.to_path_buf(), Rc::clone(&dir)));
+        Ok(Some((dir, name.to_owned())))
+    }
+
+    /// Forget the directories kept open by [`Work::at`] (after a step that may have moved one).
+    fn forget_parents(&mut self) {
+        self.parents.clear();
     }
 
     fn folder(&self, layer: usize) -> Result<&Anchor> {
@@ -341,9 +399,8 @@ impl Work<'_> {
     }
 
     /// Move the layer's entry at `path` into the held part.
-    fn hold(&self, layer: usize, path: &Path) -> Result<()> {
-        let upper = self.tree(Tree::Upper, layer)?;
-        let Some((dir, name)) = at(&upper, path)? else {
+    fn hold(&mut self, layer: usize, path: &Path) -> Result<()> {
+        let Some((dir, name)) = self.at(Place::Tree(Tree::Upper), layer, path)? else {
             return Ok(());
         };
         if lstat_name(&dir, &name)?.is_none() {
@@ -358,6 +415,8 @@ impl Work<'_> {
             held.open_dir(RelPath::new(parent)?, Symlinks::Deny)?
         };
         let name = Name::new(&name)?;
+        // A directory moved away: no directory kept open may be inside it.
+        self.forget_parents();
         match dir.move_entry(name, &to, name, Onto::New) {
             // Held already by an earlier run that a crash cut short after the move.
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
@@ -367,22 +426,31 @@ impl Work<'_> {
         }
     }
 
-    /// A conflict met while publishing: `held` says what it is. The entry (from the upper
-    /// tree, if `from` is given) goes to the held part.
-    fn conflict(&mut self, held: &HeldEntry, from: Option<(Tree, usize, &Path)>) -> Result<()> {
-        if !self
-            .late
-            .iter()
-            .any(|l| l.layer == held.layer && l.path == held.path)
-        {
-            let mut entry = held.clone();
-            entry.why = Why::Conflict;
-            entry.what = "the folder's entry changed while this was being published".into();
+    /// A conflict met while publishing the `change` of `path` in `layer`: it is held. The
+    /// entry (from the upper tree, if `from` says so) goes to the held part.
+    fn conflict(
+        &mut self,
+        layer: usize,
+        path: &Path,
+        change: ChangeWord,
+        from: Option<Tree>,
+    ) -> Result<()> {
+        if !self.late.iter().any(|l| l.layer == layer && l.path == path) {
+            let grant = self.set.meta.layers.get(layer).map(|l| l.alias.clone());
+            let entry = HeldEntry {
+                grant: grant.unwrap_or_default(),
+                layer,
+                path: path.to_path_buf(),
+                change,
+                why: Why::Conflict,
+                what: "the folder's entry changed while this was being published".into(),
+                mode: None,
+            };
             append_late(self.set, &entry)?;
             self.late.push(entry);
         }
         match from {
-            Some((Tree::Upper, layer, path)) => self.hold(layer, path),
+            Some(Tree::Upper) => self.hold(layer, path),
             _ => Ok(()),
         }
     }
@@ -393,10 +461,9 @@ impl Work<'_> {
         layer: usize,
         path: &Path,
         entry: &Fingerprint,
-        held: &HeldEntry,
+        change: ChangeWord,
     ) -> Result<()> {
-        let source = self.tree(from, layer)?;
-        let Some((src_dir, name)) = at(&source, path)? else {
+        let Some((src_dir, name)) = self.at(Place::Tree(from), layer, path)? else {
             return Ok(());
         };
         let Some(st) = lstat_name(&src_dir, &name)? else {
@@ -405,11 +472,13 @@ impl Work<'_> {
         if !same_entry(&Fingerprint::of(&st), entry) {
             return Ok(());
         }
-        let folder = self.folder(layer)?;
-        let Some((dst_dir, _)) = at(folder, path)? else {
-            return self.conflict(held, Some((from, layer, path)));
+        let Some((dst_dir, _)) = self.at(Place::Folder, layer, path)? else {
+            return self.conflict(layer, path, change, Some(from));
         };
         let name = Name::new(&name)?;
+        if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+            self.forget_parents();
+        }
         match src_dir.move_entry(name, &dst_dir, name, Onto::New) {
             Ok(()) => Ok(()),
             Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
@@ -421,7 +490,7 @@ impl Work<'_> {
                     Ok(()) => remove_present(&src_dir, name.as_os_str()),
                     Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                         let _ = dst_dir.remove_all(tmp);
-                        self.conflict(held, Some((from, layer, path)))
+                        self.conflict(layer, path, change, Some(from))
                     }
                     Err(e) => Err(e),
                 }
@@ -432,7 +501,7 @@ impl Work<'_> {
                     Some(libc::EEXIST | libc::ENOENT | libc::ENOTDIR)
                 ) =>
             {
-                self.conflict(held, Some((from, layer, path)))
+                self.conflict(layer, path, change, Some(from))
             }
             Err(e) => Err(e),
         }
@@ -445,10 +514,9 @@ impl Work<'_> {
         path: &Path,
         entry: &Fingerprint,
         before: &Fingerprint,
-        held: &HeldEntry,
+        change: ChangeWord,
     ) -> Result<()> {
-        let source = self.tree(from, layer)?;
-        let Some((src_dir, name)) = at(&source, path)? else {
+        let Some((src_dir, name)) = self.at(Place::Tree(from), layer, path)? else {
             return Ok(());
         };
         let Some(st) = lstat_name(&src_dir, &name)? else {
@@ -458,15 +526,16 @@ impl Work<'_> {
             // Swapped already: what is here is the folder's old entry.
             return Ok(());
         }
-        let folder = self.folder(layer)?;
         let name = Name::new(&name)?;
-        let Some((dst_dir, _)) = at(folder, path)? else {
-            return self.conflict(held, Some((from, layer, path)));
+        let Some((dst_dir, _)) = self.at(Place::Folder, layer, path)? else {
+            return self.conflict(layer, path, change, Some(from));
         };
         match lstat_name(&dst_dir, name.as_os_str())? {
             Some(now) if Fingerprint::of(&now) == *before => {}
-            _ => return self.conflict(held, Some((from, layer, path))),
+            _ => return self.conflict(layer, path, change, Some(from)),
         }
+        // A directory may be swapped: no directory kept open may be inside either side.
+        self.forget_parents();
         let swapped = src_dir.move_entry(name, &dst_dir, name, Onto::Exchange);
         match swapped {
             Ok(()) => {
@@ -476,7 +545,7 @@ impl Work<'_> {
                     Ok(())
                 } else {
                     src_dir.move_entry(name, &dst_dir, name, Onto::Exchange)?;
-                    self.conflict(held, Some((from, layer, path)))
+                    self.conflict(layer, path, change, Some(from))
                 }
             }
             Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
@@ -492,11 +561,11 @@ impl Work<'_> {
                 } else {
                     dst_dir.move_entry(tmp, &dst_dir, name, Onto::Exchange)?;
                     let _ = dst_dir.remove_all(tmp);
-                    self.conflict(held, Some((from, layer, path)))
+                    self.conflict(layer, path, change, Some(from))
                 }
             }
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
-                self.conflict(held, Some((from, layer, path)))
+                self.conflict(layer, path, change, Some(from))
             }
             Err(e) => Err(e),
         }
@@ -509,10 +578,9 @@ impl Work<'_> {
         path: &Path,
         before: &Fingerprint,
         trash: usize,
-        held: &HeldEntry,
+        change: ChangeWord,
     ) -> Result<()> {
-        let folder = self.folder(layer)?;
-        let Some((dir, name)) = at(folder, path)? else {
+        let Some((dir, name)) = self.at(Place::Folder, layer, path)? else {
             return Ok(());
         };
         let name = Name::new(&name)?;
@@ -530,19 +598,19 @@ impl Work<'_> {
         match lstat_name(&dir, name.as_os_str())? {
             None => return Ok(()),
             Some(now) if Fingerprint::of(&now) == *before => {}
-            Some(_) => return self.conflict(held, None),
+            Some(_) => return self.conflict(layer, path, change, None),
         }
+        self.forget_parents();
         match dir.move_entry(name, &trash_dir, slot, Onto::New) {
             Ok(()) => {
                 let moved = lstat_name(&trash_dir, slot.as_os_str())?;
                 if moved.is_some_and(|m| Fingerprint::of(&m) == *before) {
                     Ok(())
                 } else {
-                    match trash_dir.move_entry(slot, &dir, name, Onto::New) {
-                        Ok(()) => self.conflict(held, None),
-                        // The name was made again meanwhile: theirs stays, ours too (held).
-                        Err(_) => self.conflict(held, None),
-                    }
+                    // Put back; should the name have been made again meanwhile, theirs stays
+                    // and ours waits in the trash, held all the same.
+                    let _ = trash_dir.move_entry(slot, &dir, name, Onto::New);
+                    self.conflict(layer, path, change, None)
                 }
             }
             // The trash is on another file system: removed in place.
@@ -556,25 +624,6 @@ impl Work<'_> {
 /// Whether `now` is the entry `then` (same file system and inode).
 fn same_entry(now: &Fingerprint, then: &Fingerprint) -> bool {
     (now.dev, now.ino) == (then.dev, then.ino)
-}
-
-/// The directory holding `path` beneath `root` and its last name; `None` when a directory on
-/// the way is missing (or is not one).
-fn at(root: &Anchor, path: &Path) -> Result<Option<(Anchor, std::ffi::OsString)>> {
-    let Some(name) = path.file_name() else {
-        return Ok(None);
-    };
-    let parent = path.parent().unwrap_or(Path::new(""));
-    let dir = if parent.as_os_str().is_empty() {
-        root.try_clone()?
-    } else {
-        match root.open_dir(RelPath::new(parent)?, Symlinks::Deny) {
-            Ok(dir) => dir,
-            Err(Error::NotFound { .. } | Error::SymlinkEscape { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        }
-    };
-    Ok(Some((dir, name.to_owned())))
 }
 
 fn lstat_name(dir: &Anchor, name: &std::ffi::OsStr) -> Result<Option<rustix::fs::Stat>> {
@@ -614,7 +663,7 @@ fn temp_name(set: &str, path: &Path) -> String {
     format!(".safe-lanes-{set}-{}.tmp", &digest[..16])
 }
 
-/// Append `entry` to the set's `late` file, durably.
+/// Append `entry` to the set's `late` file.
 fn append_late(set: &OpenSet, entry: &HeldEntry) -> Result<()> {
     let mut line = serde_json::to_vec(entry)
         .map_err(|e| Error::io("serialize", LATE, std::io::Error::other(e)))?;
@@ -625,6 +674,5 @@ fn append_late(set: &OpenSet, entry: &HeldEntry) -> Result<()> {
         Mode::from_raw_mode(0o600),
         Symlinks::Deny,
     )?;
-    crate::fd::write_all(fd.as_fd(), &line).map_err(|e| Error::io("write", LATE, e))?;
-    rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", LATE, e))
+    crate::fd::write_all(fd.as_fd(), &line).map_err(|e| Error::io("write", LATE, e))
 }

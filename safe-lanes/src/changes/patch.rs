@@ -85,7 +85,7 @@ pub(crate) fn hold(
         journal::make_dirs(set.dir(), &root)?;
         let dir = set.dir().open_dir(RelPath::new(&root)?, Symlinks::Deny)?;
         let name = Name::new(file.file_name().unwrap_or_default())?;
-        dir.write_file(name, text, mode, Publish::New)?;
+        dir.write_file_unsynced(name, text, mode, Publish::New)?;
     }
     let entry = HeldEntry {
         grant: grant.alias.to_string(),

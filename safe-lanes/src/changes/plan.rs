@@ -104,7 +104,7 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
                                     layer: index,
                                     path,
                                     entry: layer_entry,
-                                    held: entry,
+                                    change: entry.change,
                                 },
                                 Some((_, before)) => Op::Replace {
                                     from: Tree::Upper,
@@ -112,7 +112,7 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
                                     path,
                                     entry: layer_entry,
                                     before,
-                                    held: entry,
+                                    change: entry.change,
                                 },
                             });
                         }
@@ -123,7 +123,7 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
                                     path,
                                     mode: *mode,
                                     before,
-                                    held: entry,
+                                    change: entry.change,
                                 });
                             }
                         }
@@ -134,7 +134,7 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
                                     path,
                                     before,
                                     trash: deletes.len(),
-                                    held: entry,
+                                    change: entry.change,
                                 });
                             }
                         }

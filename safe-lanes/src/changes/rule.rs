@@ -717,11 +717,17 @@ impl<'g> Rule<'g> {
             );
         }
         let lifted = self.lifted.iter().any(|l| change.path.starts_with(l));
+        // The path's names, read once for every row of the table.
+        let names: Vec<&[u8]> = change
+            .path
+            .components()
+            .map(|c| c.as_os_str().as_encoded_bytes())
+            .collect();
         for class in CLASSES {
             if lifted && class.liftable {
                 continue;
             }
-            if let Some(what) = self.matches(class, change, facts) {
+            if let Some(what) = self.matches(class, change, &names, facts) {
                 return Verdict::Hold(class.why, what);
             }
         }
@@ -733,11 +739,12 @@ impl<'g> Rule<'g> {
         &self,
         class: &Class,
         change: &Change<'_>,
+        names: &[&[u8]],
         facts: &dyn Facts,
     ) -> Option<Cow<'static, str>> {
         let path = change.path;
         let found = match &class.matcher {
-            Matcher::Names(segs) => names_match(path, segs),
+            Matcher::Names(segs) => names_match(names, segs),
             Matcher::InGitDir => return self.in_git_dir(change, facts),
             Matcher::GitPointer => {
                 path.file_name().is_some_and(|n| n == ".git")
@@ -1029,12 +1036,8 @@ fn ancestors(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
     path.ancestors().skip(1).map(Path::to_path_buf)
 }
 
-/// Whether `segs` match a run of `path`'s components.
-fn names_match(path: &Path, segs: &[Seg]) -> bool {
-    let names: Vec<&[u8]> = path
-        .components()
-        .map(|c| c.as_os_str().as_encoded_bytes())
-        .collect();
+/// Whether `segs` match a run of `names` (a path's components).
+fn names_match(names: &[&[u8]], segs: &[Seg]) -> bool {
     names
         .windows(segs.len())
         .any(|run| run.iter().zip(segs).all(|(name, seg)| seg.matches(name)))

@@ -115,9 +115,28 @@ pub(crate) struct OpenSet {
 
 #[derive(Debug)]
 enum Lock {
-    Made(#[allow(dead_code)] Held<Anchor>),
-    Taken(#[allow(dead_code)] OwnedFd),
+    Made(Held<Anchor>),
+    Taken(OwnedFd),
 }
+
+impl Drop for Lock {
+    /// Unlocked by its holder, not left to the closing of its descriptor: a copy a `fork`
+    /// elsewhere in the process made would keep it until that child runs its program.
+    fn drop(&mut self) {
+        match self {
+            Lock::Made(held) => unlock(&held.entry),
+            Lock::Taken(fd) => unlock(fd),
+        }
+    }
+}
+
+/// Release the `flock` on `fd` for every copy of its open file description.
+fn unlock(fd: &impl AsFd) {
+    let _ = rustix::fs::flock(fd, rustix::fs::FlockOperation::Unlock);
+}
+
+/// How many times [`Store::take`] looks again, 20 ms apart, at a set another holds.
+const TAKE_TRIES: usize = 50;
 
 /// Where a set is in its life, as a listing finds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,8 +233,22 @@ impl Store {
                 continue;
             };
             let state = match held::holder(&self.dir, &name, &st) {
-                Holder::Live | Holder::Making | Holder::Unknown => State::Working,
-                Holder::Abandoned(fd) => state_of(&Anchor::new(fd)),
+                Holder::Abandoned(fd) => {
+                    let state = state_of(&Anchor::new(
+                        fd.try_clone().map_err(|e| Error::io("dup", id, e))?,
+                    ));
+                    unlock(&fd);
+                    state
+                }
+                // A set a process holds is working, unless its files say it waits: a lock
+                // can be held a moment longer by a copy of its descriptor that a `fork`
+                // elsewhere in that process made.
+                Holder::Live | Holder::Making | Holder::Unknown => {
+                    match self.dir.open_dir(RelPath::new(id)?, Symlinks::Deny) {
+                        Ok(dir) if state_of(&dir) == State::Waiting => State::Waiting,
+                        _ => State::Working,
+                    }
+                }
                 Holder::Stale | Holder::None => State::Broken,
             };
             out.push((id.to_owned(), state, st.st_mtime));
@@ -244,7 +277,17 @@ impl Store {
             Err(Error::NotFound { .. }) => return Err(missing()),
             Err(e) => return Err(e),
         };
-        match held::holder(&self.dir, name.as_os_str(), &st) {
+        // A lock held by a copy of a descriptor that a `fork` made goes within moments (its
+        // child runs its program); one held by a process at work may take longer.
+        let mut holder = held::holder(&self.dir, name.as_os_str(), &st);
+        for _ in 0..TAKE_TRIES {
+            if !matches!(holder, Holder::Live) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            holder = held::holder(&self.dir, name.as_os_str(), &st);
+        }
+        match holder {
             Holder::Abandoned(fd) => {
                 let dir = Anchor::new(fd.try_clone().map_err(|e| Error::io("dup", id, e))?);
                 let meta: Meta = read_json(&dir, SET_FILE)?.ok_or_else(missing)?;
@@ -296,7 +339,6 @@ impl OpenSet {
             Ok(()) | Err(Error::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
-        self.dir.sync()?;
         self.store.remove_all(Name::new(&self.meta.id)?)
     }
 
@@ -333,7 +375,7 @@ impl OpenSet {
         read_json(&self.dir, JOURNAL)
     }
 
-    /// Write `journal` (atomically, durably) before any of it is done.
+    /// Write `journal` (atomically) before any of it is done.
     pub(super) fn write_journal(&self, journal: &Journal) -> Result<()> {
         write_json(&self.dir, JOURNAL, journal)
     }
@@ -365,11 +407,15 @@ pub(crate) fn is_set_id(name: &str) -> bool {
     })
 }
 
-/// Write `value` as the JSON file `name` of `dir`, atomically and durably.
+/// Write `value` as the JSON file `name` of `dir`, atomically: a reader, or the next process
+/// after any process's death, finds the old file or the new one. Not `fsync`ed: a set is as
+/// durable as the audit log it is recorded in, which survives the death of a process, not of
+/// the machine (ADR 0027); every sync here would also make the file system commit everything
+/// the command wrote, which is the command's cost, not the set's.
 pub(super) fn write_json(dir: &Anchor, name: &str, value: &impl Serialize) -> Result<()> {
     let bytes = serde_json::to_vec(value)
         .map_err(|e| Error::io("serialize", name, std::io::Error::other(e)))?;
-    dir.write_file(Name::new(name)?, &bytes, 0o600, Publish::Replace)
+    dir.write_file_unsynced(Name::new(name)?, &bytes, 0o600, Publish::Replace)
 }
 
 /// The JSON file `name` of `dir`, if it is there.

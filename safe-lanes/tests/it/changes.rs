@@ -260,7 +260,7 @@ fn what_the_humans_tools_act_on_is_held_then_applied_as_shown() {
     // The digest was of what was shown: after a change, the old one applies nothing.
     let stale = held.apply(&set, &[], &review.digest, "all", "uid:0");
     assert_eq!(stale.unwrap_err().code().as_str(), "invalid_argument");
-    let discarded = held.discard(&set, "not these", "uid:0").unwrap();
+    let discarded = held.discard(&set, None, "not these", "uid:0").unwrap();
     assert_eq!(discarded.paths.len(), 4);
     assert!(held.list().unwrap().is_empty());
     assert!(!w.git(&["config", "--list"]).contains("fsmonitor"));
@@ -280,7 +280,7 @@ fn a_decision_needs_a_reason() {
     for reason in ["", "  \n"] {
         let e = held.apply(&set, &[], &digest, reason, "uid:0").unwrap_err();
         assert_eq!(e.code().as_str(), "invalid_argument");
-        let e = held.discard(&set, reason, "uid:0").unwrap_err();
+        let e = held.discard(&set, None, reason, "uid:0").unwrap_err();
         assert_eq!(e.code().as_str(), "invalid_argument");
     }
     let e = held

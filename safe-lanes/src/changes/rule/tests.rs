@@ -1162,9 +1162,14 @@ fn every_class_of_the_table_has_a_case() {
             after: c.change,
             meanwhile: false,
         };
+        let names: Vec<&[u8]> = change
+            .path
+            .components()
+            .map(|c| c.as_os_str().as_encoded_bytes())
+            .collect();
         if let Some(i) = CLASSES
             .iter()
-            .position(|class| rule.matches(class, &change, &folder).is_some())
+            .position(|class| rule.matches(class, &change, &names, &folder).is_some())
         {
             hit.insert(i);
         }
