@@ -115,6 +115,10 @@ fn held_and_direct(
     manifest: Option<&Path>,
     warnings: &mut Vec<String>,
 ) -> usize {
+    // Only a root that exists is opened: `doctor` never creates one.
+    if !location.path.exists() {
+        return 0;
+    }
     let Ok(grants) = StateRoot::open(&location.path).and_then(|r| Grants::open(&r, manifest))
     else {
         return 0;

@@ -369,7 +369,7 @@ fn a_cache_the_kernel_cannot_overlay_refuses_the_command_naming_it() {
     assert_ne!(run.status, SETUP_FAILED, "the overlay state root: {run:?}");
     assert_eq!(run.status, 3, "{run:?}");
     assert_eq!(run.code(), "sandbox_unavailable", "{run:?}");
-    assert!(run.stdout.contains("cache grant as an overlay"), "{run:?}");
+    assert!(run.stdout.contains("or a cache as an overlay"), "{run:?}");
     assert!(
         !cache.join("x").exists(),
         "nothing was written in the human's cache"

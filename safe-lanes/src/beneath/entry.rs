@@ -22,7 +22,7 @@ use super::{Anchor, Symlinks};
 use crate::error::{Error, Result};
 
 /// What [`Anchor::move_entry`] does with an entry already at its destination.
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Onto {
     /// Nothing may be there: the move fails with `EEXIST`.
@@ -159,16 +159,17 @@ impl Anchor {
             .map_err(|e| Error::io("renameat", name_shown(to), e))
     }
 
-    /// Linux only: moves the entry `name` of the anchor's directory to `to` in the directory
-    /// `dest` (`renameat2`, both names looked up in their own directory alone): without ever
-    /// replacing `to` ([`Onto::New`], `EEXIST` when it exists), or swapping the two entries
-    /// atomically ([`Onto::Exchange`], `ENOENT` when `to` is missing). Nothing is followed.
+    /// Linux and macOS: moves the entry `name` of the anchor's directory to `to` in the
+    /// directory `dest` (`renameat2`, `renameatx_np` on macOS; both names looked up in their
+    /// own directory alone): without ever replacing `to` ([`Onto::New`], `EEXIST` when it
+    /// exists), or swapping the two entries atomically ([`Onto::Exchange`], `ENOENT` when `to`
+    /// is missing). Nothing is followed.
     ///
     /// # Errors
     ///
     /// `io` (test `EEXIST`, `ENOENT` and `EXDEV` — two file systems — with
     /// [`Error::raw_os_error`]).
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_vendor = "apple"))]
     #[doc(alias = "renameat2")]
     pub(crate) fn move_entry(
         &self,
@@ -268,12 +269,13 @@ impl Anchor {
     ///
     /// `io` (including a tree deeper than 256 levels).
     pub fn remove_all(&self, name: Name<'_>) -> Result<()> {
-        self.remove_all_at(name, 0)
+        let st = self.stat_entry(name)?;
+        self.remove_all_at(name, &st, 0)
     }
 
-    fn remove_all_at(&self, name: Name<'_>, depth: usize) -> Result<()> {
+    /// [`Self::remove_all`] of `name`, whose `lstat` is `st` (as its listing gave it).
+    fn remove_all_at(&self, name: Name<'_>, st: &Stat, depth: usize) -> Result<()> {
         const MAX_DEPTH: usize = 256;
-        let st = self.stat_entry(name)?;
         if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
             return self.remove_file(name);
         }
@@ -286,13 +288,13 @@ impl Anchor {
         }
         // A directory its writer made unreadable or unwritable (`chmod 000`) is ours: make it
         // 0700 so it can be emptied. `st` said it is a directory, not a link.
-        if permissions(&st) & 0o700 != 0o700 {
+        if permissions(st) & 0o700 != 0o700 {
             let (fd, mode) = (&self.fd, mode_bits(0o700));
             let _ = rustix::fs::chmodat(fd, name.as_os_str(), mode, AtFlags::empty());
         }
         let dir = self.open_dir(name.as_rel(), Symlinks::Deny)?;
-        for (entry, _) in dir.entries()? {
-            dir.remove_all_at(Name::new(&entry)?, depth + 1)?;
+        for (entry, st) in dir.entries()? {
+            dir.remove_all_at(Name::new(&entry)?, &st, depth + 1)?;
         }
         self.remove_dir(name)
     }
@@ -331,6 +333,25 @@ impl Anchor {
         let name = name.as_os_str();
         rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| refusal(e, Path::new(name), Symlinks::Deny, "stat"))
+    }
+
+    /// [`Self::stat_entry`], `None` when there is no entry `name` (nothing is made of its
+    /// absence: a walk that expects most names to be missing pays nothing for them).
+    ///
+    /// # Errors
+    ///
+    /// `io`, as [`Self::stat_entry`] but for absence.
+    pub fn stat_entry_if_any(&self, name: Name<'_>) -> Result<Option<Stat>> {
+        match rustix::fs::statat(&self.fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(st)),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(refusal(
+                e,
+                Path::new(name.as_os_str()),
+                Symlinks::Deny,
+                "stat",
+            )),
+        }
     }
 
     /// The names in the anchor's directory, without `.` and `..`, each with its `lstat`.

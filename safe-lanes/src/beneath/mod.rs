@@ -70,7 +70,7 @@ pub(crate) use ambient::open_path;
 pub use ambient::{Ambient, create_dir_all};
 pub(crate) use anchor::HOLD;
 pub use anchor::{Anchor, Symlinks};
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
 pub(crate) use entry::Onto;
 pub(crate) use errno::shown_fd;
 pub(crate) use file::data_file;

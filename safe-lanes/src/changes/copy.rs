@@ -45,7 +45,7 @@ fn copy_at(from: &Anchor, name: Name<'_>, into: &Anchor, to: Name<'_>, depth: us
             tv_nsec: st.st_mtime_nsec as _,
         },
     };
-    let mode = st.st_mode & 0o7777;
+    let mode = crate::beneath::permissions(&st);
     match FileType::from_raw_mode(st.st_mode) {
         FileType::RegularFile => {
             let src = from.open_read(name.as_rel(), Symlinks::Deny)?;

@@ -12,13 +12,13 @@ use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::command::recover;
+use super::finish::recover;
 use super::journal::{self, Journal, Op, Pending, Tree};
 use super::rule::{After, Change, Rule, Verdict, home_prefix};
 use super::scan::{Fingerprint, kind_of, lstat_rel};
 use super::set::{HELD_DIR, OpenSet, State, Store};
 use super::{ChangeWord, HeldEntry, Why};
-use crate::beneath::{Anchor, Symlinks};
+use crate::beneath::{Anchor, Symlinks, permissions};
 use crate::error::{Error, Result, Shown};
 use crate::grants::{Access, Grants, Session};
 use crate::input::RelPath;
@@ -193,7 +193,7 @@ impl HeldChanges {
                 held_root.as_ref(),
                 folder,
                 &layer.path,
-                grant.map(super::command::lifted).unwrap_or_default(),
+                grant.map(super::finish::lifted).unwrap_or_default(),
                 &mut digest,
             )?;
             changes.push(review);
@@ -552,8 +552,8 @@ fn review_one(
     }
     if let (Some(root), Some(st)) = (held, &entry) {
         review.kind = kind_word(st);
-        review.mode = Some(format!("{:04o}", st.st_mode & 0o7777));
-        digest.update(format!("mode {:o}\0", st.st_mode & 0o7777));
+        review.mode = Some(format!("{:04o}", permissions(st)));
+        digest.update(format!("mode {:o}\0", permissions(st)));
         match FileType::from_raw_mode(st.st_mode) {
             FileType::RegularFile => {
                 let (bytes, sha) = hash_file(root, &h.path)?;
@@ -591,17 +591,14 @@ fn review_one(
                 After::Link { target: &target }
             }
             FileType::RegularFile => After::File {
-                mode: st.st_mode & 0o7777,
+                mode: permissions(st),
             },
             _ => After::Special,
         },
         (None, _) => After::Dir,
     };
     if let (Some(folder), Some(held)) = (folder, held) {
-        let facts = super::scan::LayerFacts {
-            upper: held,
-            folder,
-        };
+        let facts = super::scan::LayerFacts::new(held, folder);
         if let Verdict::Hold(why, what) = rule.judge(
             &Change {
                 path: &h.path,

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::scan::{Fingerprint, lstat_rel};
@@ -31,6 +32,12 @@ use super::{ChangeWord, HeldEntry, Why};
 use crate::beneath::{Anchor, Onto, Symlinks};
 use crate::error::{Error, Result};
 use crate::input::{Name, RelPath};
+
+// The errors a step tells apart, as [`Error::raw_os_error`] gives them.
+const EEXIST: i32 = Errno::EXIST.raw_os_error();
+const ENOENT: i32 = Errno::NOENT.raw_os_error();
+const ENOTDIR: i32 = Errno::NOTDIR.raw_os_error();
+const EXDEV: i32 = Errno::XDEV.raw_os_error();
 
 /// What a journal does, and the record it leaves.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -419,9 +426,7 @@ impl Work<'_> {
         self.forget_parents();
         match dir.move_entry(name, &to, name, Onto::New) {
             // Held already by an earlier run that a crash cut short after the move.
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                remove_present(&dir, name.as_os_str())
-            }
+            Err(e) if e.raw_os_error() == Some(EEXIST) => remove_present(&dir, name.as_os_str()),
             other => other,
         }
     }
@@ -481,26 +486,21 @@ impl Work<'_> {
         }
         match src_dir.move_entry(name, &dst_dir, name, Onto::New) {
             Ok(()) => Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+            Err(e) if e.raw_os_error() == Some(EXDEV) => {
                 let tmp = temp_name(&self.set.meta.id, path);
                 let tmp = Name::new(&tmp)?;
                 let _ = dst_dir.remove_all(tmp);
                 super::copy::copy_entry(&src_dir, name, &dst_dir, tmp)?;
                 match dst_dir.rename_new(tmp, name) {
                     Ok(()) => remove_present(&src_dir, name.as_os_str()),
-                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    Err(e) if e.raw_os_error() == Some(EEXIST) => {
                         let _ = dst_dir.remove_all(tmp);
                         self.conflict(layer, path, change, Some(from))
                     }
                     Err(e) => Err(e),
                 }
             }
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EEXIST | libc::ENOENT | libc::ENOTDIR)
-                ) =>
-            {
+            Err(e) if matches!(e.raw_os_error(), Some(EEXIST | ENOENT | ENOTDIR)) => {
                 self.conflict(layer, path, change, Some(from))
             }
             Err(e) => Err(e),
@@ -548,7 +548,7 @@ impl Work<'_> {
                     self.conflict(layer, path, change, Some(from))
                 }
             }
-            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+            Err(e) if e.raw_os_error() == Some(EXDEV) => {
                 let tmp = temp_name(&self.set.meta.id, path);
                 let tmp = Name::new(&tmp)?;
                 let _ = dst_dir.remove_all(tmp);
@@ -564,7 +564,7 @@ impl Work<'_> {
                     self.conflict(layer, path, change, Some(from))
                 }
             }
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+            Err(e) if matches!(e.raw_os_error(), Some(ENOENT | ENOTDIR)) => {
                 self.conflict(layer, path, change, Some(from))
             }
             Err(e) => Err(e),
@@ -614,8 +614,8 @@ impl Work<'_> {
                 }
             }
             // The trash is on another file system: removed in place.
-            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => dir.remove_all(name),
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(EXDEV) => dir.remove_all(name),
+            Err(e) if e.raw_os_error() == Some(EEXIST) => Ok(()),
             Err(e) => Err(e),
         }
     }
@@ -648,7 +648,7 @@ pub(super) fn make_dirs(root: &Anchor, rel: &Path) -> Result<()> {
             root.open_dir(RelPath::new(&at)?, Symlinks::Deny)?
         };
         match dir.create_dir(Name::new(c.as_os_str())?, 0o700) {
-            Err(e) if e.raw_os_error() != Some(libc::EEXIST) => return Err(e),
+            Err(e) if e.raw_os_error() != Some(EEXIST) => return Err(e),
             _ => {}
         }
         at.push(c);

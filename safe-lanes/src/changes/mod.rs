@@ -29,6 +29,7 @@
 #[cfg(target_os = "linux")]
 pub(crate) mod command;
 mod copy;
+pub(crate) mod finish;
 mod gitconfig;
 mod human;
 pub(crate) mod journal;
@@ -171,6 +172,7 @@ impl Summary {
 
     /// The summary of a publish that could not finish now: `why`, and that the next process
     /// finishes it.
+    #[cfg(target_os = "linux")]
     pub(crate) fn unfinished(set: &str, why: &str) -> Self {
         Self {
             set: Some(set.to_owned()),

@@ -24,10 +24,11 @@ pub(crate) enum Patching<'a> {
 /// What the rule says of a patch of `grant`'s `file` (relative, normal) to `patching`.
 pub(crate) fn verdict(grant: &Effective, file: &Path, patching: Patching<'_>) -> Result<Verdict> {
     let folder = grant.folder()?;
-    let lifted = super::command::lifted(grant);
+    let lifted = super::finish::lifted(grant);
     let rule = Rule::new(&grant.path, home_prefix(&grant.path), &lifted);
     let facts = PatchFacts {
         folder,
+        before: LayerFacts::new(folder, folder),
         file,
         patching,
     };
@@ -112,17 +113,15 @@ pub(crate) fn hold(
 /// The folder as it is, with the patched file as the patch would leave it.
 struct PatchFacts<'a> {
     folder: &'a Anchor,
+    /// The folder as it is, before and after alike.
+    before: LayerFacts<'a>,
     file: &'a Path,
     patching: Patching<'a>,
 }
 
 impl Facts for PatchFacts<'_> {
     fn before(&self, rel: &Path) -> Option<Kind> {
-        LayerFacts {
-            upper: self.folder,
-            folder: self.folder,
-        }
-        .before(rel)
+        self.before.before(rel)
     }
 
     fn after(&self, rel: &Path) -> Option<Kind> {

@@ -29,6 +29,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -688,7 +689,7 @@ struct Known {
     environment: HashMap<PathBuf, bool>,
     /// Each repository's top (the folder holding its `.git`, before the command), with the
     /// paths its configuration names (relative to the grant).
-    named: HashMap<PathBuf, Option<Vec<PathBuf>>>,
+    named: HashMap<PathBuf, Option<Rc<[PathBuf]>>>,
 }
 
 impl<'g> Rule<'g> {
@@ -774,7 +775,7 @@ impl<'g> Rule<'g> {
     fn in_git_dir(&self, change: &Change<'_>, facts: &dyn Facts) -> Option<Cow<'static, str>> {
         let path = change.path;
         let inner = ancestors(path).find(|dir| self.is_git_dir(dir, facts))?;
-        let rel = path.strip_prefix(&inner).ok()?;
+        let rel = path.strip_prefix(inner).ok()?;
         if rel == Path::new("config") {
             let unreadable = || Some("a git configuration that cannot be read whole".into());
             let before = match facts.before(path) {
@@ -819,9 +820,13 @@ impl<'g> Rule<'g> {
         let index_of_packs = ["packs", "commit-graph", "commit-graphs"]
             .iter()
             .any(|n| rel.starts_with(objects_info.join(n)));
+        let names: Vec<&[u8]> = rel
+            .components()
+            .map(|c| c.as_os_str().as_encoded_bytes())
+            .collect();
         let data = GIT_DATA
             .iter()
-            .any(|pattern| git_data_matches(pattern, rel))
+            .any(|pattern| git_data_matches(pattern, &names))
             && (!in_objects_info || index_of_packs);
         (!data).then(|| {
             format!(
@@ -858,14 +863,14 @@ impl<'g> Rule<'g> {
     /// lies in — as the human left it, before the command — points git at.
     fn named_by_git_config(&self, path: &Path, facts: &dyn Facts) -> bool {
         ancestors(path).any(|top| {
-            self.named_in(&top, facts)
+            self.named_in(top, facts)
                 .is_some_and(|named| named.iter().any(|n| path.starts_with(n)))
         })
     }
 
     /// The paths the configuration of the repository whose top is `top` names (`None`: no
     /// repository there).
-    fn named_in(&self, top: &Path, facts: &dyn Facts) -> Option<Vec<PathBuf>> {
+    fn named_in(&self, top: &Path, facts: &dyn Facts) -> Option<Rc<[PathBuf]>> {
         if let Some(known) = self.known.borrow().named.get(top) {
             return known.clone();
         }
@@ -890,7 +895,7 @@ impl<'g> Rule<'g> {
                 named.extend(self.inside(top, Path::new(&word)));
                 named.extend(self.inside(&git_dir, Path::new(&word)));
             }
-            named
+            named.into()
         });
         self.known
             .borrow_mut()
@@ -905,7 +910,7 @@ impl<'g> Rule<'g> {
         let Some(env) = ancestors(path).find(|dir| self.is_environment(dir, facts)) else {
             return false;
         };
-        let Ok(rel) = path.strip_prefix(&env) else {
+        let Ok(rel) = path.strip_prefix(env) else {
             return false;
         };
         let name = rel
@@ -1032,8 +1037,8 @@ fn fold(path: &Path) -> PathBuf {
 }
 
 /// Every directory `path` lies in, innermost first, the grant's folder (`""`) last.
-fn ancestors(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
-    path.ancestors().skip(1).map(Path::to_path_buf)
+fn ancestors(path: &Path) -> impl Iterator<Item = &Path> {
+    path.ancestors().skip(1)
 }
 
 /// Whether `segs` match a run of `names` (a path's components).
@@ -1043,23 +1048,21 @@ fn names_match(names: &[&[u8]], segs: &[Seg]) -> bool {
         .any(|run| run.iter().zip(segs).all(|(name, seg)| seg.matches(name)))
 }
 
-/// Whether `rel` (inside a git directory) is matched by the [`GIT_DATA`] entry `pattern`.
-fn git_data_matches(pattern: &str, rel: &Path) -> bool {
+/// Whether the path inside a git directory whose names are `have` is matched by the
+/// [`GIT_DATA`] entry `pattern`.
+fn git_data_matches(pattern: &str, have: &[&[u8]]) -> bool {
     let (pattern, below) = match pattern.strip_suffix("/**") {
         Some(p) => (p, true),
         None => (pattern, false),
     };
-    let want: Vec<&str> = pattern.split('/').collect();
-    let have: Vec<&[u8]> = rel
-        .components()
-        .map(|c| c.as_os_str().as_encoded_bytes())
-        .collect();
-    if have.len() < want.len() || (!below && have.len() != want.len()) {
-        return false;
+    let mut have = have.iter();
+    for want in pattern.split('/') {
+        match have.next() {
+            Some(name) if want == "*" || want.as_bytes() == *name => {}
+            _ => return false,
+        }
     }
-    want.iter()
-        .zip(&have)
-        .all(|(w, h)| *w == "*" || w.as_bytes() == *h)
+    below || have.next().is_none()
 }
 
 /// What a `.git` pointer file names after `gitdir: ` (git's reading: the rest of the text

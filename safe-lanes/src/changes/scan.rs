@@ -11,15 +11,17 @@
 //!
 //! Each change is an [`Item`]; nothing here decides what becomes of it ([`super::rule`]).
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{FileType, Stat};
 use serde::{Deserialize, Serialize};
 
 use super::rule::{Facts, Kind, MAX_READ};
+#[cfg(target_os = "linux")]
 use super::set::OPAQUE;
-use crate::beneath::{Anchor, Symlinks};
+use crate::beneath::{Anchor, Symlinks, permissions, stat_identity};
 use crate::error::{Error, Result};
 use crate::input::{Name, RelPath};
 
@@ -38,10 +40,12 @@ pub(crate) struct Fingerprint {
 }
 
 impl Fingerprint {
+    #[allow(clippy::unnecessary_cast)] // `st_mtime_nsec` is 64 bits on macOS, not on every Linux
     pub(crate) fn of(st: &Stat) -> Self {
+        let (dev, ino) = stat_identity(st);
         Self {
-            dev: st.st_dev,
-            ino: st.st_ino,
+            dev,
+            ino,
             size: st.st_size,
             mtime: (st.st_mtime, st.st_mtime_nsec as i64),
         }
@@ -111,7 +115,7 @@ pub(crate) fn scan(upper: &Anchor, folder: &Anchor, t0: (i64, i64)) -> Result<Ve
             let entry = Name::new(&name)?;
             seen.insert(name.clone());
             let before = match &frame.folder {
-                Some((dir, _)) => lstat(dir, entry)?,
+                Some((dir, _)) => dir.stat_entry_if_any(entry)?,
                 None => None,
             };
             let meanwhile = before.as_ref().is_some_and(|st| changed_since(st, t0));
@@ -130,17 +134,17 @@ pub(crate) fn scan(upper: &Anchor, folder: &Anchor, t0: (i64, i64)) -> Result<Ve
                 let merged = match (&frame.folder, &before) {
                     (Some((dir, opaque)), Some(st)) if kind_of(st) == Kind::Dir => Some((
                         dir.open_dir(entry.as_rel(), Symlinks::Deny)?,
-                        *opaque || sub.attribute(OPAQUE)?.as_deref() == Some(b"y"),
+                        *opaque || opaque_dir(&sub)?,
                     )),
                     _ => None,
                 };
                 match &merged {
                     Some(_) => {
-                        let before_mode = before.as_ref().map_or(0, |st| st.st_mode & 0o7777);
-                        if st.st_mode & 0o7777 != before_mode {
+                        let before_mode = before.as_ref().map_or(0, permissions);
+                        if permissions(&st) != before_mode {
                             out.push(Item {
                                 path: path.clone(),
-                                kind: ItemKind::Mode(st.st_mode & 0o7777),
+                                kind: ItemKind::Mode(permissions(&st)),
                                 carried: false,
                                 before: fingerprint,
                                 meanwhile,
@@ -166,7 +170,7 @@ pub(crate) fn scan(upper: &Anchor, folder: &Anchor, t0: (i64, i64)) -> Result<Ve
             }
             let put = match kind {
                 FileType::RegularFile => Put::File {
-                    mode: st.st_mode & 0o7777,
+                    mode: permissions(&st),
                 },
                 FileType::Symlink => Put::Link {
                     target: frame.upper.read_link(entry)?.unwrap_or_default(),
@@ -195,6 +199,19 @@ pub(crate) fn scan(upper: &Anchor, folder: &Anchor, t0: (i64, i64)) -> Result<Ve
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
+}
+
+/// Whether the layer's directory `dir` is marked opaque (overlayfs's `user.overlay.opaque`):
+/// it replaces the folder's directory instead of merging with it. Layers are overlays, made on
+/// Linux only; elsewhere no directory is.
+fn opaque_dir(dir: &Anchor) -> Result<bool> {
+    #[cfg(target_os = "linux")]
+    return Ok(dir.attribute(OPAQUE)?.as_deref() == Some(b"y"));
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        Ok(false)
+    }
 }
 
 /// A directory of the layer being walked, and the folder's directory at the same place (with
@@ -244,6 +261,7 @@ fn removal(dir: &Anchor, path: &Path, name: Name<'_>, st: &Stat, t0: (i64, i64))
 
 /// Whether the entry whose `lstat` is `st` changed at or after `t0` (its `ctime`, which no
 /// program can set).
+#[allow(clippy::unnecessary_cast)] // as in `Fingerprint::of`
 pub(crate) fn changed_since(st: &Stat, t0: (i64, i64)) -> bool {
     (st.st_ctime, st.st_ctime_nsec as i64) >= t0
 }
@@ -255,15 +273,6 @@ pub(crate) fn kind_of(st: &Stat) -> Kind {
         FileType::Directory => Kind::Dir,
         FileType::Symlink => Kind::Link,
         _ => Kind::Other,
-    }
-}
-
-/// `lstat` of `name` in `dir`, `None` when absent.
-fn lstat(dir: &Anchor, name: Name<'_>) -> Result<Option<Stat>> {
-    match dir.stat_entry(name) {
-        Ok(st) => Ok(Some(st)),
-        Err(Error::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e),
     }
 }
 
@@ -284,7 +293,7 @@ pub(crate) fn lstat_rel(anchor: &Anchor, rel: &Path) -> Result<Option<Stat>> {
         };
         &dir
     };
-    lstat(dir, Name::new(name)?)
+    dir.stat_entry_if_any(Name::new(name)?)
 }
 
 /// The content of the regular file `rel` beneath `anchor`, at most [`MAX_READ`] bytes: `None`
@@ -307,35 +316,122 @@ pub(crate) fn read_rel(anchor: &Anchor, rel: &Path) -> Option<Vec<u8>> {
 }
 
 /// What the rule sees of a layer: the folder before, the layer over it after.
+///
+/// The rule asks the same few questions of many paths (is `objects/ab` a repository, does it
+/// hold `HEAD`, a `pyvenv.cfg`): each answer is looked up once, and the directories asked of
+/// last stay open, for as long as one decision lasts.
 pub(crate) struct LayerFacts<'a> {
-    pub(crate) upper: &'a Anchor,
-    pub(crate) folder: &'a Anchor,
+    upper: &'a Anchor,
+    folder: &'a Anchor,
+    seen: RefCell<Seen>,
 }
 
-/// What a lookup found: absent, or its kind (a failed lookup is [`Kind::Other`]).
-fn looked(found: Result<Option<Stat>>) -> Option<Kind> {
-    match found {
-        Ok(st) => st.as_ref().map(kind_of),
-        Err(_) => Some(Kind::Other),
+/// Which tree of a layer a lookup is in.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Tree {
+    Upper,
+    Folder,
+}
+
+/// What [`LayerFacts`] has looked up.
+#[derive(Default)]
+struct Seen {
+    stats: HashMap<(Tree, PathBuf), Entry>,
+    dirs: HashMap<(Tree, PathBuf), Option<Anchor>>,
+}
+
+/// How many directories [`LayerFacts`] keeps open at most.
+const OPEN_DIRS: usize = 64;
+
+impl<'a> LayerFacts<'a> {
+    /// The facts of the layer `upper` over `folder`.
+    pub(crate) fn new(upper: &'a Anchor, folder: &'a Anchor) -> Self {
+        Self {
+            upper,
+            folder,
+            seen: RefCell::default(),
+        }
     }
+
+    /// What `rel` is in `tree`: `Some(None)` when absent, `None` when it cannot be looked at.
+    fn look(&self, tree: Tree, rel: &Path) -> Option<Option<Stat>> {
+        let anchor = match tree {
+            Tree::Upper => self.upper,
+            Tree::Folder => self.folder,
+        };
+        let Some(name) = rel.file_name() else {
+            return anchor.stat().ok().map(Some);
+        };
+        let name = Name::new(name).ok()?;
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        if parent.as_os_str().is_empty() {
+            return anchor.stat_entry_if_any(name).ok();
+        }
+        let mut seen = self.seen.borrow_mut();
+        let key = (tree, parent.to_path_buf());
+        if !seen.dirs.contains_key(&key) {
+            if seen.dirs.len() >= OPEN_DIRS {
+                seen.dirs.clear();
+            }
+            let dir = match anchor.open_dir(RelPath::new(parent).ok()?, Symlinks::Deny) {
+                Ok(dir) => Some(dir),
+                Err(Error::NotFound { .. }) => None,
+                Err(_) => return None,
+            };
+            seen.dirs.insert(key.clone(), dir);
+        }
+        match &seen.dirs[&key] {
+            Some(dir) => dir.stat_entry_if_any(name).ok(),
+            None => Some(None),
+        }
+    }
+
+    /// What `rel` is in `tree`, looked up once.
+    fn entry(&self, tree: Tree, rel: &Path) -> Entry {
+        let key = (tree, rel.to_path_buf());
+        if let Some(known) = self.seen.borrow().stats.get(&key) {
+            return *known;
+        }
+        let entry = match self.look(tree, rel) {
+            None => Entry::Is(Kind::Other),
+            Some(None) => Entry::Absent,
+            Some(Some(st))
+                if tree == Tree::Upper
+                    && FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
+                    && st.st_rdev == 0 =>
+            {
+                Entry::Whiteout
+            }
+            Some(Some(st)) => Entry::Is(kind_of(&st)),
+        };
+        self.seen.borrow_mut().stats.insert(key, entry);
+        entry
+    }
+}
+
+/// What a lookup in one tree found.
+#[derive(Clone, Copy)]
+enum Entry {
+    Absent,
+    /// In the layer: the command removed the folder's entry.
+    Whiteout,
+    /// An entry of this kind (a lookup that failed is [`Kind::Other`]).
+    Is(Kind),
 }
 
 impl Facts for LayerFacts<'_> {
     fn before(&self, rel: &Path) -> Option<Kind> {
-        looked(lstat_rel(self.folder, rel))
+        match self.entry(Tree::Folder, rel) {
+            Entry::Is(kind) => Some(kind),
+            Entry::Absent | Entry::Whiteout => None,
+        }
     }
 
     fn after(&self, rel: &Path) -> Option<Kind> {
-        match lstat_rel(self.upper, rel) {
-            Ok(Some(st))
-                if FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
-                    && st.st_rdev == 0 =>
-            {
-                None
-            }
-            Ok(Some(st)) => Some(kind_of(&st)),
-            Ok(None) => self.before(rel),
-            Err(_) => Some(Kind::Other),
+        match self.entry(Tree::Upper, rel) {
+            Entry::Is(kind) => Some(kind),
+            Entry::Whiteout => None,
+            Entry::Absent => self.before(rel),
         }
     }
 
@@ -344,10 +440,10 @@ impl Facts for LayerFacts<'_> {
     }
 
     fn after_bytes(&self, rel: &Path) -> Option<Vec<u8>> {
-        match lstat_rel(self.upper, rel) {
-            Ok(Some(_)) => read_rel(self.upper, rel),
-            Ok(None) => read_rel(self.folder, rel),
-            Err(_) => None,
+        match self.entry(Tree::Upper, rel) {
+            Entry::Is(_) => read_rel(self.upper, rel),
+            Entry::Whiteout => None,
+            Entry::Absent => read_rel(self.folder, rel),
         }
     }
 }

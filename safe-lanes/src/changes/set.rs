@@ -21,6 +21,7 @@
 //! The next process to look ([`Store::recover`]) finishes what a journal says, and holds an
 //! interrupted set whole.
 
+#[cfg(target_os = "linux")]
 use std::ffi::CStr;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
@@ -51,6 +52,7 @@ pub(super) const LATE: &str = "late";
 /// The most a set's own files (`set.json`, `journal.json`, `held.json`, `late`) may hold.
 const MAX_FILE: u64 = 64 << 20;
 /// The overlayfs attribute marking a directory whose lower one is hidden (`userxattr`).
+#[cfg(target_os = "linux")]
 pub(super) const OPAQUE: &CStr = c"user.overlay.opaque";
 
 /// What a set is, written once when it begins.
@@ -357,6 +359,7 @@ impl OpenSet {
     }
 
     /// The work directory of layer `n`, and its path.
+    #[cfg(target_os = "linux")]
     pub(crate) fn work(&self, n: usize) -> Result<(Anchor, PathBuf)> {
         let rel = Path::new(LAYERS).join(n.to_string()).join(WORK);
         Ok((

@@ -463,9 +463,8 @@ impl Shared {
         let all = grants.session();
         // What a gateway that died left in change sets is finished (or held) now, not at the
         // next command only.
-        #[cfg(target_os = "linux")]
         if let Ok(store) = all.grants().changes() {
-            crate::changes::command::recover(store, &all);
+            crate::changes::finish::recover(store, &all);
         }
         let session = Arc::new(all.child(self.options.narrowing.clone()));
         let jobs = Jobs::new(Arc::clone(&session), self.options.max_jobs);

@@ -422,7 +422,6 @@ impl Session {
     }
 
     /// The human's grants this session views.
-    #[cfg(target_os = "linux")]
     pub(crate) fn grants(&self) -> &Grants {
         &self.grants
     }
