@@ -80,8 +80,15 @@ impl Lab {
         vars: &[(&str, &OsStr)],
     ) -> std::io::Result<Output> {
         let mut command = Command::new(program);
+        command.args(args);
+        self.human_env(&mut command, cwd, vars);
+        self.as_user(&mut command);
+        command.output()
+    }
+
+    /// The human's environment for `command`: in `cwd`, `HOME` the lab's home, `vars` added.
+    fn human_env(&self, command: &mut Command, cwd: &Path, vars: &[(&str, &OsStr)]) {
         command
-            .args(args)
             .current_dir(cwd)
             .env_clear()
             .env("HOME", self.p("home"))
@@ -93,8 +100,6 @@ impl Lab {
             .env("GIT_COMMITTER_EMAIL", "human@example.com")
             .envs(vars.iter().copied())
             .stdin(std::process::Stdio::null());
-        self.as_user(&mut command);
-        command.output()
     }
 
     /// A program of the human's that must succeed; its stdout.
@@ -185,21 +190,21 @@ impl Lab {
     }
 
     /// The rustup installation of the tests, when this lab's user can run its `cargo`; `None`
-    /// only for the second user, and only when it cannot reach it (in CI the toolchain lives
-    /// in root's home folder, closed to others).
+    /// only for the second user, and only when it cannot reach it and the tests cannot lend it
+    /// (in CI the toolchain lives in root's home folder, closed to others: run as root, the
+    /// tests lend it, see [`Lab::human_cargo`]).
     #[allow(clippy::print_stderr)] // what was not tried and why, where the runner shows it
     pub(crate) fn cargo(&self) -> Option<Rustup> {
         let rustup = Rustup::of_the_tests();
-        let cargo = rustup.cargo_home.join("bin/cargo");
-        let ran = self.human_with(&cargo, &["--version"], &self.p("home"), &rustup.vars());
+        let ran = self.human_cargo(&rustup, &["--version"], &self.p("home"));
         if ran.as_ref().is_ok_and(|out| out.status.success()) {
             return Some(rustup);
         }
         let who = self.who();
         assert!(
-            !self.is_runner(),
-            "{who}: the user running the tests runs {}: {ran:?}",
-            cargo.display()
+            !self.is_runner() && rustup.closed_by().is_none(),
+            "{who}: the human's cargo (the tests' {}) fails: {ran:?}",
+            rustup.cargo_home.display()
         );
         let unreachable = match &ran {
             Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
@@ -207,18 +212,78 @@ impl Lab {
         };
         assert!(
             unreachable,
-            "{who}: {} fails for this user for another reason than being out of its reach, \
-             so its cargo steps cannot be skipped: {ran:?}",
-            cargo.display()
+            "{who}: the tests' cargo fails for this user for another reason than being out of \
+             its reach, so its cargo steps cannot be skipped: {ran:?}"
         );
         eprintln!(
-            "{who}: {} is out of this user's reach (permission denied): its cargo steps are \
-             skipped for this user only",
-            cargo.display()
+            "{who}: the tests' cargo is out of this user's reach and cannot be lent (the tests \
+             do not run as root): its cargo steps are skipped for this user only"
         );
         None
     }
+
+    /// Whether the toolchain `rustup` is out of this lab's user's reach, lent to its human's
+    /// programs ([`Lab::human_cargo`]) but not to its gateway. A second user exists only when
+    /// the tests run as root, who can lend.
+    pub(crate) fn lends(&self, rustup: &Rustup) -> bool {
+        !self.is_runner() && rustup.closed_by().is_some()
+    }
+
+    /// The human's `cargo` (the tests' own rustup proxy), run as the lab's user like
+    /// [`Lab::human_with`]. When the toolchain lies in a folder closed to that user (root's
+    /// home in CI) and the tests run as root, it is lent for this one run: in a mount
+    /// namespace of its own, the closed folder is replaced by an empty one holding only
+    /// `CARGO_HOME` and `RUSTUP_HOME` (bound where they were, so every path in them still
+    /// resolves), and only then does the program become the lab's user (`setpriv`).
+    pub(crate) fn human_cargo(
+        &self,
+        rustup: &Rustup,
+        args: &[&str],
+        cwd: &Path,
+    ) -> std::io::Result<Output> {
+        let cargo = rustup.cargo_home.join("bin/cargo");
+        let Some(closed) = rustup.closed_by().filter(|_| self.lends(rustup)) else {
+            return self.human_with(&cargo, args, cwd, &rustup.vars());
+        };
+        let stash = self.p("toolchain-lent");
+        std::fs::create_dir_all(stash.join("rustup")).unwrap();
+        std::fs::create_dir_all(stash.join("cargo")).unwrap();
+        let (uid, gid) = (self.dir.uid.to_string(), self.dir.gid.to_string());
+        let mut command = Command::new("unshare");
+        command
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "/bin/sh",
+                "-ec",
+                LEND,
+                "lend",
+            ])
+            .args([&rustup.rustup_home, &rustup.cargo_home, &closed, &stash])
+            .args([uid.as_str(), gid.as_str()])
+            .arg(&cargo)
+            .args(args);
+        self.human_env(&mut command, cwd, &rustup.vars());
+        command.output()
+    }
 }
+
+/// How [`Lab::human_cargo`] lends the toolchain: `$1` `RUSTUP_HOME`, `$2` `CARGO_HOME`, `$3`
+/// the closed folder above them, `$4` a folder of the lab's to hold them meanwhile, `$5` and
+/// `$6` the user and group to become, then the program and its arguments.
+const LEND: &str = r#"
+rustup=$1 cargo=$2 closed=$3 stash=$4 uid=$5 gid=$6
+shift 6
+mount --bind "$rustup" "$stash/rustup"
+mount --bind "$cargo" "$stash/cargo"
+mount -t tmpfs -o mode=0755,size=1m lent "$closed"
+mkdir -p "$rustup" "$cargo"
+mount --bind "$stash/rustup" "$rustup"
+mount --bind "$stash/cargo" "$cargo"
+exec setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"
+"#;
 
 /// Where cargo and rustup are installed: `(CARGO_HOME, RUSTUP_HOME)` of the tests.
 #[derive(Clone, Debug)]
@@ -244,6 +309,18 @@ impl Rustup {
             found.rustup_home.display()
         );
         found
+    }
+
+    /// The folder above both homes that others cannot enter (`/root`, mode 0700), when there
+    /// is one and both lie below it.
+    fn closed_by(&self) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let closed = self.rustup_home.ancestors().skip(1).find(|dir| {
+            std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o001 == 0)
+        })?;
+        self.cargo_home
+            .starts_with(closed)
+            .then(|| closed.to_path_buf())
     }
 
     /// The variables the human's cargo runs with.

@@ -299,7 +299,6 @@ fn the_humans_tools(lab: &Lab) -> Vec<(&'static str, Output)> {
         ("npm test", lab.human("npm", &["test"], &proj)),
     ];
     if let Some(rustup) = lab.cargo() {
-        let cargo = rustup.cargo_home.join("bin/cargo");
         let args = [
             "metadata",
             "--format-version",
@@ -307,9 +306,7 @@ fn the_humans_tools(lab: &Lab) -> Vec<(&'static str, Output)> {
             "--no-deps",
             "--offline",
         ];
-        let meta = lab
-            .human_with(&cargo, &args, &proj, &rustup.vars())
-            .unwrap();
+        let meta = lab.human_cargo(&rustup, &args, &proj).unwrap();
         ran.push(("cargo metadata", meta));
     }
     ran
