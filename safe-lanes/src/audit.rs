@@ -386,9 +386,25 @@ impl AuditLog {
     /// `io` when the log cannot be examined.
     pub(crate) fn end(&self) -> Result<u64> {
         let inner = crate::sync::lock(&self.inner);
-        rustix::fs::fstat(&inner.fd)
+        let size = rustix::fs::fstat(&inner.fd)
             .map(|st| u64::try_from(st.st_size).unwrap_or(0))
-            .map_err(|e| Error::io("fstat", &self.path, e))
+            .map_err(|e| Error::io("fstat", &self.path, e))?;
+        // The end of the last whole line: a line cut short by a crash is replaced by the next
+        // append, whose records then begin where it began.
+        let mut window = 4096u64;
+        loop {
+            let start = size.saturating_sub(window);
+            let mut buf = vec![0u8; usize::try_from(size - start).unwrap_or(0)];
+            let read = rustix::io::pread(&inner.fd, &mut buf, start)
+                .map_err(|e| Error::io("pread", &self.path, e))?;
+            if let Some(at) = buf[..read].iter().rposition(|b| *b == b'\n') {
+                return Ok(start + at as u64 + 1);
+            }
+            if start == 0 {
+                return Ok(0);
+            }
+            window = window.saturating_mul(2);
+        }
     }
 
     /// When the log ends before the line its witness recorded (lines were cut from the end, or

@@ -287,8 +287,13 @@ impl Anchor {
             ));
         }
         // A directory its writer made unreadable or unwritable (`chmod 000`) is ours: make it
-        // 0700 so it can be emptied. `st` said it is a directory, not a link.
-        if permissions(st) & 0o700 != 0o700 {
+        // 0700 so it can be emptied. `chmodat` follows a link, so the entry is looked at again
+        // just before (as the listing saw it, it was a directory).
+        if permissions(st) & 0o700 != 0o700
+            && self
+                .stat_entry(name)
+                .is_ok_and(|now| FileType::from_raw_mode(now.st_mode) == FileType::Directory)
+        {
             let (fd, mode) = (&self.fd, mode_bits(0o700));
             let _ = rustix::fs::chmodat(fd, name.as_os_str(), mode, AtFlags::empty());
         }

@@ -123,17 +123,23 @@ impl Layers {
             Mode::HoldAll(Why::Revoked)
         };
         let mut scanned = Vec::new();
+        let mut unread = false;
         for l in &self.layers {
             match scan::scan(&l.upper.0, &l.folder, set.meta.t0) {
                 Ok(items) => scanned.push(items),
                 Err(e) => {
                     tracing::warn!(error = %e, "a command's changes could not be read whole: held");
                     mode = Mode::HoldAll(Why::Interrupted);
+                    unread = true;
                     scanned.push(rough(&l.upper.0, Some(&l.folder)));
                 }
             }
         }
         if scanned.iter().all(Vec::is_empty) {
+            if unread {
+                // Not even the layers' tops could be read: the set stays for the next process.
+                return Summary::unfinished(&id, "its changes could not be read");
+            }
             // Nothing changed: no set, no record.
             let _ = set.remove();
             return Summary::default();

@@ -8,11 +8,12 @@ use super::Summary;
 use super::journal;
 use super::plan::{self, Mode};
 use super::rule::{Facts, Kind, Rule, Why, home_prefix};
-use super::scan::{self, Item, ItemKind, LayerFacts, Put};
+use super::scan::{self, Below, Item, ItemKind, LayerFacts, Put};
 use super::set::{Meta, OpenSet, State, Store};
 use crate::beneath::Anchor;
 use crate::error::Result;
 use crate::grants::{Access, Effective, Session, Snapshot};
+use crate::input::Name;
 
 /// The paths the human lifted for `grant`.
 pub(crate) fn lifted(grant: &Effective) -> Vec<PathBuf> {
@@ -54,7 +55,8 @@ pub(crate) fn decide_and_run(
 }
 
 /// The changes of a layer that cannot be read whole, roughly: each entry at its top, as it is.
-/// Only ever held.
+/// Only ever held; applying one that would replace a directory of the folder whole is refused
+/// ([`super::HeldChanges::apply`]).
 pub(crate) fn rough(upper: &Anchor, folder: Option<&Anchor>) -> Vec<Item> {
     let Ok(entries) = upper.entries() else {
         return Vec::new();
@@ -63,17 +65,32 @@ pub(crate) fn rough(upper: &Anchor, folder: Option<&Anchor>) -> Vec<Item> {
         .into_iter()
         .map(|(name, st)| {
             let path = PathBuf::from(&name);
-            let before = folder
-                .and_then(|f| scan::lstat_rel(f, &path).ok().flatten())
-                .map(|st| (scan::kind_of(&st), scan::Fingerprint::of(&st)));
+            let found = folder.and_then(|f| scan::lstat_rel(f, &path).ok().flatten());
+            let before = found
+                .as_ref()
+                .map(|st| (scan::kind_of(st), scan::Fingerprint::of(st)));
             let kind = match scan::kind_of(&st) {
+                _ if scan::is_whiteout(&st) => ItemKind::Delete,
                 Kind::Dir => ItemKind::NewDir,
-                Kind::Other if st.st_rdev == 0 => ItemKind::Delete {
-                    below: Vec::new(),
-                    too_large: false,
-                },
                 Kind::Other => ItemKind::Put(Put::Special),
                 _ => ItemKind::Put(Put::File { mode: 0 }),
+            };
+            // What of the folder's a removal, or a non-directory in place of a directory,
+            // takes away: each path judged, or all of it held when it cannot be read.
+            let removes = match (&kind, folder, &before) {
+                (ItemKind::NewDir, ..) | (_, None, _) => None,
+                (_, Some(f), Some((Kind::Dir, _))) => Some(
+                    Name::new(&name)
+                        .and_then(|n| scan::below(f, &path, n, (0, 0)))
+                        .map_or_else(
+                            |_| Below {
+                                paths: Vec::new(),
+                                too_large: true,
+                            },
+                            |(below, _)| below,
+                        ),
+                ),
+                _ => None,
             };
             Item {
                 path,
@@ -82,6 +99,7 @@ pub(crate) fn rough(upper: &Anchor, folder: Option<&Anchor>) -> Vec<Item> {
                 before,
                 meanwhile: false,
                 layer: Some(scan::Fingerprint::of(&st)),
+                removes,
             }
         })
         .collect()

@@ -280,7 +280,7 @@ pub(crate) fn not_inert(before: &[u8], after: &[u8]) -> Option<String> {
             format!(
                 "{} {}, which git may act on",
                 if n > 0 { "it sets" } else { "it removes" },
-                e.key()
+                crate::error::Shown::text(&e.key())
             )
         })
 }

@@ -25,6 +25,9 @@ use crate::input::RelPath;
 
 /// The most of a text file shown in a diff.
 const MAX_DIFF_BYTES: u64 = 256 << 10;
+/// The most lines of both sides together that are diffed: the diff's cost grows with their
+/// product when they share little (a larger change is shown by its size and SHA-256).
+const MAX_DIFF_LINES: usize = 5_000;
 /// The most entries of a held directory listed in a review.
 const MAX_LISTED: usize = 200;
 
@@ -182,7 +185,7 @@ impl HeldChanges {
         let mut changes = Vec::new();
         let mut digest = Sha256::new();
         for h in set.held()? {
-            let layer = &set.meta.layers[h.layer.min(set.meta.layers.len() - 1)];
+            let layer = &set.meta.layers[h.layer];
             let grant = snapshot.grants.iter().find(|g| g.id == layer.grant);
             let folder = grant
                 .filter(|g| g.path == layer.path)
@@ -223,6 +226,7 @@ impl HeldChanges {
     ) -> Result<Decided> {
         let reason = needs_reason(reason)?;
         let set = self.store()?.take(id)?;
+        waiting(&set)?;
         let review = self.review(&set)?;
         check_digest(id, &review.digest, digest)?;
         let held = set.held()?;
@@ -246,7 +250,9 @@ impl HeldChanges {
         }
         let mut ops = Vec::new();
         for (i, h) in held.iter().enumerate().filter(|(i, _)| chosen.contains(i)) {
-            let folder = folders[h.layer].as_ref().expect("every layer's folder");
+            let Some(Some(folder)) = folders.get(h.layer) else {
+                continue;
+            };
             let current = lstat_rel(folder, &h.path)?.map(|st| Fingerprint::of(&st));
             let held_root = held_root(&set, h.layer)?;
             let source = match &held_root {
@@ -274,6 +280,17 @@ impl HeldChanges {
                     }
                 }
                 (_, Some(st), current) if kind_of(&st) != super::rule::Kind::Other => {
+                    if current.is_some()
+                        && lstat_rel(folder, &h.path)?
+                            .is_some_and(|now| kind_of(&now) == super::rule::Kind::Dir)
+                    {
+                        return Err(Error::InvalidArgument {
+                            what: Shown::path(&h.path),
+                            why: "the folder has a directory there, which applying this would \
+                                  replace whole: move it aside first, or discard the change"
+                                .into(),
+                        });
+                    }
                     let source = Fingerprint::of(&st);
                     ops.push(match current {
                         None => Op::Create {
@@ -354,6 +371,7 @@ impl HeldChanges {
     ) -> Result<Decided> {
         let reason = needs_reason(reason)?;
         let set = self.store()?.take(id)?;
+        waiting(&set)?;
         if let Some(digest) = digest {
             check_digest(id, &self.review(&set)?.digest, digest)?;
         }
@@ -397,6 +415,20 @@ fn check_digest(id: &str, now: &str, given: &str) -> Result<()> {
              decide on what you see"
         ),
     })
+}
+
+/// Refuse to decide on `set` unless its held changes wait for the human: a set whose publish
+/// a dead process left unfinished is finished by its journal, never overwritten by a decision.
+fn waiting(set: &OpenSet) -> Result<()> {
+    match set.state() {
+        State::Waiting => Ok(()),
+        _ => Err(Error::InvalidArgument {
+            what: Shown::text(&set.meta.id),
+            why: "this change set is not waiting for a decision: its publish is not finished \
+                  (the next gateway or `safe-lanes changes` finishes it once its grant is back)"
+                .into(),
+        }),
+    }
 }
 
 /// A human decision's reason, cleaned; an empty one is refused.
@@ -662,8 +694,13 @@ fn hash_file(root: &Anchor, path: &Path) -> Result<(u64, String)> {
 /// [`MAX_LISTED`] paths returned.
 fn hash_tree(dir: &Anchor, digest: &mut Sha256) -> Result<Vec<String>> {
     let mut listed = Vec::new();
-    let mut pending = vec![(PathBuf::new(), dir.try_clone()?)];
-    while let Some((rel, sub)) = pending.pop() {
+    // Directories still to read, by path: one is open at a time.
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        let sub = match rel.as_os_str().is_empty() {
+            true => dir.try_clone()?,
+            false => dir.open_dir(RelPath::new(&rel)?, Symlinks::Deny)?,
+        };
         let mut entries = sub.entries()?;
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, st) in entries {
@@ -679,10 +716,7 @@ fn hash_tree(dir: &Anchor, digest: &mut Sha256) -> Result<Vec<String>> {
                     digest.update(format!("{bytes} {sha}\0"));
                 }
                 FileType::Symlink => digest.update(link_target(dir, &path)?),
-                FileType::Directory => {
-                    let name = crate::input::Name::new(&name)?;
-                    pending.push((path, sub.open_dir(name.as_rel(), Symlinks::Deny)?));
-                }
+                FileType::Directory => pending.push(path),
                 _ => {}
             }
         }
@@ -691,7 +725,7 @@ fn hash_tree(dir: &Anchor, digest: &mut Sha256) -> Result<Vec<String>> {
 }
 
 /// The diff from the folder's file at `path` (or nothing) to the held one, when both are UTF-8
-/// text of at most [`MAX_DIFF_BYTES`].
+/// text of at most [`MAX_DIFF_BYTES`] and [`MAX_DIFF_LINES`] together.
 fn text_diff(
     folder: Option<&Anchor>,
     held: &Anchor,
@@ -720,6 +754,9 @@ fn text_diff(
         (_, None) => String::new(),
         _ => return None,
     };
+    if old.lines().count() + new.lines().count() > MAX_DIFF_LINES {
+        return None;
+    }
     let patch = diffy::create_patch(&old, &new).to_string();
     // Each line escaped as a message is (nothing hidden, nothing shortened), its tabs kept.
     let shown = |line: &str| {

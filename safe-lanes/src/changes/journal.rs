@@ -26,7 +26,8 @@ use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::scan::{Fingerprint, lstat_rel};
+use super::rule::Kind;
+use super::scan::{Fingerprint, kind_of, lstat_rel};
 use super::set::{HELD_DIR, HELD_FILE, JOURNAL, LATE, LAYERS, OpenSet, TRASH, UPPER, write_json};
 use super::{ChangeWord, HeldEntry, Why};
 use crate::beneath::{Anchor, Onto, Symlinks};
@@ -157,6 +158,7 @@ pub(crate) struct Ran {
 pub(crate) fn run(set: &OpenSet, journal: &Journal, folders: &[Option<Anchor>]) -> Result<Ran> {
     let mut work = Work {
         set,
+        offset: journal.offset,
         folders,
         late: read_late(set)?,
         roots: HashMap::new(),
@@ -200,6 +202,14 @@ pub(crate) fn run(set: &OpenSet, journal: &Journal, folders: &[Option<Anchor>]) 
             .is_ok()
     };
     crate::crash::point("change.after-record");
+    if !recorded {
+        // The journal stays, so the set is not done with: the next process runs it again
+        // (every step of it is done already) and writes the record then.
+        return Ok(Ran {
+            late: work.late,
+            recorded,
+        });
+    }
     finish(set, journal.ends_set && held.is_empty(), &held)?;
     Ok(Ran {
         late: work.late,
@@ -260,6 +270,8 @@ fn read_late(set: &OpenSet) -> Result<Vec<HeldEntry>> {
 
 struct Work<'a> {
     set: &'a OpenSet,
+    /// The journal's audit offset: what names its trash slots apart from another journal's.
+    offset: u64,
     folders: &'a [Option<Anchor>],
     late: Vec<HeldEntry>,
     /// Each tree's root, opened once.
@@ -326,6 +338,15 @@ impl Work<'_> {
                 trash,
                 change,
             } => self.delete(i, *layer, path, before, *trash, *change),
+            // What met a conflict stays held: forgotten only once it is in the folder.
+            Op::Forget { layer, path }
+                if self
+                    .late
+                    .iter()
+                    .any(|l| l.layer == *layer && l.path == *path) =>
+            {
+                Ok(())
+            }
             Op::Forget { layer, path } => match self.at(Place::Tree(Tree::Held), *layer, path)? {
                 Some((dir, name)) => remove_present(&dir, &name),
                 None => Ok(()),
@@ -425,8 +446,15 @@ impl Work<'_> {
         // A directory moved away: no directory kept open may be inside it.
         self.forget_parents();
         match dir.move_entry(name, &to, name, Onto::New) {
-            // Held already by an earlier run that a crash cut short after the move.
-            Err(e) if e.raw_os_error() == Some(EEXIST) => remove_present(&dir, name.as_os_str()),
+            // The held part has a directory there already: made for what was held from inside
+            // this one before (a directory whose publish then met a conflict). What it holds
+            // came from here: it goes back in, and the whole directory is held.
+            Err(e) if e.raw_os_error() == Some(EEXIST) => {
+                let (from, into) = (to.open_dir(name.as_rel(), Symlinks::Deny)?, dir);
+                merge_back(&from, &into.open_dir(name.as_rel(), Symlinks::Deny)?, 0)?;
+                to.remove_dir(name)?;
+                into.move_entry(name, &to, name, Onto::New)
+            }
             other => other,
         }
     }
@@ -522,11 +550,21 @@ impl Work<'_> {
         let Some(st) = lstat_name(&src_dir, &name)? else {
             return Ok(());
         };
-        if !same_entry(&Fingerprint::of(&st), entry) {
-            // Swapped already: what is here is the folder's old entry.
-            return Ok(());
-        }
         let name = Name::new(&name)?;
+        if !same_entry(&Fingerprint::of(&st), entry) {
+            // Swapped already, by a run a crash cut short: what is here is the folder's old
+            // entry, checked as that run would have — an edit of the human's made just before
+            // the swap goes back into the folder, and this change is held.
+            if Fingerprint::of(&st) == *before {
+                return Ok(());
+            }
+            let Some((dst_dir, _)) = self.at(Place::Folder, layer, path)? else {
+                return Ok(());
+            };
+            self.forget_parents();
+            src_dir.move_entry(name, &dst_dir, name, Onto::Exchange)?;
+            return self.conflict(layer, path, change, Some(from));
+        }
         let Some((dst_dir, _)) = self.at(Place::Folder, layer, path)? else {
             return self.conflict(layer, path, change, Some(from));
         };
@@ -589,11 +627,16 @@ impl Work<'_> {
             .set
             .dir()
             .open_dir(RelPath::new(TRASH)?, Symlinks::Deny)?;
-        let slot = format!("{trash}-{i}");
+        let slot = format!("{}-{trash}-{i}", self.offset);
         let slot = Name::new(&slot)?;
-        if lstat_name(&trash_dir, slot.as_os_str())?.is_some() {
+        if let Some(moved) = lstat_name(&trash_dir, slot.as_os_str())? {
             // Moved already, by a run a crash cut short: what has the name now is not ours.
-            return Ok(());
+            // What was moved is checked as that run would have.
+            if Fingerprint::of(&moved) == *before {
+                return Ok(());
+            }
+            let _ = trash_dir.move_entry(slot, &dir, name, Onto::New);
+            return self.conflict(layer, path, change, None);
         }
         match lstat_name(&dir, name.as_os_str())? {
             None => return Ok(()),
@@ -638,6 +681,32 @@ fn remove_present(dir: &Anchor, name: &std::ffi::OsStr) -> Result<()> {
     }
 }
 
+/// Move everything in `from` into `into`, where it came from: directories that both have are
+/// merged the same way, and emptied ones removed. An entry of `into` is never replaced.
+fn merge_back(from: &Anchor, into: &Anchor, depth: usize) -> Result<()> {
+    const MAX_DEPTH: usize = 256;
+    for (entry, st) in from.entries()? {
+        let name = Name::new(&entry)?;
+        match from.move_entry(name, into, name, Onto::New) {
+            Err(e)
+                if e.raw_os_error() == Some(EEXIST)
+                    && kind_of(&st) == Kind::Dir
+                    && depth < MAX_DEPTH =>
+            {
+                let sub = from.open_dir(name.as_rel(), Symlinks::Deny)?;
+                merge_back(
+                    &sub,
+                    &into.open_dir(name.as_rel(), Symlinks::Deny)?,
+                    depth + 1,
+                )?;
+                from.remove_dir(name)?;
+            }
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
 /// Make each directory of `rel` beneath `root` that is missing (0700).
 pub(super) fn make_dirs(root: &Anchor, rel: &Path) -> Result<()> {
     let mut at = PathBuf::new();
@@ -675,4 +744,39 @@ fn append_late(set: &OpenSet, entry: &HeldEntry) -> Result<()> {
         Symlinks::Deny,
     )?;
     crate::fd::write_all(fd.as_fd(), &line).map_err(|e| Error::io("write", LATE, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::AbsPath;
+
+    /// A directory whose publish met a conflict after what was held from inside it went to
+    /// the held part: what was held goes back in, and the whole directory is held.
+    #[test]
+    fn merging_back_returns_each_entry_where_it_came_from() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = |rel: &str| tmp.path().join(rel);
+        for dir in ["upper/x/.git/hooks", "held/x/.git/hooks", "held/x/new"] {
+            std::fs::create_dir_all(p(dir)).unwrap();
+        }
+        std::fs::write(p("upper/x/.git/HEAD"), "ref\n").unwrap();
+        std::fs::write(p("upper/x/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(p("held/x/.git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        std::fs::write(p("held/x/new/a"), "a\n").unwrap();
+        let open = |rel: &str| {
+            Anchor::open_canonical(AbsPath::new(&p(rel).canonicalize().unwrap()).unwrap()).unwrap()
+        };
+        merge_back(&open("held/x"), &open("upper/x"), 0).unwrap();
+        for (rel, text) in [
+            ("upper/x/.git/HEAD", "ref\n"),
+            ("upper/x/.git/hooks/pre-commit", "#!/bin/sh\n"),
+            ("upper/x/main.rs", "fn main() {}\n"),
+            ("upper/x/new/a", "a\n"),
+        ] {
+            assert_eq!(std::fs::read_to_string(p(rel)).unwrap(), text, "{rel}");
+        }
+        let left: Vec<_> = std::fs::read_dir(p("held/x")).unwrap().collect();
+        assert!(left.is_empty(), "the held directory is empty: {left:?}");
+    }
 }

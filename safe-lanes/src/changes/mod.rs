@@ -8,9 +8,9 @@
 //! (`<root>/changes/<set>/layers/<n>/upper`). The command reads the folder with its own
 //! writes on top; nothing reaches the folder while it runs.
 //!
-//! When it ends, its changes are read from the upper layers ([`scan`]), each is judged by
-//! the one rule ([`rule::Rule::judge`]: published, held for the human, or dropped), and a
-//! journal that publishes the rest is written and done ([`journal`]): new entries moved into
+//! When it ends, its changes are read from the upper layers (`scan`), each is judged by
+//! the one rule (`rule::Rule::judge`: published, held for the human, or dropped), and a
+//! journal that publishes the rest is written and done (`journal`): new entries moved into
 //! the folder by one `renameat2` each (a new directory tree in one), rewritten files swapped
 //! in atomically, removals last — the folder's entries checked, at each step, to still be what
 //! they were, so the human's edits are never overwritten. A gateway killed at any instant
@@ -21,7 +21,7 @@
 //! What is held waits in `<root>/changes/<set>/held/` for the human: [`HeldChanges`] lists
 //! the sets, shows each change (with a diff for text) and a digest of what it showed, applies
 //! exactly what was shown (the digest binds it) or discards it — `safe-lanes changes`, and the
-//! page's "Held changes" tab. `folder_patch` goes through the same rule ([`hold_patch`]).
+//! page's "Held changes" tab. `folder_patch` goes through the same rule (`patch::hold`).
 //!
 //! A grant the human marked `--direct` has no layer: its writes land at once, and only the
 //! sandbox's own rules hold (ADR 0027).

@@ -5,7 +5,7 @@
 //! given, and returns the journal (tested as tables in `tests`); [`super::journal::run`] then
 //! acts on it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::json;
 
@@ -48,6 +48,7 @@ pub(crate) enum Mode {
 
 /// Decide the changes of `layers` for the set `meta`; `offset` is where the audit log ends now.
 pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u64) -> Decided {
+    let mut drops = Vec::new();
     let mut holds = Vec::new();
     let mut puts = Vec::new();
     let mut modes = Vec::new();
@@ -59,6 +60,15 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
         let mut held_dirs: Vec<PathBuf> = Vec::new();
         for item in &layer.items {
             if held_dirs.iter().any(|d| item.path.starts_with(d)) {
+                // It waits with its held directory; what is never created is taken out of it
+                // first, so the human's apply cannot bring it.
+                if let Verdict::Drop(_) = judge(layer.rule, layer.facts, item) {
+                    dropped += 1;
+                    drops.push(Op::Drop {
+                        layer: layer.index,
+                        path: item.path.clone(),
+                    });
+                }
                 continue;
             }
             let verdict = match mode {
@@ -127,7 +137,7 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
                                 });
                             }
                         }
-                        ItemKind::Delete { .. } => {
+                        ItemKind::Delete => {
                             if let Some((_, before)) = item.before {
                                 deletes.push(Op::Delete {
                                     layer: index,
@@ -158,7 +168,7 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
                 }
                 Verdict::Drop(_) => {
                     dropped += 1;
-                    holds.push(Op::Drop { layer: index, path });
+                    drops.push(Op::Drop { layer: index, path });
                 }
             }
         }
@@ -171,7 +181,8 @@ pub(crate) fn decide(meta: &Meta, layers: Vec<Layer<'_>>, mode: Mode, offset: u6
         &published_lines,
         mode != Mode::Rule,
     );
-    let mut ops = holds;
+    let mut ops = drops;
+    ops.extend(holds);
     ops.extend(puts);
     ops.extend(modes);
     ops.extend(deletes);
@@ -238,45 +249,41 @@ fn hold_all_what(why: Why) -> &'static str {
     }
 }
 
-/// The rule's verdict on `item`: a removal is judged by its path and each path below it.
+/// The rule's verdict on `item`: by its path, then — for a change that takes away one of the
+/// folder's directories (a removal, or a file in its place) — by each path below it, removed.
 fn judge(rule: &Rule<'_>, facts: &dyn Facts, item: &Item) -> Verdict {
-    fn change<'c>(path: &'c Path, after: After<'c>, meanwhile: bool) -> Change<'c> {
-        Change {
-            path,
-            after,
-            meanwhile,
-        }
-    }
     let m = item.meanwhile;
-    match &item.kind {
-        ItemKind::Put(Put::File { mode }) => {
-            rule.judge(&change(&item.path, After::File { mode: *mode }, m), facts)
-        }
-        ItemKind::Put(Put::Link { target }) => {
-            rule.judge(&change(&item.path, After::Link { target }, m), facts)
-        }
-        ItemKind::Put(Put::Special) => rule.judge(&change(&item.path, After::Special, m), facts),
-        ItemKind::NewDir | ItemKind::Mode(_) => {
-            rule.judge(&change(&item.path, After::Dir, m), facts)
-        }
-        ItemKind::Delete { below, too_large } => {
-            let first = rule.judge(&change(&item.path, After::Gone, m), facts);
-            if first != Verdict::Publish {
-                return first;
-            }
-            if *too_large {
-                return Verdict::Hold(
-                    Why::Conflict,
-                    "a removal of more entries than can be checked for the human's changes".into(),
-                );
-            }
-            below
-                .iter()
-                .map(|p| rule.judge(&change(p, After::Gone, m), facts))
-                .find(|v| *v != Verdict::Publish)
-                .unwrap_or(Verdict::Publish)
-        }
+    let change = |path, after| Change {
+        path,
+        after,
+        meanwhile: m,
+    };
+    let after = match &item.kind {
+        ItemKind::Put(Put::File { mode }) => After::File { mode: *mode },
+        ItemKind::Put(Put::Link { target }) => After::Link { target },
+        ItemKind::Put(Put::Special) => After::Special,
+        ItemKind::NewDir | ItemKind::Mode(_) => After::Dir,
+        ItemKind::Delete => After::Gone,
+    };
+    let first = rule.judge(&change(&item.path, after), facts);
+    let Some(removes) = &item.removes else {
+        return first;
+    };
+    if first != Verdict::Publish {
+        return first;
     }
+    if removes.too_large {
+        return Verdict::Hold(
+            Why::Conflict,
+            "a removal of more entries than can be checked for the human's changes".into(),
+        );
+    }
+    removes
+        .paths
+        .iter()
+        .map(|p| rule.judge(&change(p, After::Gone), facts))
+        .find(|v| *v != Verdict::Publish)
+        .unwrap_or(Verdict::Publish)
 }
 
 /// What kind of change `item` is, in the words listings use.
@@ -286,6 +293,113 @@ fn word(item: &Item) -> ChangeWord {
         ItemKind::Put(_) | ItemKind::NewDir if item.before.is_some() => ChangeWord::Modified,
         ItemKind::Put(_) | ItemKind::NewDir => ChangeWord::Created,
         ItemKind::Mode(_) => ChangeWord::Mode,
-        ItemKind::Delete { .. } => ChangeWord::Deleted,
+        ItemKind::Delete => ChangeWord::Deleted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::changes::rule::Kind;
+    use crate::changes::scan::Fingerprint;
+    use crate::changes::set::{LayerMeta, Origin};
+
+    /// A folder where nothing existed before and everything is what the items say.
+    struct Empty;
+
+    impl Facts for Empty {
+        fn before(&self, _: &Path) -> Option<Kind> {
+            None
+        }
+        fn after(&self, _: &Path) -> Option<Kind> {
+            None
+        }
+        fn before_bytes(&self, _: &Path) -> Option<Vec<u8>> {
+            None
+        }
+        fn after_bytes(&self, _: &Path) -> Option<Vec<u8>> {
+            None
+        }
+    }
+
+    fn item(path: &str, kind: ItemKind, carried: bool) -> Item {
+        let entry = Fingerprint {
+            dev: 1,
+            ino: 2,
+            size: 0,
+            mtime: (0, 0),
+        };
+        Item {
+            path: PathBuf::from(path),
+            kind,
+            carried,
+            before: None,
+            meanwhile: false,
+            layer: Some(entry),
+            removes: None,
+        }
+    }
+
+    /// What is never created is taken out of a held directory before it is held: the
+    /// human's apply of the directory cannot bring it.
+    #[test]
+    fn a_held_directory_loses_set_id_files_and_nodes_first() {
+        let meta = Meta {
+            id: "set_0000000000000000".into(),
+            origin: Origin {
+                op: "exec".into(),
+                command: "true".into(),
+                actor: "agent".into(),
+            },
+            started: String::new(),
+            t0: (0, 0),
+            layers: vec![LayerMeta {
+                grant: "g".into(),
+                alias: "proj".into(),
+                path: PathBuf::from("/home/u/proj"),
+            }],
+        };
+        let rule = Rule::new(Path::new("/home/u/proj"), None, &[]);
+        let items = vec![
+            item(".vscode", ItemKind::NewDir, false),
+            item(".vscode/fifo", ItemKind::Put(Put::Special), true),
+            item(
+                ".vscode/setid",
+                ItemKind::Put(Put::File { mode: 0o4755 }),
+                true,
+            ),
+            item(
+                ".vscode/tasks.json",
+                ItemKind::Put(Put::File { mode: 0o644 }),
+                true,
+            ),
+        ];
+        let layer = Layer {
+            index: 0,
+            alias: "proj",
+            rule: &rule,
+            facts: &Empty,
+            items,
+        };
+        let decided = decide(&meta, vec![layer], Mode::Rule, 0);
+        assert_eq!(decided.dropped, 2);
+        let ops: Vec<String> = decided
+            .journal
+            .ops
+            .iter()
+            .map(|op| match op {
+                Op::Drop { path, .. } => format!("drop {}", path.display()),
+                Op::Hold { path, .. } => format!("hold {}", path.display()),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            ["drop .vscode/fifo", "drop .vscode/setid", "hold .vscode"]
+        );
+        let held: Vec<_> = decided.journal.held.iter().map(|h| &h.path).collect();
+        assert_eq!(held, [Path::new(".vscode")]);
     }
 }

@@ -34,6 +34,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use super::gitconfig;
+use crate::error::Shown;
 
 /// Why a change waits for the human: a stable word, as results and listings show it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -219,12 +220,18 @@ pub(crate) enum Seg {
 }
 
 impl Seg {
+    /// Whether `name` matches, in any case of ASCII letters: a folder on a file system that
+    /// ignores case (macOS's, a case-folding directory) gives `claude.md` to the tool that
+    /// reads `CLAUDE.md`, and holding one more name costs nothing.
     fn matches(&self, name: &[u8]) -> bool {
+        let is = |a: &[u8], b: &str| a.eq_ignore_ascii_case(b.as_bytes());
         match self {
-            Seg::Is(s) => name == s.as_bytes(),
-            Seg::Ends(s) => name.len() > s.len() && name.ends_with(s.as_bytes()),
+            Seg::Is(s) => is(name, s),
+            Seg::Ends(s) => name.len() > s.len() && is(&name[name.len() - s.len()..], s),
             Seg::StartsExcept(s, except) => {
-                name.starts_with(s.as_bytes()) && !except.iter().any(|e| name == e.as_bytes())
+                name.len() >= s.len()
+                    && is(&name[..s.len()], s)
+                    && !except.iter().any(|e| is(name, e))
             }
         }
     }
@@ -686,6 +693,7 @@ pub(crate) struct Rule<'g> {
 #[derive(Debug, Default)]
 struct Known {
     git_dir: HashMap<PathBuf, bool>,
+    was_git_dir: HashMap<PathBuf, bool>,
     environment: HashMap<PathBuf, bool>,
     /// Each repository's top (the folder holding its `.git`, before the command), with the
     /// paths its configuration names (relative to the grant).
@@ -748,7 +756,7 @@ impl<'g> Rule<'g> {
             Matcher::Names(segs) => names_match(names, segs),
             Matcher::InGitDir => return self.in_git_dir(change, facts),
             Matcher::GitPointer => {
-                path.file_name().is_some_and(|n| n == ".git")
+                path.file_name().is_some_and(is_dot_git)
                     && !matches!(change.after, After::Dir)
                     && !(matches!(change.after, After::Gone)
                         && facts.before(path) == Some(Kind::Dir))
@@ -776,6 +784,15 @@ impl<'g> Rule<'g> {
         let path = change.path;
         let inner = ancestors(path).find(|dir| self.is_git_dir(dir, facts))?;
         let rel = path.strip_prefix(inner).ok()?;
+        // A folder of the human's that the command makes a repository (its `HEAD`, `objects`
+        // and `refs` added): what it held was judged as plain files, never as git's.
+        if facts.before(inner) == Some(Kind::Dir) && !self.was_git_dir(inner, facts) {
+            return Some(
+                "inside a folder that this change makes a repository of: what the folder \
+                 held was never judged as git's (a configuration, hooks)"
+                    .into(),
+            );
+        }
         if rel == Path::new("config") {
             let unreadable = || Some("a git configuration that cannot be read whole".into());
             let before = match facts.before(path) {
@@ -831,7 +848,7 @@ impl<'g> Rule<'g> {
         (!data).then(|| {
             format!(
                 "{} inside a git directory, which git reads as instructions or state",
-                rel.display()
+                Shown::path(rel)
             )
             .into()
         })
@@ -844,17 +861,23 @@ impl<'g> Rule<'g> {
         if let Some(known) = self.known.borrow().git_dir.get(dir) {
             return *known;
         }
-        let kind = |rel: &Path| facts.after(rel).or_else(|| facts.before(rel));
-        let is_dir = kind(dir) == Some(Kind::Dir) || dir.as_os_str().is_empty();
-        let git = is_dir
-            && (dir.file_name().is_some_and(|n| n == ".git")
-                || (kind(&dir.join("HEAD")).is_some()
-                    && ((kind(&dir.join("objects")) == Some(Kind::Dir)
-                        && kind(&dir.join("refs")) == Some(Kind::Dir))
-                        || kind(&dir.join("commondir")).is_some())));
+        let git = git_dir_by(dir, |rel| facts.after(rel).or_else(|| facts.before(rel)));
         self.known
             .borrow_mut()
             .git_dir
+            .insert(dir.to_path_buf(), git);
+        git
+    }
+
+    /// Whether the directory `dir` was a git directory before the command.
+    fn was_git_dir(&self, dir: &Path, facts: &dyn Facts) -> bool {
+        if let Some(known) = self.known.borrow().was_git_dir.get(dir) {
+            return *known;
+        }
+        let git = git_dir_by(dir, |rel| facts.before(rel));
+        self.known
+            .borrow_mut()
+            .was_git_dir
             .insert(dir.to_path_buf(), git);
         git
     }
@@ -939,44 +962,62 @@ impl<'g> Rule<'g> {
     }
 
     /// Whether the link at `path` to `target` is one the human's tools may follow: into the
-    /// grant, or into the system's read-only hierarchies ([`SYSTEM_TARGETS`]), read as the kernel
-    /// would from the link's folder. A target that passes through a link on its way (the
-    /// human's `ext -> /usr`, then `ext/../etc/passwd`) cannot be read lexically: not one.
+    /// grant, or into the system's read-only hierarchies ([`SYSTEM_TARGETS`]), walked as the
+    /// kernel walks it from the link's folder. A target that passes through a link of the
+    /// grant on its way (`ext -> /usr`, then `ext/../etc/passwd`; `lnk -> .`, then
+    /// `/home/u/proj/lnk/../.bashrc`) goes where that link says, which a reading of the text
+    /// cannot tell: not one. So does a walk that leaves the grant and comes back into it.
     fn link_is_harmless(&self, path: &Path, target: &[u8], facts: &dyn Facts) -> bool {
+        /// Where the walk is: in the grant (relative to it), or outside it (absolute).
+        enum At {
+            Inside(PathBuf),
+            Outside(PathBuf),
+        }
         let target = Path::new(std::ffi::OsStr::from_bytes(target));
         if target.as_os_str().is_empty() {
             return false;
         }
-        let base = path.parent().unwrap_or(Path::new(""));
-        if !target.is_absolute() {
-            // Every component but the last, as the kernel walks them, inside the grant.
-            let mut at = base.to_path_buf();
-            let mut components = target.components().peekable();
-            while let Some(c) = components.next() {
-                match c {
-                    Component::Normal(n) => {
-                        at.push(n);
-                        let link = |k: Option<Kind>| k == Some(Kind::Link);
-                        if components.peek().is_some()
-                            && (link(facts.after(&at)) || link(facts.before(&at)))
-                        {
-                            return false;
-                        }
+        let link = |rel: &Path| {
+            facts.after(rel) == Some(Kind::Link) || facts.before(rel) == Some(Kind::Link)
+        };
+        let mut at = match target.is_absolute() {
+            true => At::Outside(PathBuf::from("/")),
+            false => At::Inside(path.parent().unwrap_or(Path::new("")).to_path_buf()),
+        };
+        let mut components = target.components().peekable();
+        while let Some(c) = components.next() {
+            let last = components.peek().is_none();
+            at = match (at, c) {
+                (At::Inside(mut rel), Component::Normal(n)) => {
+                    rel.push(n);
+                    if !last && link(&rel) {
+                        return false;
                     }
-                    // Above the grant: judged by where it lands, below.
-                    Component::ParentDir if !at.pop() => break,
-                    _ => {}
+                    At::Inside(rel)
                 }
-            }
+                (At::Inside(mut rel), Component::ParentDir) => match rel.pop() {
+                    true => At::Inside(rel),
+                    false => At::Outside(self.grant.parent().unwrap_or(Path::new("/")).into()),
+                },
+                (At::Outside(mut abs), Component::Normal(n)) => {
+                    abs.push(n);
+                    match abs.strip_prefix(self.grant) {
+                        // Back in the grant: the rest is walked as inside it.
+                        Ok(rel) => At::Inside(rel.to_path_buf()),
+                        Err(_) => At::Outside(abs),
+                    }
+                }
+                (At::Outside(mut abs), Component::ParentDir) => {
+                    abs.pop();
+                    At::Outside(abs)
+                }
+                (at, _) => at,
+            };
         }
-        if self.inside(base, target).is_some() {
-            return true;
+        match at {
+            At::Inside(_) => true,
+            At::Outside(abs) => SYSTEM_TARGETS.iter().any(|system| abs.starts_with(system)),
         }
-        let absolute = fold(&self.grant.join(base).join(target));
-        absolute.starts_with(self.grant)
-            || SYSTEM_TARGETS
-                .iter()
-                .any(|system| absolute.starts_with(system))
     }
 
     /// `target` (as written in a file or link at `base`, relative to the grant) as a path
@@ -1021,19 +1062,21 @@ const SYSTEM_TARGETS: &[&str] = &[
     "/dev/null",
 ];
 
-/// `path` (absolute) with `.` and `..` folded as written.
-fn fold(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in path.components() {
-        match c {
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir => {
-                out.pop();
-            }
-            _ => {}
-        }
-    }
-    out
+/// Whether `name` is `.git`, in any case of its letters (where case is ignored, `.GIT` is it).
+fn is_dot_git(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().eq_ignore_ascii_case(b".git")
+}
+
+/// Whether the directory `dir` is a git directory, by what `kind` says of the paths in it
+/// ([`Rule::is_git_dir`]).
+fn git_dir_by(dir: &Path, kind: impl Fn(&Path) -> Option<Kind>) -> bool {
+    let is_dir = kind(dir) == Some(Kind::Dir) || dir.as_os_str().is_empty();
+    is_dir
+        && (dir.file_name().is_some_and(is_dot_git)
+            || (kind(&dir.join("HEAD")).is_some()
+                && ((kind(&dir.join("objects")) == Some(Kind::Dir)
+                    && kind(&dir.join("refs")) == Some(Kind::Dir))
+                    || kind(&dir.join("commondir")).is_some())))
 }
 
 /// Every directory `path` lies in, innermost first, the grant's folder (`""`) last.

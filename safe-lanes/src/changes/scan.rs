@@ -68,6 +68,18 @@ pub(crate) struct Item {
     pub(crate) meanwhile: bool,
     /// The layer's entry, for a new or rewritten one.
     pub(crate) layer: Option<Fingerprint>,
+    /// The folder's directory tree the change takes away — a removal of a directory, or a
+    /// file, link or node in place of one: each path below it. The rule judges each.
+    pub(crate) removes: Option<Below>,
+}
+
+/// The paths below a directory of the folder that a change takes away.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Below {
+    /// Each path below it (relative to the grant's folder), at most [`MAX_BELOW`].
+    pub(crate) paths: Vec<PathBuf>,
+    /// Whether there were more than [`MAX_BELOW`] (then not all are in `paths`).
+    pub(crate) too_large: bool,
 }
 
 /// What kind of change an [`Item`] is.
@@ -79,11 +91,8 @@ pub(crate) enum ItemKind {
     NewDir,
     /// A directory in both whose permission bits the command changed.
     Mode(u32),
-    /// The folder's entry removed, with the paths below it when it is a directory.
-    Delete {
-        below: Vec<PathBuf>,
-        too_large: bool,
-    },
+    /// The folder's entry removed (with [`Item::removes`] when it is a directory).
+    Delete,
 }
 
 /// A non-directory the command left.
@@ -102,70 +111,59 @@ pub(crate) enum Put {
 /// `io` when a directory of either cannot be read: the caller then holds the set whole.
 pub(crate) fn scan(upper: &Anchor, folder: &Anchor, t0: (i64, i64)) -> Result<Vec<Item>> {
     let mut out = Vec::new();
+    // Directories still to read, by path: each is opened when its turn comes, so no more than
+    // one of each tree is open at a time, however many siblings wait.
     let mut frames = vec![Frame {
         rel: PathBuf::new(),
-        upper: upper.try_clone()?,
-        folder: Some((folder.try_clone()?, false)),
+        merged: Some(false),
     }];
     while let Some(frame) = frames.pop() {
+        let (dir, folder_dir) = frame.open(upper, folder)?;
         let mut seen = BTreeSet::new();
-        let carried = frame.folder.is_none();
-        for (name, st) in frame.upper.entries()? {
+        let carried = folder_dir.is_none();
+        for (name, st) in dir.entries()? {
             let path = frame.rel.join(&name);
             let entry = Name::new(&name)?;
             seen.insert(name.clone());
-            let before = match &frame.folder {
+            let before = match &folder_dir {
                 Some((dir, _)) => dir.stat_entry_if_any(entry)?,
                 None => None,
             };
-            let meanwhile = before.as_ref().is_some_and(|st| changed_since(st, t0));
+            let mut meanwhile = before.as_ref().is_some_and(|st| changed_since(st, t0));
             let fingerprint = before.as_ref().map(|st| (kind_of(st), Fingerprint::of(st)));
-            let kind = FileType::from_raw_mode(st.st_mode);
-            if kind == FileType::CharacterDevice && st.st_rdev == 0 {
-                // A whiteout: the command removed the folder's entry.
-                if let (Some((dir, _)), Some(gone)) = (&frame.folder, &before) {
+            if is_whiteout(&st) {
+                // The command removed the folder's entry.
+                if let (Some((dir, _)), Some(gone)) = (&folder_dir, &before) {
                     out.push(removal(dir, &path, entry, gone, t0)?);
                 }
                 continue;
             }
             let layer = Some(Fingerprint::of(&st));
+            let kind = FileType::from_raw_mode(st.st_mode);
+            let item = |kind, meanwhile, removes| Item {
+                path: path.clone(),
+                kind,
+                carried,
+                before: fingerprint,
+                meanwhile,
+                layer,
+                removes,
+            };
             if kind == FileType::Directory {
-                let sub = frame.upper.open_dir(entry.as_rel(), Symlinks::Deny)?;
-                let merged = match (&frame.folder, &before) {
-                    (Some((dir, opaque)), Some(st)) if kind_of(st) == Kind::Dir => Some((
-                        dir.open_dir(entry.as_rel(), Symlinks::Deny)?,
-                        *opaque || opaque_dir(&sub)?,
-                    )),
+                let merged = match (&folder_dir, &before) {
+                    (Some((_, opaque)), Some(st)) if kind_of(st) == Kind::Dir => Some(*opaque),
                     _ => None,
                 };
-                match &merged {
+                match merged {
                     Some(_) => {
                         let before_mode = before.as_ref().map_or(0, permissions);
                         if permissions(&st) != before_mode {
-                            out.push(Item {
-                                path: path.clone(),
-                                kind: ItemKind::Mode(permissions(&st)),
-                                carried: false,
-                                before: fingerprint,
-                                meanwhile,
-                                layer,
-                            });
+                            out.push(item(ItemKind::Mode(permissions(&st)), meanwhile, None));
                         }
                     }
-                    None => out.push(Item {
-                        path: path.clone(),
-                        kind: ItemKind::NewDir,
-                        carried,
-                        before: fingerprint,
-                        meanwhile,
-                        layer,
-                    }),
+                    None => out.push(item(ItemKind::NewDir, meanwhile, None)),
                 }
-                frames.push(Frame {
-                    rel: path,
-                    upper: sub,
-                    folder: merged,
-                });
+                frames.push(Frame { rel: path, merged });
                 continue;
             }
             let put = match kind {
@@ -173,22 +171,24 @@ pub(crate) fn scan(upper: &Anchor, folder: &Anchor, t0: (i64, i64)) -> Result<Ve
                     mode: permissions(&st),
                 },
                 FileType::Symlink => Put::Link {
-                    target: frame.upper.read_link(entry)?.unwrap_or_default(),
+                    target: dir.read_link(entry)?.unwrap_or_default(),
                 },
                 _ => Put::Special,
             };
-            out.push(Item {
-                path,
-                kind: ItemKind::Put(put),
-                carried,
-                before: fingerprint,
-                meanwhile,
-                layer,
-            });
+            // In place of one of the folder's directories: what was below it goes too.
+            let removes = match (&folder_dir, &before) {
+                (Some((dir, _)), Some(st)) if kind_of(st) == Kind::Dir => {
+                    let (below, changed) = below(dir, &path, entry, t0)?;
+                    meanwhile |= changed;
+                    Some(below)
+                }
+                _ => None,
+            };
+            out.push(item(ItemKind::Put(put), meanwhile, removes));
         }
         // An opaque directory replaces the folder's: what the command did not leave in it is
         // removed.
-        if let Some((dir, true)) = &frame.folder {
+        if let Some((dir, true)) = &folder_dir {
             for (name, st) in dir.entries()? {
                 if !seen.contains(&name) {
                     let path = frame.rel.join(&name);
@@ -199,6 +199,12 @@ pub(crate) fn scan(upper: &Anchor, folder: &Anchor, t0: (i64, i64)) -> Result<Ve
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
+}
+
+/// Whether the layer's entry whose `lstat` is `st` is a whiteout: overlayfs's mark (a
+/// character device `0:0`) of a name the command removed.
+pub(crate) fn is_whiteout(st: &Stat) -> bool {
+    FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice && st.st_rdev == 0
 }
 
 /// Whether the layer's directory `dir` is marked opaque (overlayfs's `user.overlay.opaque`):
@@ -214,49 +220,88 @@ fn opaque_dir(dir: &Anchor) -> Result<bool> {
     }
 }
 
-/// A directory of the layer being walked, and the folder's directory at the same place (with
-/// whether it is hidden by an opaque one), when the folder has one that the layer merges with.
+/// A directory of the layer still to read: its path, and whether the folder has a directory
+/// there that the layer merges with (`Some`, with whether an opaque directory above hides
+/// it), or not (`None`: all below it is new).
 struct Frame {
     rel: PathBuf,
-    upper: Anchor,
-    folder: Option<(Anchor, bool)>,
+    merged: Option<bool>,
+}
+
+impl Frame {
+    /// The layer's directory, and the folder's with whether it is hidden (opaque), when they
+    /// merge.
+    fn open(&self, upper: &Anchor, folder: &Anchor) -> Result<(Anchor, Option<(Anchor, bool)>)> {
+        let open = |anchor: &Anchor| match self.rel.as_os_str().is_empty() {
+            true => anchor.try_clone(),
+            false => anchor.open_dir(RelPath::new(&self.rel)?, Symlinks::Deny),
+        };
+        let dir = open(upper)?;
+        let folder_dir = match self.merged {
+            Some(hidden) => {
+                let opaque = hidden || opaque_dir(&dir)?;
+                Some((open(folder)?, opaque))
+            }
+            None => None,
+        };
+        Ok((dir, folder_dir))
+    }
 }
 
 /// The removal of the folder's entry `name` (in `dir`, at `path`), whose `lstat` is `st`: for
 /// a directory, with what is below it.
 fn removal(dir: &Anchor, path: &Path, name: Name<'_>, st: &Stat, t0: (i64, i64)) -> Result<Item> {
-    let mut below = Vec::new();
     let mut meanwhile = changed_since(st, t0);
-    let mut too_large = false;
-    if kind_of(st) == Kind::Dir {
-        let mut pending = vec![(PathBuf::new(), dir.open_dir(name.as_rel(), Symlinks::Deny)?)];
-        'walk: while let Some((rel, sub)) = pending.pop() {
-            for (child, cst) in sub.entries()? {
-                if below.len() >= MAX_BELOW {
-                    too_large = true;
-                    break 'walk;
-                }
-                let child_rel = rel.join(&child);
-                meanwhile |= changed_since(&cst, t0);
-                if kind_of(&cst) == Kind::Dir {
-                    let entry = Name::new(&child)?;
-                    pending.push((
-                        child_rel.clone(),
-                        sub.open_dir(entry.as_rel(), Symlinks::Deny)?,
-                    ));
-                }
-                below.push(path.join(child_rel));
-            }
+    let removes = match kind_of(st) {
+        Kind::Dir => {
+            let (below, changed) = below(dir, path, name, t0)?;
+            meanwhile |= changed;
+            Some(below)
         }
-    }
+        _ => None,
+    };
     Ok(Item {
         path: path.to_path_buf(),
-        kind: ItemKind::Delete { below, too_large },
+        kind: ItemKind::Delete,
         carried: false,
         before: Some((kind_of(st), Fingerprint::of(st))),
         meanwhile,
         layer: None,
+        removes,
     })
+}
+
+/// What is below the folder's directory `name` (in `dir`, at `path`), and whether the human
+/// changed any of it at or after `t0`. One directory is open at a time.
+pub(crate) fn below(
+    dir: &Anchor,
+    path: &Path,
+    name: Name<'_>,
+    t0: (i64, i64),
+) -> Result<(Below, bool)> {
+    let top = dir.open_dir(name.as_rel(), Symlinks::Deny)?;
+    let mut below = Below::default();
+    let mut changed = false;
+    let mut pending = vec![PathBuf::new()];
+    'walk: while let Some(rel) = pending.pop() {
+        let sub = match rel.as_os_str().is_empty() {
+            true => top.try_clone()?,
+            false => top.open_dir(RelPath::new(&rel)?, Symlinks::Deny)?,
+        };
+        for (child, cst) in sub.entries()? {
+            if below.paths.len() >= MAX_BELOW {
+                below.too_large = true;
+                break 'walk;
+            }
+            let child_rel = rel.join(&child);
+            changed |= changed_since(&cst, t0);
+            if kind_of(&cst) == Kind::Dir {
+                pending.push(child_rel.clone());
+            }
+            below.paths.push(path.join(child_rel));
+        }
+    }
+    Ok((below, changed))
 }
 
 /// Whether the entry whose `lstat` is `st` changed at or after `t0` (its `ctime`, which no
@@ -395,13 +440,7 @@ impl<'a> LayerFacts<'a> {
         let entry = match self.look(tree, rel) {
             None => Entry::Is(Kind::Other),
             Some(None) => Entry::Absent,
-            Some(Some(st))
-                if tree == Tree::Upper
-                    && FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
-                    && st.st_rdev == 0 =>
-            {
-                Entry::Whiteout
-            }
+            Some(Some(st)) if tree == Tree::Upper && is_whiteout(&st) => Entry::Whiteout,
             Some(Some(st)) => Entry::Is(kind_of(&st)),
         };
         self.seen.borrow_mut().stats.insert(key, entry);

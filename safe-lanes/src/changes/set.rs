@@ -385,7 +385,18 @@ impl OpenSet {
 
     /// Its held changes, once decided.
     pub(super) fn held(&self) -> Result<Vec<super::HeldEntry>> {
-        Ok(read_json(&self.dir, HELD_FILE)?.unwrap_or_default())
+        let held: Vec<super::HeldEntry> = read_json(&self.dir, HELD_FILE)?.unwrap_or_default();
+        match held.iter().find(|h| h.layer >= self.meta.layers.len()) {
+            Some(h) => Err(Error::InvalidManifest {
+                path: Shown::text(HELD_FILE),
+                why: format!(
+                    "a change set's {HELD_FILE} names layer {} of a set of {}",
+                    h.layer,
+                    self.meta.layers.len()
+                ),
+            }),
+            None => Ok(held),
+        }
     }
 }
 

@@ -545,8 +545,9 @@ fn new_tmpfs(mode: &CStr, size: &CStr) -> rustix::io::Result<OwnedFd> {
 /// system of its upper layer when it is unmounted, which every command's end would wait for
 /// (a `sync` of the state root's disk, whatever else is dirty on it). Nothing depends on the
 /// layer being on disk before it is read: its content is published by renames, or held, as
-/// plain files, no more and no less durable than what a command writes to a folder directly;
-/// the journal that publishes it is `fsync`ed on its own (ADR 0027). The work directory,
+/// plain files, no more and no less durable than what a command writes to a folder directly
+/// (the journal that publishes it is written atomically, not `fsync`ed: it survives the death
+/// of any process, as the audit log's records do; ADR 0027). The work directory,
 /// where overlayfs marks a volatile mount, is the command's own and goes with its set.
 fn new_overlay(lower: &OwnedFd, upper: &OwnedFd, work: &OwnedFd) -> rustix::io::Result<OwnedFd> {
     let fs = rustix::mount::fsopen(c"overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;

@@ -500,3 +500,60 @@ fn what_a_command_wrote_before_its_grant_was_revoked_is_held_not_published() {
     let whys: Vec<Why> = out.changes.held.iter().map(|h| h.why).collect();
     assert_eq!(whys, [Why::Revoked, Why::Revoked], "{:?}", out.changes);
 }
+
+#[test]
+fn a_file_in_place_of_a_folder_takes_nothing_below_it_unjudged() {
+    let w = World::new(&[("proj/vendor/lib/a.txt", "a\n")]);
+    // A repository below the folder the command replaces with a file.
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(w.p("proj/vendor/lib"))
+        .status()
+        .unwrap();
+    let out = w.ok("rm -rf vendor/lib && echo plain > vendor/lib");
+    let held: Vec<(String, Why)> = out
+        .changes
+        .held
+        .iter()
+        .map(|h| (h.path.clone(), h.why))
+        .collect();
+    assert_eq!(held, [("vendor/lib".to_owned(), Why::GitState)]);
+    // The folder's tree is whole, its repository with it.
+    assert!(w.p("proj/vendor/lib/.git/HEAD").is_file());
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/vendor/lib/a.txt")).unwrap(),
+        "a\n"
+    );
+    // Without a repository below it, the same change is published, the tree gone with it.
+    let w = World::new(&[("proj/vendor/lib/a.txt", "a\n")]);
+    let out = w.ok("rm -rf vendor/lib && echo plain > vendor/lib");
+    assert!(out.changes.held.is_empty(), "{:?}", out.changes);
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/vendor/lib")).unwrap(),
+        "plain\n"
+    );
+}
+
+#[test]
+fn applying_never_replaces_a_folder_the_human_made_meanwhile() {
+    let w = World::new(&[("proj/README", "hello\n")]);
+    let out = w.ok("echo '{}' > .mcp.json");
+    let set = out.changes.set.clone().expect("a held set");
+    // The human makes a folder where the held file would go.
+    std::fs::create_dir(w.p("proj/.mcp.json")).unwrap();
+    std::fs::write(w.p("proj/.mcp.json/mine"), "mine\n").unwrap();
+    let held = w.held();
+    let review = held.show(&set).unwrap();
+    let refused = held.apply(&set, &[], &review.digest, "ok", "uid:0");
+    assert_eq!(
+        refused.unwrap_err().code().as_str(),
+        "invalid_argument",
+        "the folder's directory stays"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.p("proj/.mcp.json/mine")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(held.list().unwrap().len(), 1, "still held");
+    assert!(w.records("change.applied").is_empty());
+}

@@ -162,7 +162,29 @@ const CASES: &[Case] = &[
     case(&[], &["a/b/l->"], "a/b/l", link("../../../proj/x"), Publish),
     case(&[], &[".gitignore"], ".gitignore", FILE, Publish),
     case(&[], &[".env.example"], ".env.example", FILE, Publish),
-    case(&[], &["docs/claude.md"], "docs/claude.md", FILE, Publish),
+    case(&[], &["docs/notes.md"], "docs/notes.md", FILE, Publish),
+    // A held name in another case: the same file where case is ignored.
+    case(
+        &[],
+        &["docs/claude.md"],
+        "docs/claude.md",
+        FILE,
+        Hold(Why::AgentConfig),
+    ),
+    case(
+        &[],
+        &[".GIT/config=[core]\n\tfsmonitor = x\n"],
+        ".GIT/config",
+        FILE,
+        Hold(Why::GitState),
+    ),
+    case(
+        &[],
+        &[".VSCode/tasks.json"],
+        ".VSCode/tasks.json",
+        FILE,
+        Hold(Why::EditorConfig),
+    ),
     // Dropped.
     case(&[], &["fifo"], "fifo", After::Special, Drop),
     case(&[], &["suid"], "suid", After::File { mode: 0o4755 }, Drop),
@@ -366,6 +388,37 @@ const CASES: &[Case] = &[
         &["srv.git/HEAD", "srv.git/objects/", "srv.git/refs/"],
         &["srv.git/refs/heads/x"],
         "srv.git/refs/heads/x",
+        FILE,
+        Publish,
+    ),
+    // A folder of the human's (its `config` and hooks published earlier as plain files) that
+    // this command makes a bare repository: what makes it one is held.
+    case(
+        &[
+            "src/config=[core]\n\tfsmonitor = touch /tmp/x\n",
+            "src/hooks/x",
+        ],
+        &["src/HEAD", "src/objects/", "src/refs/"],
+        "src/HEAD",
+        FILE,
+        Hold(Why::GitState),
+    ),
+    case(
+        &[
+            "src/config=[core]\n\tfsmonitor = touch /tmp/x\n",
+            "src/objects/",
+            "src/refs/",
+        ],
+        &["src/HEAD"],
+        "src/HEAD",
+        FILE,
+        Hold(Why::GitState),
+    ),
+    // A new folder made a bare repository is judged as one (its configuration, its hooks).
+    case(
+        &[],
+        &["new.git/HEAD", "new.git/objects/", "new.git/refs/"],
+        "new.git/HEAD",
         FILE,
         Publish,
     ),
@@ -1112,6 +1165,36 @@ const CASES: &[Case] = &[
         link("/etc/passwd"),
         Hold(Why::LinkOutside),
     ),
+    // Through a link of the grant, written as an absolute path under it: `lnk -> .` makes
+    // `lnk/..` the grant's parent, whatever the text folds to.
+    case(
+        &[],
+        &["lnk->", "y->"],
+        "y",
+        link("/home/u/proj/lnk/../.bashrc"),
+        Hold(Why::LinkOutside),
+    ),
+    // Out of the grant and back into it, then through a link.
+    case(
+        &["lnk->"],
+        &["y->"],
+        "y",
+        link("../proj/lnk/../.bashrc"),
+        Hold(Why::LinkOutside),
+    ),
+    // Out and back in without a link on the way: inside.
+    case(&["sub/"], &["y->"], "y", link("../proj/sub/file"), Publish),
+    // A relative link into the system's hierarchies, through the grant's parents.
+    case(
+        &[],
+        &["v/bin/python3->"],
+        "v/bin/python3",
+        link("../../../../../usr/bin/python3"),
+        Publish,
+    ),
+    // A link through a link to the grant's own folder, at the end: the link itself is judged
+    // where it points.
+    case(&["lnk->"], &["y->"], "y", link("lnk"), Publish),
 ];
 
 fn verdict_of(c: &Case, home: Option<PathBuf>, lifted: &[PathBuf]) -> Verdict {
