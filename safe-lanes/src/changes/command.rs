@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::Summary;
 use super::finish::{decide_and_run, lifted, recover, rough};
 use super::plan::Mode;
-use super::rule::{Rule, Why, home_prefix};
+use super::rule::{Rule, Why};
 use super::scan::{self, LayerFacts};
 use super::set::{LayerMeta, OpenSet, Origin};
 use crate::beneath::Anchor;
@@ -110,7 +110,7 @@ impl Layers {
         let rules: Vec<Rule<'_>> = self
             .layers
             .iter()
-            .map(|l| Rule::new(&l.path, home_prefix(&l.path), &l.lifted))
+            .map(|l| Rule::for_grant(&l.path, &l.lifted))
             .collect();
         let facts: Vec<LayerFacts<'_>> = self
             .layers

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use super::Summary;
 use super::journal;
 use super::plan::{self, Mode};
-use super::rule::{Facts, Kind, Rule, Why, home_prefix};
+use super::rule::{Facts, Kind, Rule, Why};
 use super::scan::{self, Below, Item, ItemKind, LayerFacts, Put};
-use super::set::{Meta, OpenSet, State, Store};
+use super::set::{LayerMeta, Meta, OpenSet, State, Store};
 use crate::beneath::Anchor;
-use crate::error::Result;
+use crate::error::{Error, Result, Shown};
 use crate::grants::{Access, Effective, Session, Snapshot};
 use crate::input::Name;
 
@@ -111,14 +111,31 @@ fn folders_of(meta: &Meta, snapshot: &Snapshot) -> Vec<Option<Anchor>> {
     meta.layers
         .iter()
         .map(|l| {
-            snapshot
-                .grants
-                .iter()
-                .find(|g| g.id == l.grant && g.path == l.path && g.access == Access::ReadWrite)
+            layer_grant(snapshot, l)
+                .ok()
                 .and_then(|g| g.folder().ok())
                 .and_then(|f| f.try_clone().ok())
         })
         .collect()
+}
+
+/// The grant `layer` is over, in `snapshot`, while it is the same read-write grant of the
+/// same folder: what a set's changes may be published into.
+///
+/// # Errors
+///
+/// `revoked` when it is gone or its folder moved, `read_only` when it is read-only now.
+pub(crate) fn layer_grant<'s>(snapshot: &'s Snapshot, layer: &LayerMeta) -> Result<&'s Effective> {
+    let alias = || Shown::text(&layer.alias);
+    let grant = snapshot
+        .grants
+        .iter()
+        .find(|g| g.id == layer.grant && g.path == layer.path)
+        .ok_or_else(|| Error::Revoked { alias: alias() })?;
+    match grant.access {
+        Access::ReadWrite => Ok(grant),
+        _ => Err(Error::ReadOnly { alias: alias() }),
+    }
 }
 
 /// Finish or hold, as each one's files say, the sets whose process died (`set`'s module
@@ -171,7 +188,7 @@ fn recover_one(set: &OpenSet, state: State, session: &Session) -> Result<()> {
         .layers
         .iter()
         .zip(&lifted)
-        .map(|(l, lifted)| Rule::new(&l.path, home_prefix(&l.path), lifted))
+        .map(|(l, lifted)| Rule::for_grant(&l.path, lifted))
         .collect();
     let mut uppers = Vec::new();
     for n in 0..set.meta.layers.len() {

@@ -14,13 +14,13 @@ use sha2::{Digest, Sha256};
 
 use super::finish::recover;
 use super::journal::{self, Journal, Op, Pending, Tree};
-use super::rule::{After, Change, Rule, Verdict, home_prefix};
+use super::rule::{After, Change, Rule, Verdict};
 use super::scan::{Fingerprint, kind_of, lstat_rel};
 use super::set::{HELD_DIR, OpenSet, State, Store};
 use super::{ChangeWord, HeldEntry, Why};
 use crate::beneath::{Anchor, Symlinks, permissions};
 use crate::error::{Error, Result, Shown};
-use crate::grants::{Access, Grants, Session};
+use crate::grants::{Grants, Session};
 use crate::input::RelPath;
 
 /// The most of a text file shown in a diff.
@@ -234,18 +234,7 @@ impl HeldChanges {
         let snapshot = self.session.snapshot()?;
         let mut folders = Vec::new();
         for layer in &set.meta.layers {
-            let grant = snapshot
-                .grants
-                .iter()
-                .find(|g| g.id == layer.grant && g.path == layer.path)
-                .ok_or_else(|| Error::Revoked {
-                    alias: Shown::text(&layer.alias),
-                })?;
-            if grant.access != Access::ReadWrite {
-                return Err(Error::ReadOnly {
-                    alias: Shown::text(&layer.alias),
-                });
-            }
+            let grant = super::finish::layer_grant(&snapshot, layer)?;
             folders.push(Some(grant.folder()?.try_clone()?));
         }
         let mut ops = Vec::new();
@@ -609,7 +598,7 @@ fn review_one(
         }
     }
     // What the rule says of it now.
-    let rule = Rule::new(grant, home_prefix(grant), &lifted);
+    let rule = Rule::for_grant(grant, &lifted);
     let target;
     let after = match (&entry, h.change) {
         (_, ChangeWord::Deleted) => After::Gone,

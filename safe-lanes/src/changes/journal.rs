@@ -420,9 +420,14 @@ impl Work<'_> {
         self.folders
             .get(layer)
             .and_then(Option::as_ref)
-            .ok_or_else(|| Error::NotFound {
-                path: crate::error::Shown::text(&format!("layer {layer}")),
-                why: "the grant this change set's layer is over is gone or elsewhere now".into(),
+            .ok_or_else(|| Error::Revoked {
+                alias: crate::error::Shown::text(
+                    self.set
+                        .meta
+                        .layers
+                        .get(layer)
+                        .map_or("", |l| l.alias.as_str()),
+                ),
             })
     }
 

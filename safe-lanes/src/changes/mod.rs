@@ -26,6 +26,7 @@
 //! A grant the human marked `--direct` has no layer: its writes land at once, and only the
 //! sandbox's own rules hold (ADR 0027).
 
+mod around;
 #[cfg(target_os = "linux")]
 pub(crate) mod command;
 mod copy;

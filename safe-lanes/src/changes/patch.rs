@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::journal::{self, Journal};
 use super::plan::record;
-use super::rule::{After, Change, Facts, Kind, Rule, Verdict, home_prefix};
+use super::rule::{After, Change, Facts, Kind, Rule, Verdict};
 use super::scan::{LayerFacts, lstat_rel, read_rel};
 use super::set::{HELD_DIR, LayerMeta, Origin};
 use super::{ChangeWord, HeldEntry, Summary};
@@ -25,7 +25,7 @@ pub(crate) enum Patching<'a> {
 pub(crate) fn verdict(grant: &Effective, file: &Path, patching: Patching<'_>) -> Result<Verdict> {
     let folder = grant.folder()?;
     let lifted = super::finish::lifted(grant);
-    let rule = Rule::new(&grant.path, home_prefix(&grant.path), &lifted);
+    let rule = Rule::for_grant(&grant.path, &lifted);
     let facts = PatchFacts {
         folder,
         before: LayerFacts::new(folder, folder),

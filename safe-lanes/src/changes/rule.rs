@@ -33,6 +33,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
+use super::around::Around;
 use super::gitconfig;
 use crate::error::Shown;
 
@@ -687,6 +688,8 @@ pub(crate) struct Rule<'g> {
     home: Option<PathBuf>,
     /// The paths the human lifted for the grant.
     lifted: &'g [PathBuf],
+    /// What lies above the grant's folder.
+    around: Around,
     known: RefCell<Known>,
 }
 
@@ -708,8 +711,21 @@ impl<'g> Rule<'g> {
             grant,
             home,
             lifted,
+            around: Around::default(),
             known: RefCell::new(Known::default()),
         }
+    }
+
+    /// The rule for the grant whose folder is `grant` (canonical), with the paths the human
+    /// lifted for it: where it lies in a home folder, and what lies above it (a git directory,
+    /// a working tree, a Python environment), looked at now.
+    pub(crate) fn for_grant(grant: &'g Path, lifted: &'g [PathBuf]) -> Self {
+        Self::new(grant, home_prefix(grant), lifted).around(Around::of(grant))
+    }
+
+    /// The same rule, knowing what lies above the grant's folder.
+    pub(crate) fn around(self, around: Around) -> Self {
+        Self { around, ..self }
     }
 
     /// Judge `change` with the facts of the folder (module docs).
@@ -782,17 +798,24 @@ impl<'g> Rule<'g> {
     /// changed, and `info/exclude` holding only comments).
     fn in_git_dir(&self, change: &Change<'_>, facts: &dyn Facts) -> Option<Cow<'static, str>> {
         let path = change.path;
-        let inner = ancestors(path).find(|dir| self.is_git_dir(dir, facts))?;
-        let rel = path.strip_prefix(inner).ok()?;
-        // A folder of the human's that the command makes a repository (its `HEAD`, `objects`
-        // and `refs` added): what it held was judged as plain files, never as git's.
-        if facts.before(inner) == Some(Kind::Dir) && !self.was_git_dir(inner, facts) {
-            return Some(
-                "inside a folder that this change makes a repository of: what the folder \
-                 held was never judged as git's (a configuration, hooks)"
-                    .into(),
-            );
-        }
+        let rel: Cow<'_, Path> = match ancestors(path).find(|dir| self.is_git_dir(dir, facts)) {
+            Some(inner) => {
+                // A folder of the human's that the command makes a repository (its `HEAD`,
+                // `objects` and `refs` added): what it held was judged as plain files, never
+                // as git's.
+                if facts.before(inner) == Some(Kind::Dir) && !self.was_git_dir(inner, facts) {
+                    return Some(
+                        "inside a folder that this change makes a repository of: what the \
+                         folder held was never judged as git's (a configuration, hooks)"
+                            .into(),
+                    );
+                }
+                Cow::Borrowed(path.strip_prefix(inner).ok()?)
+            }
+            // The grant itself lies in a git directory.
+            None => Cow::Owned(self.around.git_dir.as_ref()?.join(path)),
+        };
+        let rel: &Path = &rel;
         if rel == Path::new("config") {
             let unreadable = || Some("a git configuration that cannot be read whole".into());
             let before = match facts.before(path) {
@@ -885,6 +908,10 @@ impl<'g> Rule<'g> {
     /// Whether `path` is (or lies inside) a path that the configuration of a repository it
     /// lies in — as the human left it, before the command — points git at.
     fn named_by_git_config(&self, path: &Path, facts: &dyn Facts) -> bool {
+        // A repository whose working tree holds the grant.
+        if self.around.named.iter().any(|n| path.starts_with(n)) {
+            return true;
+        }
         ancestors(path).any(|top| {
             self.named_in(top, facts)
                 .is_some_and(|named| named.iter().any(|n| path.starts_with(n)))
@@ -930,12 +957,18 @@ impl<'g> Rule<'g> {
     /// Whether `path` lies in a Python environment that existed before the command, in a
     /// place of it that runs at the interpreter's start.
     fn environment_start_up(&self, path: &Path, facts: &dyn Facts) -> bool {
-        let Some(env) = ancestors(path).find(|dir| self.is_environment(dir, facts)) else {
-            return false;
+        let rel: Cow<'_, Path> = match ancestors(path).find(|dir| self.is_environment(dir, facts)) {
+            Some(env) => match path.strip_prefix(env) {
+                Ok(rel) => Cow::Borrowed(rel),
+                Err(_) => return false,
+            },
+            // The grant itself lies in an environment.
+            None => match &self.around.environment {
+                Some(prefix) => Cow::Owned(prefix.join(path)),
+                None => return false,
+            },
         };
-        let Ok(rel) = path.strip_prefix(env) else {
-            return false;
-        };
+        let rel: &Path = &rel;
         let name = rel
             .file_name()
             .map(|n| n.as_encoded_bytes())
@@ -1110,7 +1143,7 @@ fn git_data_matches(pattern: &str, have: &[&[u8]]) -> bool {
 
 /// What a `.git` pointer file names after `gitdir: ` (git's reading: the rest of the text
 /// without its line end).
-fn pointer(text: &[u8]) -> Option<PathBuf> {
+pub(super) fn pointer(text: &[u8]) -> Option<PathBuf> {
     let rest = text.strip_prefix(b"gitdir: ")?;
     let end = rest
         .iter()

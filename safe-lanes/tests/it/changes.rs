@@ -78,18 +78,32 @@ impl World {
 
     /// `git ARGS` in `proj`, unconfined, as the human.
     fn git(&self, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(self.p("proj"))
-            .env("GIT_AUTHOR_NAME", "Human")
-            .env("GIT_AUTHOR_EMAIL", "h@example.org")
-            .env("GIT_COMMITTER_NAME", "Human")
-            .env("GIT_COMMITTER_EMAIL", "h@example.org")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
+        git_in(&self.p("proj"), args)
     }
+}
+
+/// `git ARGS` in `dir`, unconfined, as the human.
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Human")
+        .env("GIT_AUTHOR_EMAIL", "h@example.org")
+        .env("GIT_COMMITTER_NAME", "Human")
+        .env("GIT_COMMITTER_EMAIL", "h@example.org")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What `out` held, each path with its reason.
+fn held_of(out: &ConfinedOutcome) -> Vec<(String, Why)> {
+    out.changes
+        .held
+        .iter()
+        .map(|h| (h.path.clone(), h.why))
+        .collect()
 }
 
 fn run_in(session: &Session, script: &str) -> ConfinedOutcome {
@@ -190,12 +204,7 @@ fn what_the_humans_tools_act_on_is_held_then_applied_as_shown() {
          && mkdir -p .claude && echo '{}' > .claude/settings.json && ln -s /etc/passwd log \
          && mkdir -p a/b && echo x > a/b/AGENTS.md && echo fine > fine.txt",
     );
-    let held: Vec<(String, Why)> = out
-        .changes
-        .held
-        .iter()
-        .map(|h| (h.path.clone(), h.why))
-        .collect();
+    let held = held_of(&out);
     assert_eq!(
         held,
         [
@@ -511,12 +520,7 @@ fn a_file_in_place_of_a_folder_takes_nothing_below_it_unjudged() {
         .status()
         .unwrap();
     let out = w.ok("rm -rf vendor/lib && echo plain > vendor/lib");
-    let held: Vec<(String, Why)> = out
-        .changes
-        .held
-        .iter()
-        .map(|h| (h.path.clone(), h.why))
-        .collect();
+    let held = held_of(&out);
     assert_eq!(held, [("vendor/lib".to_owned(), Why::GitState)]);
     // The folder's tree is whole, its repository with it.
     assert!(w.p("proj/vendor/lib/.git/HEAD").is_file());
@@ -556,4 +560,37 @@ fn applying_never_replaces_a_folder_the_human_made_meanwhile() {
     );
     assert_eq!(held.list().unwrap().len(), 1, "still held");
     assert!(w.records("change.applied").is_empty());
+}
+
+#[test]
+fn a_grant_inside_a_repository_holds_what_its_configuration_points_git_at() {
+    let fx = Fixture::new();
+    fx.layout(&["repo", "repo/scripts"], &[("repo/README", "hello\n")]);
+    let repo = fx.path("repo");
+    let git = |args: &[&str]| git_in(&repo, args);
+    git(&["init", "-q"]);
+    git(&["config", "core.hooksPath", "scripts/hooks"]);
+    let grants = fx.grants();
+    grant_all(
+        &fx,
+        &grants,
+        &[("proj", "repo/scripts", Granted::Live(Access::ReadWrite))],
+    );
+    let marker = fx.path("ran");
+    let out = run_in(
+        &grants.session(),
+        &format!(
+            "mkdir hooks && printf '#!/bin/sh\\ntouch {}\\n' > hooks/pre-commit \
+             && chmod +x hooks/pre-commit && echo ok > build.sh",
+            marker.display()
+        ),
+    );
+    assert_eq!(out.outcome.exit_code, Some(0), "{out:?}");
+    let held = held_of(&out);
+    assert_eq!(held, [("hooks".to_owned(), Why::GitState)]);
+    assert!(fx.path("repo/scripts/build.sh").is_file());
+    // The human's commit runs no hook of the agent's.
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "mine"]);
+    assert!(!marker.exists(), "the agent's hook ran");
 }

@@ -1405,3 +1405,52 @@ fn the_threat_model_documents_every_class() {
         assert!(row.starts_with(&format!("| `{}` |", class.why)), "{row}");
     }
 }
+
+#[test]
+fn a_grant_inside_a_git_directory_a_worktree_or_an_environment_is_judged_as_part_of_it() {
+    use crate::changes::around::Around;
+    let folder = Folder::new(
+        &[],
+        &["pre-commit", "pre-commit.sample", "hooks/pre-commit"],
+    );
+    let judge = |around: Around, path: &str| {
+        let rule = Rule::new(Path::new(GRANT), None, &[]).around(around);
+        let change = Change {
+            path: Path::new(path),
+            after: FILE,
+            meanwhile: false,
+        };
+        match rule.judge(&change, &folder) {
+            Verdict::Publish => Want::Publish,
+            Verdict::Hold(why, _) => Want::Hold(why),
+            Verdict::Drop(_) => Want::Drop,
+        }
+    };
+    // The grant is `repo/.git/hooks`.
+    let in_git_dir = || Around {
+        git_dir: Some("hooks".into()),
+        ..Around::default()
+    };
+    assert_eq!(judge(in_git_dir(), "pre-commit"), Want::Hold(Why::GitState));
+    assert_eq!(judge(in_git_dir(), "pre-commit.sample"), Want::Publish);
+    // The grant is `repo/scripts`, and the repository's `core.hooksPath` is `scripts/hooks`.
+    let named = || Around {
+        named: vec!["hooks".into()],
+        ..Around::default()
+    };
+    assert_eq!(
+        judge(named(), "hooks/pre-commit"),
+        Want::Hold(Why::GitState)
+    );
+    assert_eq!(judge(named(), "pre-commit"), Want::Publish);
+    // The grant is an environment's `site-packages`.
+    let env = || Around {
+        environment: Some("lib/python3.12/site-packages".into()),
+        ..Around::default()
+    };
+    assert_eq!(judge(env(), "evil.pth"), Want::Hold(Why::StartUp));
+    assert_eq!(judge(env(), "pkg/mod.py"), Want::Publish);
+    // Nothing around: the same paths are the grant's own.
+    assert_eq!(judge(Around::default(), "pre-commit"), Want::Publish);
+    assert_eq!(judge(Around::default(), "evil.pth"), Want::Publish);
+}
