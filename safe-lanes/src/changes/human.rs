@@ -162,8 +162,12 @@ impl HeldChanges {
             if state != State::Waiting && state != State::Interrupted {
                 continue;
             }
-            if let Ok(set) = store.take(&id) {
-                out.push(listed(&set)?);
+            let Ok(set) = store.take(&id) else { continue };
+            // One set that cannot be read (its files hand-edited, or too large) does not hide
+            // the others; `show` names its error.
+            match listed(&set) {
+                Ok(listed) => out.push(listed),
+                Err(e) => tracing::warn!(set = %id, error = %e, "a change set cannot be listed"),
             }
         }
         Ok(out)
