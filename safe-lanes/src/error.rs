@@ -281,10 +281,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Every variant but [`Error::Io`] and [`Error::FetchFailed`] is a refusal of the input:
 /// nothing was changed on disk.
-#[derive(Debug)]
+///
+/// `Display` is `<code>: <message>`, as the agent is shown it; [`Error::message`] is the
+/// message alone. No variant has a [`source`](std::error::Error::source): the OS error of
+/// [`Error::Io`] is part of the message, so that error-chain printers show it once.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A `..` that would leave the folder, or a `.` or `..` where none is accepted.
+    #[error("{}: {path}: {why}", self.code().as_str())]
     Traversal {
         /// The refused path.
         path: Shown,
@@ -292,26 +297,31 @@ pub enum Error {
         why: &'static str,
     },
     /// An absolute path where a relative one is required.
+    #[error("{}: {path}: an absolute path was given where a path relative to the folder is required", self.code().as_str())]
     AbsolutePath {
         /// The refused path.
         path: Shown,
     },
     /// A relative path where an absolute one is required.
+    #[error("{}: {path}: a relative path was given where an absolute path is required", self.code().as_str())]
     RelativePath {
         /// The refused path.
         path: Shown,
     },
     /// A NUL byte in the input.
+    #[error("{}: {input}: contains a NUL byte", self.code().as_str())]
     NulByte {
         /// The refused input.
         input: Shown,
     },
     /// Outside every allowed folder.
+    #[error("{}: {path}: not inside any allowed upload root (the human allows a folder with `safe-lanes upload roots add FOLDER`)", self.code().as_str())]
     OutsideAllowlist {
         /// The refused path, as the caller gave it (never where a link led).
         path: Shown,
     },
     /// Inside the state root, or (for a grant) covering it.
+    #[error("{}: {path}: {why}", self.code().as_str())]
     StateRoot {
         /// The refused path.
         path: Shown,
@@ -319,6 +329,7 @@ pub enum Error {
         why: &'static str,
     },
     /// A symbolic link leads outside, or a link was met where none is allowed.
+    #[error("{}: {path}: {why}", self.code().as_str())]
     SymlinkEscape {
         /// The refused path.
         path: Shown,
@@ -326,6 +337,7 @@ pub enum Error {
         why: &'static str,
     },
     /// Not a regular file.
+    #[error("{}: {path}: is {kind}, not a regular file", self.code().as_str())]
     NotRegularFile {
         /// The refused path.
         path: Shown,
@@ -333,6 +345,7 @@ pub enum Error {
         kind: &'static str,
     },
     /// More than one hard link.
+    #[error("{}: {path}: has {links} hard links; only a file with exactly one link is accepted", self.code().as_str())]
     Hardlinked {
         /// The refused path.
         path: Shown,
@@ -340,6 +353,7 @@ pub enum Error {
         links: u64,
     },
     /// Nothing at the path.
+    #[error("{}: {path}: {why}", self.code().as_str())]
     NotFound {
         /// The path that was looked up.
         path: Shown,
@@ -347,21 +361,25 @@ pub enum Error {
         why: std::borrow::Cow<'static, str>,
     },
     /// No grant has this alias.
+    #[error("{}: {alias}: no folder grant has this alias", self.code().as_str())]
     UnknownAlias {
         /// The alias asked for.
         alias: Shown,
     },
     /// A write under a read-only grant.
+    #[error("{}: {alias}: the folder is granted read-only", self.code().as_str())]
     ReadOnly {
         /// The alias of the grant.
         alias: Shown,
     },
     /// The grant was revoked.
+    #[error("{}: {alias}: the grant was revoked", self.code().as_str())]
     Revoked {
         /// The alias of the grant.
         alias: Shown,
     },
     /// The grant belongs to another host.
+    #[error("{}: {alias}: the grant was approved on host {host}, not on this one", self.code().as_str())]
     UnavailableOnHost {
         /// The alias of the grant.
         alias: Shown,
@@ -369,6 +387,7 @@ pub enum Error {
         host: Shown,
     },
     /// The alias breaks the alias rules.
+    #[error("{}: {alias}: {why}", self.code().as_str())]
     InvalidAlias {
         /// The refused alias.
         alias: Shown,
@@ -376,6 +395,7 @@ pub enum Error {
         why: &'static str,
     },
     /// The alias or its environment key is taken.
+    #[error("{}: {alias}: {why}", self.code().as_str())]
     AliasTaken {
         /// The refused alias.
         alias: Shown,
@@ -383,6 +403,7 @@ pub enum Error {
         why: String,
     },
     /// An overlap the sandbox could not enforce.
+    #[error("{}: {path}: {why} `{other}` ({other_path})", self.code().as_str())]
     OverlappingGrant {
         /// The refused folder.
         path: Shown,
@@ -394,6 +415,7 @@ pub enum Error {
         other_path: Shown,
     },
     /// More than a cap allows.
+    #[error("{}: {what} exceeds the cap of {limit}; nothing was kept", self.code().as_str())]
     TooLarge {
         /// What is capped ("content, in bytes", "pending requests", …).
         what: &'static str,
@@ -401,6 +423,7 @@ pub enum Error {
         limit: u64,
     },
     /// The state root or a lane is not private to the current user.
+    #[error("{}: {path}: {why}", self.code().as_str())]
     InsecureRoot {
         /// The root or lane.
         path: Shown,
@@ -408,6 +431,7 @@ pub enum Error {
         why: String,
     },
     /// The library has no backend for this operating system.
+    #[error("{}: safe-lanes does not run on {platform}: {why}; nothing was opened", self.code().as_str())]
     UnsupportedPlatform {
         /// The operating system (`std::env::consts::OS`).
         platform: &'static str,
@@ -415,16 +439,19 @@ pub enum Error {
         why: &'static str,
     },
     /// No full OS sandbox on this host.
+    #[error("{}: the OS sandbox is unavailable: {why}; nothing was run", self.code().as_str())]
     SandboxUnavailable {
         /// What is missing.
         why: String,
     },
     /// A patch that does not apply exactly.
+    #[error("{}: patch rejected: {why}", self.code().as_str())]
     PatchRejected {
         /// Which hunk failed and why.
         why: String,
     },
     /// The manifest is unreadable or breaks a rule.
+    #[error("{}: {path}: invalid manifest: {why}; it was left untouched", self.code().as_str())]
     InvalidManifest {
         /// The manifest file.
         path: Shown,
@@ -432,11 +459,13 @@ pub enum Error {
         why: String,
     },
     /// As many background commands as allowed are running already.
+    #[error("{}: {limit} background commands are running already; wait for one or stop one", self.code().as_str())]
     TooManyJobs {
         /// The most background commands at once.
         limit: usize,
     },
     /// A path the human's own tools run later, kept read-only inside a read-write grant.
+    #[error("{}: {path} is protected: {why}", self.code().as_str())]
     ProtectedPath {
         /// The protected path (escaped).
         path: Shown,
@@ -444,6 +473,7 @@ pub enum Error {
         why: String,
     },
     /// The SSRF guard refused where a fetch would go.
+    #[error("{}: {url}: {why}; nothing was fetched", self.code().as_str())]
     AddressRefused {
         /// The URL refused (the redirect's target, for a redirect), escaped.
         url: Shown,
@@ -451,6 +481,7 @@ pub enum Error {
         why: Shown,
     },
     /// The remote answered an error, or the transfer broke or timed out.
+    #[error("{}: {url}: {why}; nothing was kept", self.code().as_str())]
     FetchFailed {
         /// The URL being fetched when it failed, escaped.
         url: Shown,
@@ -458,6 +489,7 @@ pub enum Error {
         why: Shown,
     },
     /// On a pseudo-filesystem, or a device node.
+    #[error("{}: {path}: is {what}, a view of the kernel or of a process, not a file of data", self.code().as_str())]
     PseudoFile {
         /// The refused path, as the caller gave it.
         path: Shown,
@@ -465,6 +497,7 @@ pub enum Error {
         what: String,
     },
     /// An argument is malformed, out of range, or missing something it needs.
+    #[error("{}: {what}: {why}", self.code().as_str())]
     InvalidArgument {
         /// The argument (escaped).
         what: Shown,
@@ -472,6 +505,7 @@ pub enum Error {
         why: String,
     },
     /// Something the operation needs is not set up.
+    #[error("{}: {what} is not configured: {why}", self.code().as_str())]
     NotConfigured {
         /// What is missing.
         what: &'static str,
@@ -482,6 +516,7 @@ pub enum Error {
     ///
     /// The OS error is part of the message and deliberately not exposed as
     /// [`std::error::Error::source`], so that error-chain printers show it once.
+    #[error("{}: {call} {arg}: {error}", self.code().as_str())]
     Io {
         /// The system call or operation.
         call: &'static str,
@@ -498,99 +533,15 @@ pub struct Message<'a>(&'a Error);
 
 impl fmt::Display for Message<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Error::Traversal { path, why, .. } => write!(f, "{path}: {why}"),
-            Error::AbsolutePath { path, .. } => write!(
-                f,
-                "{path}: an absolute path was given where a path relative to the folder is required"
-            ),
-            Error::RelativePath { path, .. } => write!(
-                f,
-                "{path}: a relative path was given where an absolute path is required"
-            ),
-            Error::NulByte { input, .. } => write!(f, "{input}: contains a NUL byte"),
-            Error::OutsideAllowlist { path, .. } => {
-                write!(
-                    f,
-                    "{path}: not inside any allowed upload root (the human allows a folder with \
-                     `safe-lanes upload roots add FOLDER`)"
-                )
-            }
-            Error::StateRoot { path, why, .. } => write!(f, "{path}: {why}"),
-            Error::SymlinkEscape { path, why, .. } => write!(f, "{path}: {why}"),
-            Error::NotRegularFile { path, kind, .. } => {
-                write!(f, "{path}: is {kind}, not a regular file")
-            }
-            Error::Hardlinked { path, links, .. } => write!(
-                f,
-                "{path}: has {links} hard links; only a file with exactly one link is accepted"
-            ),
-            Error::NotFound { path, why, .. } => write!(f, "{path}: {why}"),
-            Error::UnknownAlias { alias, .. } => {
-                write!(f, "{alias}: no folder grant has this alias")
-            }
-            Error::ReadOnly { alias, .. } => write!(f, "{alias}: the folder is granted read-only"),
-            Error::Revoked { alias, .. } => write!(f, "{alias}: the grant was revoked"),
-            Error::UnavailableOnHost { alias, host, .. } => write!(
-                f,
-                "{alias}: the grant was approved on host {host}, not on this one"
-            ),
-            Error::InvalidAlias { alias, why, .. } => write!(f, "{alias}: {why}"),
-            Error::AliasTaken { alias, why, .. } => write!(f, "{alias}: {why}"),
-            Error::OverlappingGrant {
-                path,
-                why,
-                other,
-                other_path,
-                ..
-            } => write!(f, "{path}: {why} `{other}` ({other_path})"),
-            Error::TooLarge { what, limit, .. } => {
-                write!(f, "{what} exceeds the cap of {limit}; nothing was kept")
-            }
-            Error::InsecureRoot { path, why, .. } => write!(f, "{path}: {why}"),
-            Error::UnsupportedPlatform { platform, why, .. } => write!(
-                f,
-                "safe-lanes does not run on {platform}: {why}; nothing was opened"
-            ),
-            Error::SandboxUnavailable { why, .. } => {
-                write!(f, "the OS sandbox is unavailable: {why}; nothing was run")
-            }
-            Error::PatchRejected { why, .. } => write!(f, "patch rejected: {why}"),
-            Error::InvalidManifest { path, why, .. } => {
-                write!(f, "{path}: invalid manifest: {why}; it was left untouched")
-            }
-            Error::TooManyJobs { limit, .. } => write!(
-                f,
-                "{limit} background commands are running already; wait for one or stop one"
-            ),
-            Error::ProtectedPath { path, why, .. } => write!(f, "{path} is protected: {why}"),
-            Error::PseudoFile { path, what, .. } => write!(
-                f,
-                "{path}: is {what}, a view of the kernel or of a process, not a file of data"
-            ),
-            Error::InvalidArgument { what, why, .. } => write!(f, "{what}: {why}"),
-            Error::NotConfigured { what, why, .. } => write!(f, "{what} is not configured: {why}"),
-            Error::AddressRefused { url, why, .. } => {
-                write!(f, "{url}: {why}; nothing was fetched")
-            }
-            Error::FetchFailed { url, why, .. } => write!(f, "{url}: {why}; nothing was kept"),
-            Error::Io {
-                call, arg, error, ..
-            } => write!(f, "{call} {arg}: {error}"),
-        }
+        // The text is written once, on each variant; `Error`'s `Display` is `<code>: <message>`.
+        let whole = self.0.to_string();
+        let message = whole
+            .strip_prefix(self.0.code().as_str())
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(&whole);
+        f.write_str(message)
     }
 }
-
-/// `<code>: <message>`, as the agent is shown it.
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code(), self.message())
-    }
-}
-
-/// The OS error of [`Error::Io`] is part of the message and deliberately not a
-/// [`std::error::Error::source`], so that error-chain printers show it once.
-impl std::error::Error for Error {}
 
 impl Error {
     /// What went wrong, without the code (for a caller that shows the code apart, as the

@@ -232,26 +232,32 @@ impl StateRoot {
             crate::error::Code::Io => e,
             _ => insecure(path, format!("not a usable directory ({e})")),
         })?;
-        if secure(&anchor, path, modes)? {
+        let mut repairs = Vec::new();
+        if secure(&anchor, path, modes, &mut repairs)? {
             refuse_planted(&anchor, path)?;
         }
         let path = beneath::location_of(anchor.as_fd()).unwrap_or_else(|_| path.to_path_buf());
-        let mut repairs = Vec::new();
         if modes == Modes::Repair {
             for name in PRIVATE_DIRS {
                 repairs.extend(repair_dir_entry(&anchor, name)?);
             }
             repairs.extend(crate::legacy::clear_placeholders(&anchor)?);
         }
-        let downloads = Lane::open(&anchor, &path, DOWNLOADS_DIR, modes)?;
-        let uploads = Lane::open(&anchor, &path, UPLOADS_DIR, modes)?;
+
+        let downloads = Lane::open(&anchor, &path, DOWNLOADS_DIR, modes, &mut repairs)?;
+        let uploads = Lane::open(&anchor, &path, UPLOADS_DIR, modes, &mut repairs)?;
         // The library's other private directories (the registries, the caches' layers) are
         // made by what uses them; `init` repairs their modes when they exist.
         if modes == Modes::Repair {
             for name in &PRIVATE_DIRS[2..] {
                 if anchor.stat_entry(Name::new(name)?).is_ok() {
-                    open_lane(&anchor, &path, name, modes)?;
+                    open_lane(&anchor, &path, name, modes, &mut repairs)?;
                 }
+            }
+        }
+        if modes == Modes::Check {
+            for repair in &repairs {
+                tracing::warn!("{repair}");
             }
         }
         let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
@@ -324,8 +330,8 @@ impl StateRoot {
             .is_some_and(|why| why.contains("read-only"))
     }
 
-    /// What [`StateRoot::init`] repaired, each said in a sentence (empty after
-    /// [`StateRoot::open`]).
+    /// What opening repaired, each said in a sentence: all that [`StateRoot::init`] did, and
+    /// for [`StateRoot::open`] the root or a lane that others could read made private.
     pub fn repairs(&self) -> &[String] {
         &self.repairs
     }
@@ -351,7 +357,7 @@ impl StateRoot {
             (self.downloads()?, self.downloads_path()),
             (self.uploads()?, self.uploads_path()),
         ] {
-            make_private(anchor, &path, &anchor.stat()?)?;
+            secure(anchor, &path, Modes::Repair, &mut Vec::new())?;
         }
         Ok(())
     }
@@ -405,7 +411,7 @@ impl StateRoot {
 
     /// `<root>/.savers`, opened (and created when missing) as a lane is.
     pub(crate) fn savers(&self) -> Result<Anchor> {
-        open_lane(&self.anchor, &self.path, SAVERS_DIR, Modes::Check)
+        private_dir(&self.anchor, &self.path, SAVERS_DIR)
     }
 
     /// The audit log (`<root>/audit.jsonl`), shared by everything opened from this root.
@@ -498,7 +504,13 @@ enum Modes {
 
 /// Open the lane `name` beneath `root`, creating it only when it is missing (so a read-only
 /// root whose lanes exist is not written), and check it as [`secure`] does.
-fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Result<Anchor> {
+fn open_lane(
+    root: &Anchor,
+    root_path: &Path,
+    name: &str,
+    modes: Modes,
+    repairs: &mut Vec<String>,
+) -> Result<Anchor> {
     let lane_path = root_path.join(name);
     let open = || root.open_dir(RelPath::new(name)?, Symlinks::Deny);
     let lane = match open() {
@@ -517,7 +529,7 @@ fn open_lane(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Resul
         crate::error::Code::Io => e,
         _ => insecure(&lane_path, format!("not a real directory ({e})")),
     })?;
-    secure(&lane, &lane_path, modes)?;
+    secure(&lane, &lane_path, modes, repairs)?;
     Ok(lane)
 }
 
@@ -535,8 +547,14 @@ impl Lane {
     /// # Errors
     ///
     /// `io`; `insecure_root` in [`Modes::Repair`].
-    fn open(root: &Anchor, root_path: &Path, name: &str, modes: Modes) -> Result<Self> {
-        match open_lane(root, root_path, name, modes) {
+    fn open(
+        root: &Anchor,
+        root_path: &Path,
+        name: &str,
+        modes: Modes,
+        repairs: &mut Vec<String>,
+    ) -> Result<Self> {
+        match open_lane(root, root_path, name, modes, repairs) {
             Ok(anchor) => Ok(Self::Open(anchor)),
             Err(Error::InsecureRoot { why, .. }) if modes != Modes::Repair => Ok(Self::Broken {
                 path: root_path.join(name),
@@ -628,30 +646,43 @@ fn repair_dir_entry(root: &Anchor, name: &str) -> Result<Option<String>> {
 ///
 /// `insecure_root` when it is not a private directory of the current user; `io`.
 pub(crate) fn private_dir(root: &Anchor, root_path: &Path, name: &str) -> Result<Anchor> {
-    open_lane(root, root_path, name, Modes::Check)
+    let mut repairs = Vec::new();
+    let dir = open_lane(root, root_path, name, Modes::Check, &mut repairs)?;
+    for repair in repairs {
+        tracing::warn!("{repair}");
+    }
+    Ok(dir)
 }
 
-/// Check the directory `dir` (at `path`) with [`check_private`]; under [`Modes::Repair`], one
-/// the current user owns is set to 0700 first. Whether it was open to others' writes before.
-fn secure(dir: &Anchor, path: &Path, modes: Modes) -> Result<bool> {
+/// Check the directory `dir` (at `path`) with [`check_private`], after making it private
+/// where the current user owns it: under [`Modes::Repair`] it is set to 0700; under
+/// [`Modes::Check`] one that others may read or enter but not write to loses those bits
+/// (0755 becomes 0700, 0555 becomes 0500), unless its file system is read-only, where nothing
+/// can land in it anyway. Each change is said in `repairs`. Whether it was open to others'
+/// writes before.
+fn secure(dir: &Anchor, path: &Path, modes: Modes, repairs: &mut Vec<String>) -> Result<bool> {
     let st = dir.stat()?;
     let writable_by_others = st.st_mode & 0o022 != 0;
-    if modes == Modes::Repair && check_owned(path, &st).is_ok() {
-        make_private(dir, path, &st)?;
-        check_private(path, &dir.stat()?)?;
-    } else {
+    let before = beneath::permissions(&st);
+    let wanted = match modes {
+        Modes::Repair => DIR_MODE,
+        Modes::Check if !writable_by_others => before & 0o700,
+        Modes::Check => before,
+    };
+    if wanted == before || check_owned(path, &st).is_err() {
         check_private(path, &st)?;
+        return Ok(writable_by_others);
     }
+    match rustix::fs::fchmod(dir, beneath::mode_bits(wanted)) {
+        Ok(()) => repairs.push(format!(
+            "set {} from mode {before:04o} to {wanted:04o}: only its owner may use it",
+            Shown::path(path)
+        )),
+        Err(rustix::io::Errno::ROFS) if modes == Modes::Check => {}
+        Err(e) => return Err(Error::io("fchmod", path, e)),
+    }
+    check_private(path, &dir.stat()?)?;
     Ok(writable_by_others)
-}
-
-/// `fchmod` the directory `dir` (at `path`, whose `fstat` is `st`) to 0700, unless it is
-/// already: a read-only root that is private already is left as it is.
-fn make_private(dir: &Anchor, path: &Path, st: &Stat) -> Result<()> {
-    if beneath::permissions(st) == DIR_MODE {
-        return Ok(());
-    }
-    rustix::fs::fchmod(dir, beneath::mode_bits(DIR_MODE)).map_err(|e| Error::io("fchmod", path, e))
 }
 
 /// Refuse a directory another user owns or others may write to.

@@ -119,7 +119,34 @@ fn init_repairs_a_root_and_lanes_left_open_to_others() {
     for dir in [&env.root(), &lanes[0], &lanes[1]] {
         assert_eq!(mode(dir), 0o700, "{}", dir.display());
     }
+    let repaired = run.json()["repaired"].to_string();
+    for name in [".downloads", ".uploads", "0777"] {
+        assert!(repaired.contains(name), "{repaired}");
+    }
     assert_eq!(env.run(&["download", "list"], b"").status, 0);
+}
+
+/// A lane left at 0755 (others may read what lands in it) is not used as it is: the save
+/// that opens it makes it 0700 first, and `init` reports the repair it made.
+#[test]
+fn a_lane_others_may_read_is_made_private_before_use_and_init_says_so() {
+    let env = Env::new();
+    let downloads = env.root().join(".downloads");
+    std::fs::create_dir_all(&downloads).unwrap();
+    chmod(&env.root(), 0o700);
+    chmod(&downloads, 0o755);
+    let run = env.run(&["--json", "download", "save", "--name", "a.txt"], b"hello");
+    assert_eq!(run.status, 0, "{run:?}");
+    assert_eq!(mode(&downloads), 0o700);
+    chmod(&downloads, 0o755);
+    let run = env.run(&["--json", "init"], b"");
+    assert_eq!(run.status, 0, "{run:?}");
+    assert_eq!(mode(&downloads), 0o700);
+    let repaired = run.json()["repaired"].to_string();
+    assert!(
+        repaired.contains(".downloads") && repaired.contains("0755"),
+        "{repaired}"
+    );
 }
 
 /// `init` never changes a root another user owns: it stays `insecure_root`, mode kept.

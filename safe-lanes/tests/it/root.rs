@@ -158,18 +158,68 @@ fn a_root_writable_by_others_is_refused() {
     }
 }
 
+/// A root or lane others may read but not write is made private as it is opened (through its
+/// descriptor), and the repair is said; one on a read-only file system is left as it is.
 #[test]
-fn a_readable_but_not_writable_root_is_accepted_and_init_tightens_it() {
+fn a_readable_but_not_writable_root_or_lane_is_made_private_on_open_and_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (root_bits, lane_bits, lane_after) in [
+        (0o755, 0o700, 0o700),
+        (0o700, 0o755, 0o700),
+        (0o750, 0o711, 0o700),
+        (0o700, 0o555, 0o500),
+    ] {
+        let path = tmp.path().join(format!("root{root_bits:o}-{lane_bits:o}"));
+        for lane in [".downloads", ".uploads"] {
+            std::fs::create_dir_all(path.join(lane)).unwrap();
+            chmod(&path.join(lane), lane_bits);
+        }
+        chmod(&path, root_bits);
+        let root = StateRoot::open(&path).unwrap();
+        assert_eq!(mode(&path), root_bits & 0o700);
+        for lane in [".downloads", ".uploads"] {
+            assert_eq!(mode(&path.join(lane)), lane_after, "{lane}");
+        }
+        let said = root.repairs().join("\n");
+        let changed = usize::from(root_bits != 0o700) + 2 * usize::from(lane_bits != 0o700);
+        assert_eq!(root.repairs().len(), changed, "{said}");
+        if lane_bits != 0o700 {
+            assert!(
+                said.contains(".downloads") && said.contains(&format!("{lane_bits:04o}")),
+                "{said}"
+            );
+        }
+        assert!(root.report().unwrap().iter().all(|d| d.private));
+        chmod(&path.join(".downloads"), 0o755);
+        root.tighten().unwrap();
+        assert_eq!(mode(&path.join(".downloads")), 0o700);
+        for lane in [".downloads", ".uploads"] {
+            chmod(&path.join(lane), 0o700);
+        }
+    }
+}
+
+/// `init` says each mode it set.
+#[test]
+fn init_reports_each_mode_it_repaired() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("root");
-    std::fs::create_dir(&path).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let root = StateRoot::open(&path).unwrap();
-    let report = root.report().unwrap();
-    assert!(!report[0].private, "doctor sees 0755 as not private");
-    root.tighten().unwrap();
-    assert_eq!(mode(&path), 0o700);
-    assert!(root.report().unwrap().iter().all(|d| d.private));
+    std::fs::create_dir_all(path.join(".downloads")).unwrap();
+    chmod(&path.join(".downloads"), 0o755);
+    let root = StateRoot::init(&path).unwrap();
+    assert_eq!(mode(&path.join(".downloads")), 0o700);
+    assert!(
+        root.repairs()
+            .iter()
+            .any(|r| r.contains(".downloads") && r.contains("0755")),
+        "{:?}",
+        root.repairs()
+    );
+    drop(root);
+    assert!(
+        StateRoot::init(&path).unwrap().repairs().is_empty(),
+        "nothing left to repair"
+    );
 }
 
 #[test]

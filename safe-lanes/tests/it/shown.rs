@@ -43,3 +43,33 @@ fn text_escapes_a_backslash_and_message_keeps_it() {
     assert_eq!(Shown::text("a\\b\u{1b}").to_string(), "a\\\\b\\u{1b}");
     assert_eq!(Shown::message("a\\b\u{1b}").to_string(), "a\\b\\u{1b}");
 }
+
+#[test]
+fn an_error_displays_its_code_then_its_message_and_has_no_source() {
+    use std::error::Error as _;
+    let io = safe_lanes::Error::io(
+        "openat2",
+        std::path::Path::new("a\u{202e}b"),
+        std::io::Error::from_raw_os_error(2),
+    );
+    let refusal = safe_lanes::Error::ReadOnly {
+        alias: "docs".into(),
+    };
+    for (err, message) in [
+        (
+            &io,
+            format!(
+                "openat2 a\\u{{202e}}b: {}",
+                std::io::Error::from_raw_os_error(2)
+            ),
+        ),
+        (&refusal, "docs: the folder is granted read-only".to_owned()),
+    ] {
+        assert_eq!(err.message().to_string(), message);
+        assert_eq!(
+            err.to_string(),
+            format!("{}: {message}", err.code().as_str())
+        );
+        assert!(err.source().is_none(), "{err}");
+    }
+}
