@@ -46,7 +46,7 @@ impl UploadDeposit {
         })))
     }
 
-    /// The deposit directory: the working directory to run an uploader in.
+    /// The deposit directory; each uploader runs in its own upload's directory inside it.
     #[getter]
     fn path(&self) -> PathBuf {
         self.0.path().to_path_buf()
@@ -96,8 +96,8 @@ impl UploadDeposit {
         Ok(Staged::holding(cell))
     }
 
-    /// Run `uploader` on `staged` (with the deposit as its working directory and the staged
-    /// file's relative name as `{file}`), then erase it whatever happened. The GIL is released
+    /// Run `uploader` on `staged` (in its upload's own directory, seeing nothing else of the
+    /// deposit, with the staged file's name as `{file}`), then erase it whatever happened. The GIL is released
     /// while it runs. A failing uploader is a `Sent` whose `success` is false, not an error.
     ///
     /// Raises `Failed` (`io`) when the uploader cannot be started; `ValueError` for a staged
@@ -177,20 +177,23 @@ impl Staged {
 
 #[pymethods]
 impl Staged {
-    /// The deposit directory (`pathlib.Path`): the uploader's working directory.
+    /// The deposit directory (`pathlib.Path`); the uploader runs in its upload's own directory
+    /// inside it.
     #[getter]
     fn deposit(&self) -> PathBuf {
         self.deposit.clone()
     }
 
     /// The staged file relative to the deposit (`<random>/<inert name>`, only
-    /// `[A-Za-z0-9._/-]`): what the uploader is given as its path, `{file}`.
+    /// `[A-Za-z0-9._/-]`): the uploader runs in `<random>` and is given `<inert name>` as
+    /// `{file}`.
     #[getter]
     fn file(&self) -> String {
         self.file.clone()
     }
 
-    /// The name the content goes by (the sanitized name): what `{name}` becomes.
+    /// The name the content goes by (its own name, less characters a screen hides and leading
+    /// dashes): what `{name}` becomes.
     #[getter]
     fn name(&self) -> String {
         self.name.clone()
@@ -252,7 +255,9 @@ impl Staged {
 }
 
 /// An uploader command: a program and its arguments, `{file}` (a whole argument) standing for
-/// the staged file, `{name}` for the content's name; without `{file}` the path is appended.
+/// the staged file, `{name}` for the content's name and `{name:json}` for it escaped for a JSON
+/// string; without `{file}` the file is appended. See `safe_lanes::Uploader::new` for what is
+/// refused.
 #[pyclass(frozen, module = "safe_lanes")]
 #[derive(Debug)]
 pub(crate) struct Uploader(pub(crate) safe_lanes::Uploader);
@@ -309,9 +314,9 @@ pub(crate) fn seconds(value: f64) -> PyResult<Duration> {
 report! {
     /// What one upload did: what was staged, and how the uploader ended.
     Sent(safe_lanes::deposit::Sent) in "safe_lanes" {
-        /// The staged name the uploader was given, relative to the deposit.
+        /// The staged file, relative to the deposit.
         staged: PathBuf,
-        /// The name the content goes by (the sanitized name), what `{name}` became.
+        /// The name the content goes by, what `{name}` became.
         name: String,
         /// Bytes staged.
         bytes: u64,

@@ -113,9 +113,15 @@ def test_uploader_templates_keep_the_file_a_whole_argument(world):
     assert code_of(safe_lanes.Uploader, "echo 'unbalanced") == "invalid_argument"
     with pytest.raises(TypeError):
         safe_lanes.Uploader(42)
+    # A received name never stands in a shell's script: only after it, as its argument.
+    assert code_of(safe_lanes.Uploader, "sh -c 'echo {name}'") == "invalid_argument"
     deposit = safe_lanes.UploadDeposit(world.root)
-    sent = deposit.send(deposit.stage(data=b"x", name="it's mine.txt"), safe_lanes.Uploader("sh -c 'echo {name}'"))
+    sent = deposit.send(deposit.stage(data=b"x", name="it's mine.txt"), safe_lanes.Uploader("sh -c 'echo \"$1\"' sh {name}"))
     assert sent.stdout == "it's mine.txt\n"
+    # `{name:json}` for a JSON argument, `{name}` as it is where no shell reads it.
+    gws = ["python3", "-c", "import json, sys; print(json.loads(sys.argv[2])['name'], sys.argv[3])", "--json", '{"name": "{name:json}"}', "{file}"]
+    sent = deposit.send(deposit.stage(data=b"x", name='Thomas\'s "Q3" summary.md'), safe_lanes.Uploader(gws))
+    assert sent.stdout == 'Thomas\'s "Q3" summary.md ' + sent.staged.name + "\n", sent.stdout
 
 
 def test_a_checked_source_is_staged_from_its_descriptor(world):

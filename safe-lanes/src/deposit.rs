@@ -8,16 +8,22 @@
 //!    directory `.uploads/<random>/` (0700) as one 0600 file with an *inert* name
 //!    (only `[A-Za-z0-9._-]`, from the sanitized hint's safe ASCII letters and
 //!    its extension), so the path is never code wherever the uploader puts it;
-//! 2. [`UploadDeposit::run`] runs the uploader with the deposit as its working directory and
-//!    the staged path *relative to the deposit* (`<random>/<inert name>`) as the argument
-//!    `{file}`; the name the human knows the content by (the sanitized hint) replaces
-//!    `{name}`, shell-quoted where it stands inside a larger argument;
-//! 3. the [`Staged`] guard erases the file and its directory when dropped: after success,
+//! 2. [`UploadDeposit::run`] runs the uploader with that private directory as its working
+//!    directory and the staged file's inert name as the argument `{file}`; the name the human
+//!    knows the content by (the hint's own name, less hidden characters) replaces `{name}` as it is, and `{name:json}`
+//!    escaped for a JSON string. No shell reads the arguments, so nothing is quoted; an
+//!    uploader that does run code it is handed (`sh -c`, `python -c`) may take the name only as
+//!    an argument of that code, never inside it ([`Uploader::new`]);
+//! 3. on Linux the uploader sees only its own upload: in a mount namespace of its own the
+//!    deposit is covered by an empty, read-only `tmpfs` holding only its private directory, at
+//!    the same path. Two uploads running at once, from one process or two, cannot list or read
+//!    each other's staged files;
+//! 4. the [`Staged`] guard erases the file and its directory when dropped: after success,
 //!    failure, timeout, or a panic in the caller.
 //!
-//! Each staging directory is held (locked with `flock`) by the process using it. Opening a deposit
-//! sweeps everything else at once: what a crash or a kill left, and anything put there by
-//! hand.
+//! Each staging directory is held (locked with `flock`) by the process using it. Every process
+//! that opens the state root sweeps everything else at once ([`sweep`]): what a crash or a
+//! kill left, and anything put there by hand.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -41,17 +47,36 @@ use crate::ongoing::Ongoing;
 use crate::root::StateRoot;
 use crate::upload::Opened;
 
-/// The placeholder replaced by the staged file's path in the uploader's arguments: always a
+/// The placeholder replaced by the staged file's name in the uploader's arguments: always a
 /// whole argument.
 pub(crate) const FILE_PLACEHOLDER: &str = "{file}";
-/// The placeholder replaced by the content's human-facing name (the sanitized hint): the name
-/// as it is when it is a whole argument, shell-quoted inside a larger one (`sh -c 'upload
-/// --title {name} "$1"' sh {file}`).
+/// The placeholder replaced by the content's human-facing name (`human_name`), as it is.
 pub(crate) const NAME_PLACEHOLDER: &str = "{name}";
+/// The placeholder replaced by the human-facing name escaped for a JSON string, without the
+/// quotes (`--json '{"name": "{name:json}"}'`).
+pub(crate) const NAME_JSON_PLACEHOLDER: &str = "{name:json}";
 /// The longest inert name's stem, in characters.
 const MAX_INERT_STEM: usize = 100;
 
-/// An uploader command: a program and its arguments, `{file}` standing for the staged file.
+/// Programs that read the code they run from an argument or a file: with one of them the
+/// received name may only be an argument *of* the code, never part of it ([`code_at`]).
+/// Shells, then interpreters (each with the options that take inline code).
+const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "yash", "csh", "tcsh",
+];
+/// Interpreters and their options that take inline code.
+const INTERPRETERS: &[(&str, &[&str])] = &[
+    ("python", &["-c"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("node", &["-e", "--eval", "-p", "--print"]),
+    ("nodejs", &["-e", "--eval", "-p", "--print"]),
+    ("php", &["-r"]),
+    ("lua", &["-e"]),
+];
+
+/// An uploader command: a program and its arguments, `{file}` standing for the staged file,
+/// `{name}` and `{name:json}` for the name the content goes by.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Uploader {
     program: OsString,
@@ -60,35 +85,63 @@ pub struct Uploader {
 }
 
 impl Uploader {
-    /// `program args…`; where no argument is `{file}`, the staged path is appended.
+    /// `program args…`; where no argument is `{file}`, the staged file is appended.
     ///
     /// # Errors
     ///
-    /// `invalid_argument` when `{file}` stands inside a larger argument (or in the program):
-    /// the staged path is passed only as an argument of its own, so no template can make it
-    /// part of a shell command line; `{name}` is the placeholder that may stand inside one.
+    /// `invalid_argument`, naming the rule, when
+    /// - `{file}` stands inside a larger argument: the staged file is passed only as an
+    ///   argument of its own;
+    /// - the program holds a placeholder;
+    /// - the program runs code it is handed (a shell such as `sh`, `bash`, `dash`, `zsh`,
+    ///   `fish`, also behind `env` or `busybox`; an interpreter's inline code such as
+    ///   `python -c`) and `{name}` or `{name:json}` stands in that code or before it (or
+    ///   anywhere, when the code is a script file or standard input): a received name never
+    ///   becomes code, only an argument of it.
     pub fn new(
         program: impl Into<OsString>,
         args: impl IntoIterator<Item = impl Into<OsString>>,
     ) -> Result<Self> {
         let program = program.into();
         let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-        let inside = |word: &OsString, whole_ok: bool| {
-            let text = word.to_string_lossy();
-            text.contains(FILE_PLACEHOLDER) && !(whole_ok && text == FILE_PLACEHOLDER)
+        let refuse = |word: &OsString, why: &str| Error::InvalidArgument {
+            what: Shown::text(&word.to_string_lossy()),
+            why: why.into(),
         };
-        if let Some(word) = std::iter::once(&program)
-            .filter(|p| inside(p, false))
-            .chain(args.iter().filter(|a| inside(a, true)))
-            .next()
+        if placeholders(&program).any() {
+            return Err(refuse(
+                &program,
+                "the uploader's program is fixed by the human: no placeholder may stand in it",
+            ));
+        }
+        if let Some(word) = args
+            .iter()
+            .find(|a| placeholders(a).file && a.as_encoded_bytes() != FILE_PLACEHOLDER.as_bytes())
         {
-            return Err(Error::InvalidArgument {
-                what: Shown::text(&word.to_string_lossy()),
-                why: "`{file}` must be a whole argument of the uploader (it is passed as one, \
-                      never inside a shell command line); inside an argument, use `{name}`, \
-                      which is shell-quoted there, or pass `{file}` to the shell as `\"$1\"`"
-                    .into(),
-            });
+            return Err(refuse(
+                word,
+                "`{file}` must be a whole argument of the uploader (it is passed as one, never \
+                 inside a command line a shell reads); to hand it to a shell, pass it as `\"$1\"`",
+            ));
+        }
+        let mut words = Vec::with_capacity(args.len() + 1);
+        words.push(program.clone());
+        words.extend(args.iter().cloned());
+        if let Some(code) = code_at(&words) {
+            // Up to the code (and everywhere when it is not known where the code is).
+            let named = |(at, word): &(usize, &OsString)| {
+                let p = placeholders(word);
+                (p.name || p.name_json) && *at <= code.unwrap_or(usize::MAX)
+            };
+            if let Some((_, word)) = words.iter().enumerate().find(|w| named(w)) {
+                return Err(refuse(
+                    word,
+                    "this uploader runs code it is handed (a shell, or an interpreter's inline \
+                     code): `{name}` and `{name:json}` may only stand in arguments after that \
+                     code (`sh -c 'upload --title \"$1\" \"$2\"' sh {name} {file}`), never in \
+                     it",
+                ));
+            }
         }
         Ok(Self {
             program,
@@ -122,11 +175,15 @@ impl Uploader {
         self
     }
 
-    /// The arguments with `{file}` replaced by `file` and `{name}` by `name` (quoted inside a
-    /// larger argument).
+    /// The arguments with `{file}` replaced by `file`, `{name}` by `name` as it is and
+    /// `{name:json}` by `name` escaped for a JSON string.
     fn args_for(&self, file: &Path, name: &str) -> Vec<OsString> {
         let mut has_file = false;
-        let quoted = shlex::try_quote(name).map_or_else(|_| "''".into(), |q| q.into_owned());
+        let json = serde_json::to_string(name).unwrap_or_default();
+        let json = json
+            .strip_prefix('"')
+            .and_then(|j| j.strip_suffix('"'))
+            .unwrap_or_default();
         let mut args: Vec<OsString> = self
             .args
             .iter()
@@ -135,10 +192,8 @@ impl Uploader {
                     has_file = true;
                     return file.as_os_str().to_owned();
                 }
-                if arg.as_encoded_bytes() == NAME_PLACEHOLDER.as_bytes() {
-                    return name.into();
-                }
-                replace(arg, NAME_PLACEHOLDER.as_bytes(), quoted.as_bytes())
+                let arg = replace(arg, NAME_JSON_PLACEHOLDER.as_bytes(), json.as_bytes());
+                replace(&arg, NAME_PLACEHOLDER.as_bytes(), name.as_bytes())
             })
             .collect();
         if !has_file {
@@ -146,6 +201,99 @@ impl Uploader {
         }
         args
     }
+}
+
+/// Which placeholders a word holds.
+#[derive(Clone, Copy, Debug)]
+struct Placeholders {
+    file: bool,
+    name: bool,
+    name_json: bool,
+}
+
+impl Placeholders {
+    fn any(self) -> bool {
+        self.file || self.name || self.name_json
+    }
+}
+
+fn placeholders(word: &OsString) -> Placeholders {
+    let bytes = word.as_encoded_bytes();
+    let holds = |p: &str| bytes.windows(p.len()).any(|w| w == p.as_bytes());
+    Placeholders {
+        file: holds(FILE_PLACEHOLDER),
+        name: holds(NAME_PLACEHOLDER),
+        name_json: holds(NAME_JSON_PLACEHOLDER),
+    }
+}
+
+/// Whether the command `words` (program first) runs code it is handed, and if so where that
+/// code is: `Some(Some(i))` when `words[i]` is inline code (`sh -c CODE`, `python -c CODE`),
+/// `Some(None)` when the code comes from elsewhere (a script file named by an argument, or
+/// standard input), so that no argument may carry the name; `None` for any other program.
+/// `env [OPTION|NAME=VALUE]… PROGRAM` and `busybox APPLET` are seen through; `env -S`
+/// (which splits a string into words) counts as a shell.
+fn code_at(words: &[OsString]) -> Option<Option<usize>> {
+    let base = |w: &OsString| {
+        let bytes = w.as_encoded_bytes();
+        let name = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
+        String::from_utf8_lossy(name).into_owned()
+    };
+    let mut at = 0;
+    // `env` and `busybox` run the program they are given.
+    loop {
+        let program = base(words.get(at)?);
+        if program == "env" {
+            at += 1;
+            while let Some(word) = words.get(at) {
+                let word = word.to_string_lossy();
+                if word.starts_with("-S") || word.starts_with("--split-string") {
+                    return Some(None);
+                }
+                if matches!(&*word, "-u" | "--unset" | "-C" | "--chdir") {
+                    at += 2;
+                } else if word.starts_with('-') || word.contains('=') {
+                    at += 1;
+                } else {
+                    break;
+                }
+            }
+            continue;
+        }
+        if program == "busybox" {
+            at += 1;
+            continue;
+        }
+        break;
+    }
+    let program = base(&words[at]);
+    let interpreter = INTERPRETERS.iter().find(|(name, _)| {
+        program == *name
+            || (program.starts_with(name)
+                && program[name.len()..]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.'))
+    });
+    if !SHELLS.contains(&program.as_str()) && interpreter.is_none() {
+        return None;
+    }
+    let takes_code = |word: &str| match interpreter {
+        Some((_, options)) => options.contains(&word),
+        // A cluster of short options with `c` (`-c`, `-ec`, `-lc`).
+        None => {
+            word.len() > 1
+                && word.starts_with('-')
+                && !word.starts_with("--")
+                && word[1..].chars().all(|c| c.is_ascii_alphabetic())
+                && word.contains('c')
+        }
+    };
+    let code = words[at + 1..]
+        .iter()
+        .position(|w| takes_code(&w.to_string_lossy()))
+        .map(|i| at + 1 + i + 1)
+        .filter(|&i| i < words.len());
+    Some(code)
 }
 
 /// `arg` with every `placeholder` replaced by `with`.
@@ -162,6 +310,23 @@ fn replace(arg: &OsString, placeholder: &[u8], with: &[u8]) -> OsString {
     }
     out.extend_from_slice(rest);
     std::os::unix::ffi::OsStringExt::from_vec(out)
+}
+
+/// The name the content goes by, which `{name}` becomes: the hint's last component as it is
+/// (quotes, backslashes, any script), less the characters a screen hides or acts on
+/// ([`is_hidden`](crate::error::is_hidden)), white space at either end and leading dashes (a
+/// whole argument `{name}` is never taken for an option); `None` when that leaves no name
+/// (empty, `.`, `..`) or one longer than 255 bytes, or the hint is not UTF-8, where the
+/// sanitized name is used instead.
+fn human_name(hint: &[u8]) -> Option<String> {
+    let last = hint.rsplit(|&b| b == b'/').next()?;
+    let name: String = std::str::from_utf8(last)
+        .ok()?
+        .chars()
+        .filter(|&c| !crate::error::is_hidden(c))
+        .collect();
+    let name = name.trim().trim_start_matches('-').trim_start();
+    (!matches!(name, "" | "." | "..") && name.len() <= 255).then(|| name.to_owned())
 }
 
 /// The name a staged file gets: only `[A-Za-z0-9._-]`, never starting with `.` or `-` —
@@ -238,11 +403,12 @@ pub struct Staged<'d> {
 /// The result of one upload.
 #[derive(Clone, Debug, Serialize)]
 pub struct Sent {
-    /// The staged name the uploader was given, relative to the deposit (`<random>/<inert
-    /// name>`, only `[A-Za-z0-9._/-]`).
+    /// The staged file, relative to the deposit (`<random>/<inert name>`, only
+    /// `[A-Za-z0-9._/-]`): the uploader ran in `<random>` and was given `<inert name>`.
     #[serde(serialize_with = "crate::lossy::path")]
     pub staged: PathBuf,
-    /// The name the content goes by (the sanitized hint), which `{name}` became.
+    /// The name the content goes by (the hint's own name, less characters a screen hides and
+    /// leading dashes), which `{name}` became.
     pub name: String,
     /// Bytes staged.
     pub bytes: u64,
@@ -271,7 +437,7 @@ impl UploadDeposit {
             max_bytes: None,
             actor: Actor::Agent,
         };
-        deposit.sweep_stale();
+        sweep(&deposit.dir);
         Ok(deposit)
     }
 
@@ -317,12 +483,12 @@ impl UploadDeposit {
     }
 
     fn stage_unrecorded(&self, hint: &[u8], mut reader: impl Read) -> Result<Staged<'_>> {
-        let name = sanitize(hint);
+        let sanitized = sanitize(hint);
         let mut staged = Staged {
             deposit: self,
             held: Held::create_dir(&self.dir)?,
-            inert: inert_name(&name),
-            name: name.as_str().to_owned(),
+            inert: inert_name(&sanitized),
+            name: human_name(hint).unwrap_or_else(|| sanitized.as_str().to_owned()),
             bytes: 0,
             sha256: String::new(),
         };
@@ -361,11 +527,16 @@ impl UploadDeposit {
         let relative = staged.relative();
         let mut command = Command::new(&uploader.program);
         command
-            .args(uploader.args_for(&relative, &staged.name))
-            .current_dir(&self.path);
-        // It dies with this process, and at its timeout even if this process hangs.
+            .args(uploader.args_for(Path::new(&staged.inert), &staged.name))
+            .current_dir(self.path.join(&staged.held.name));
+        // It sees only its own upload in the deposit; it dies with this process, and at its
+        // timeout even if this process hangs.
         #[cfg(target_os = "linux")]
-        crate::child::supervise::supervise(&mut command, uploader.limits.timeout);
+        crate::child::supervise::supervise(
+            &mut command,
+            uploader.limits.timeout,
+            Some(self.view_of(staged)?),
+        );
         // Recorded before it runs: the content may leave the machine the moment it starts.
         let started = self.ongoing.start(
             "upload",
@@ -381,6 +552,27 @@ impl UploadDeposit {
         let mut outcome = match run(&mut command, uploader.limits, &Control::new(), None) {
             Ok(outcome) => outcome,
             Err(e) => {
+                #[cfg(target_os = "linux")]
+                let e = match &e {
+                    Error::Io {
+                        call: "spawn",
+                        error,
+                        ..
+                    } => crate::child::supervise::view_failed(error).map_or(e, |error| {
+                        Error::SandboxUnavailable {
+                            why: format!(
+                                "the uploader could not be started in its own view of the \
+                                 deposit (a mount namespace{}): {error}",
+                                if rustix::process::geteuid().is_root() {
+                                    ""
+                                } else {
+                                    " in a user namespace"
+                                }
+                            ),
+                        }
+                    }),
+                    _ => e,
+                };
                 let error =
                     serde_json::json!({ "code": e.code(), "message": e.message().to_string() });
                 let _ = started.end(serde_json::json!({ "error": error }));
@@ -396,6 +588,35 @@ impl UploadDeposit {
             .inspect_err(|e| tracing::warn!(error = %e, "could not record how an upload ended"))
             .is_ok();
         Ok(outcome)
+    }
+
+    /// What the uploader of `staged` is shown of the deposit: only `staged`'s own directory.
+    #[cfg(target_os = "linux")]
+    fn view_of(&self, staged: &Staged<'_>) -> Result<crate::child::supervise::DepositView> {
+        let identity = |fd: &Anchor| fd.stat().map(|st| (st.st_dev, st.st_ino));
+        let c_string = |bytes: &[u8]| {
+            std::ffi::CString::new(bytes)
+                .map_err(|e| Error::io("path", Shown::bytes(bytes), std::io::Error::other(e)))
+        };
+        let maps = (!rustix::process::geteuid().is_root()).then(|| {
+            let uid = rustix::process::geteuid().as_raw();
+            let gid = rustix::process::getegid().as_raw();
+            (
+                format!("{uid} {uid} 1").into_bytes(),
+                format!("{gid} {gid} 1").into_bytes(),
+            )
+        });
+        Ok(crate::child::supervise::DepositView {
+            deposit: (
+                c_string(self.path.as_os_str().as_encoded_bytes())?,
+                identity(&self.dir)?,
+            ),
+            own: (
+                c_string(staged.held.name.as_bytes())?,
+                identity(&staged.held.entry)?,
+            ),
+            maps,
+        })
     }
 
     /// Run `uploader` on `staged`, then erase it whatever happened.
@@ -414,35 +635,43 @@ impl UploadDeposit {
             outcome,
         })
     }
+}
 
-    /// Remove what no process is using. The deposit holds nothing but staging directories,
-    /// each held ([`Held`]) by the process using it, and hidden ones being made; everything
-    /// else goes at once: a staging directory whose process ended without erasing it (a
-    /// crash), a hidden one older than an hour, and anything put there by hand.
-    fn sweep_stale(&self) {
-        let Ok(entries) = self.dir.entries() else {
-            return;
-        };
-        for (name, st) in entries {
-            let holder = held::holder(&self.dir, &name, &st);
-            if matches!(holder, Holder::Live | Holder::Making | Holder::Unknown) {
-                continue;
-            }
-            // An abandoned entry's lock is kept (in `holder`) until it is removed.
-            let _ = Name::new(&name).and_then(|name| self.dir.remove_all(name));
-            drop(holder);
+/// Remove from the deposit `dir` what no process is using. The deposit holds nothing but
+/// staging directories, each held ([`Held`]) by the process using it, and hidden ones being
+/// made; everything else goes at once: a staging directory whose process ended without erasing
+/// it (a crash), a hidden one older than an hour, and anything put there by hand. Every
+/// process that opens the state root runs it ([`StateRoot::open`]), so staged content a crash
+/// left does not wait for the next upload.
+pub(crate) fn sweep(dir: &Anchor) {
+    let Ok(entries) = dir.entries() else {
+        return;
+    };
+    for (name, st) in entries {
+        let holder = held::holder(dir, &name, &st);
+        if matches!(holder, Holder::Live | Holder::Making | Holder::Unknown) {
+            continue;
+        }
+        // An abandoned entry's lock is kept (in `holder`) until it is removed.
+        if Name::new(&name)
+            .and_then(|name| dir.remove_all(name))
+            .is_ok()
+        {
             tracing::info!(entry = %Shown::bytes(name.as_encoded_bytes()), "swept a stale staged upload");
         }
+        drop(holder);
     }
 }
 
 impl Staged<'_> {
-    /// The staged file's path relative to the deposit: what `{file}` becomes.
+    /// The staged file's path relative to the deposit (`<random>/<inert name>`); `{file}`
+    /// becomes its last part, the uploader running in `<random>`.
     pub fn relative(&self) -> PathBuf {
         Path::new(&self.held.name).join(&self.inert)
     }
 
-    /// The name the content goes by (the sanitized hint): what `{name}` becomes.
+    /// The name the content goes by (the hint's own name, less characters a screen hides and
+    /// leading dashes): what `{name}` becomes.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -469,5 +698,24 @@ impl Drop for Staged<'_> {
         if let Err(e) = removed {
             tracing::warn!(error = %e, "could not erase a staged upload");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name the lane would never give (its `\` is a separator there) is escaped all the same.
+    #[test]
+    fn the_json_placeholder_escapes_what_json_strings_escape() {
+        let uploader =
+            Uploader::parse("up --json '{\"name\": \"{name:json}\"}' --title {name}").unwrap();
+        let name = "a\\b \"c\" \u{1}\n\u{7f} é";
+        let args = uploader.args_for(Path::new("f.txt"), name);
+        let json = args[1].to_str().unwrap();
+        let parsed: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(parsed["name"], name);
+        assert_eq!(args[3], name, "as it is");
+        assert_eq!(args[4], "f.txt", "appended");
     }
 }

@@ -215,13 +215,19 @@ fn escaped(raw: &[u8]) -> String {
     out
 }
 
-fn push_escaped(out: &mut String, c: char) {
+/// Whether a screen would hide `c` or act on it: a control, format (bidi, zero-width),
+/// line or paragraph separator, or surrogate character. [`Shown`] escapes these; elsewhere
+/// they are kept out of names shown to people.
+pub(crate) fn is_hidden(c: char) -> bool {
     use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
-    let hidden = matches!(
+    matches!(
         c.general_category(),
         G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator | G::Surrogate
-    );
-    if hidden || c == '\\' {
+    )
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    if is_hidden(c) || c == '\\' {
         out.extend(c.escape_default());
     } else {
         out.push(c);

@@ -246,6 +246,10 @@ impl StateRoot {
 
         let downloads = Lane::open(&anchor, &path, DOWNLOADS_DIR, modes, &mut repairs)?;
         let uploads = Lane::open(&anchor, &path, UPLOADS_DIR, modes, &mut repairs)?;
+        // Staged content a crashed upload left is erased by whoever opens the root next.
+        if let Lane::Open(deposit) = &uploads {
+            crate::deposit::sweep(deposit);
+        }
         // The library's other private directories (the registries, the caches' layers) are
         // made by what uses them; `init` repairs their modes when they exist.
         if modes == Modes::Repair {

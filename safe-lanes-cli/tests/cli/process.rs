@@ -100,3 +100,84 @@ fn doctor_says_whether_it_runs_as_root() {
         );
     }
 }
+
+/// An uploader sees only its own upload in the deposit, for root (a mount namespace) and for
+/// an ordinary user (a user namespace around it): another upload staged at the same time can
+/// be neither listed nor read.
+#[test]
+fn an_uploader_sees_only_its_own_upload_as_any_user() {
+    let shared = Shared::new();
+    let me = rustix::process::geteuid();
+    let mut users = vec![(me.as_raw(), None)];
+    if me.is_root() {
+        users.push((NOBODY, Some(NOBODY)));
+    }
+    for (uid, user) in users {
+        let home = shared.dir_for(&format!("home-{uid}"), uid);
+        assert_eq!(shared.run(user, &home, &["init"]).status, 0);
+        let lane = home.join("state/.downloads");
+        for (name, content) in [("secret.txt", "the other upload"), ("mine.txt", "mine")] {
+            std::fs::write(lane.join(name), content).unwrap();
+            std::fs::set_permissions(lane.join(name), std::fs::Permissions::from_mode(0o600))
+                .unwrap();
+            std::os::unix::fs::chown(lane.join(name), Some(uid), Some(uid)).unwrap();
+        }
+        let secret = lane.join("secret.txt");
+        let mut other = Command::new(shared.tmp.path().join("safe-lanes"));
+        other
+            .arg("--root")
+            .arg(home.join("state"))
+            .args(["upload", "send"])
+            .arg(&secret)
+            .args(["--", "sh", "-c", "sleep 20", "sh", "{file}"])
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        if let Some(id) = user {
+            other.uid(id).gid(id);
+        }
+        let mut other = other.spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::fs::read_dir(home.join("state/.uploads"))
+            .unwrap()
+            .count()
+            == 0
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "uid {uid}: never staged"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let mine = lane.join("mine.txt");
+        let run = shared.run(
+            user,
+            &home,
+            &[
+                "--json",
+                "upload",
+                "send",
+                mine.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                "ls -a ..; echo ---; cat ../*/* 2>&1; true",
+                "sh",
+                "{file}",
+            ],
+        );
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(run.status, 0, "uid {uid}: {run:?}");
+        let stdout = run.json()["stdout"].as_str().unwrap().to_owned();
+        let (listed, read) = stdout.split_once("---\n").unwrap();
+        assert_eq!(
+            listed.lines().filter(|l| !l.starts_with('.')).count(),
+            1,
+            "uid {uid}: {stdout}"
+        );
+        assert_eq!(read, "mine", "uid {uid}: {stdout}");
+    }
+}

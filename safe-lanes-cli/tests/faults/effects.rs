@@ -63,6 +63,112 @@ fn a_killed_upload_send_takes_its_uploader_with_it_and_is_closed_as_unknown() {
     closed_as_unknown(&lab, "upload", &start["id"]);
 }
 
+/// Staged plaintext a killed upload left does not wait for the next upload: any command that
+/// opens the state root (here `download list`), or a server's start, erases it.
+#[test]
+fn content_a_killed_upload_staged_is_erased_by_the_next_process_of_any_kind() {
+    for next in ["a command", "a server"] {
+        let lab = Lab::new();
+        let path = lab.saved("out.txt", b"to send");
+        let mut sending = lab.spawn(
+            &[
+                "upload", "send", &path, "--", "sh", "-c", "sleep 30", "sh", "{file}",
+            ],
+            None,
+            b"",
+        );
+        lab.wait_for("upload.start");
+        let uploads = lab.root().join(".uploads");
+        assert_eq!(lane(&uploads).len(), 1, "staged while it runs");
+        sending.kill().unwrap();
+        let _ = sending.wait();
+        assert_eq!(lane(&uploads).len(), 1, "{next}: left by the kill");
+        match next {
+            "a command" => {
+                let (signal, _) = lab.run(&["download", "list"], None, b"");
+                assert_eq!(signal, None);
+            }
+            _ => {
+                let mut server = Server::start(&lab, &[], Stdio::null());
+                server.call(1, "folder_grants_list", json!({}));
+                server.kill();
+            }
+        }
+        assert!(lane(&uploads).is_empty(), "{next}: no staged content left");
+    }
+}
+
+/// Two uploads at once, from two `upload send`s and from two servers on one state root: the
+/// second uploader lists the deposit and reads every staged file it can reach while the first
+/// one's content is staged, and finds only its own.
+#[test]
+fn two_uploads_at_once_cannot_see_each_other() {
+    const SPY: &str = "ls -a ..; echo ---; cat ../*/* 2>&1; cat /proc/self/cwd/../*/* 2>&1; true";
+    for how in ["two commands", "two servers"] {
+        let lab = Lab::new();
+        lab.run(&["init"], None, b"");
+        let uploads = lab.root().join(".uploads");
+        let seen = match how {
+            "two commands" => {
+                let secret = lab.saved("secret.txt", b"the first upload");
+                let mut first = lab.spawn(
+                    &[
+                        "upload", "send", &secret, "--", "sh", "-c", "sleep 20", "sh", "{file}",
+                    ],
+                    None,
+                    b"",
+                );
+                lab.wait_for("upload.start");
+                let mine = lab.saved("mine.txt", b"mine");
+                let (signal, sent) = lab.run(
+                    &[
+                        "upload", "send", &mine, "--", "sh", "-c", SPY, "sh", "{file}",
+                    ],
+                    None,
+                    b"",
+                );
+                assert_eq!(signal, None);
+                first.kill().unwrap();
+                let _ = first.wait();
+                sent
+            }
+            _ => {
+                let mut first = Server::start(
+                    &lab,
+                    &["--uploader", "sh -c 'sleep 20' sh {file}"],
+                    Stdio::null(),
+                );
+                first.call(
+                    1,
+                    "upload_content",
+                    json!({"filename": "secret.txt", "text": "the first upload"}),
+                );
+                lab.wait_for("upload.start");
+                let spy = format!("sh -c '{SPY}' sh {{file}}");
+                let mut second = Server::start(&lab, &["--uploader", &spy], Stdio::null());
+                second.call(
+                    1,
+                    "upload_content",
+                    json!({"filename": "mine.txt", "text": "mine"}),
+                );
+                let answer = second.answer(1);
+                first.kill();
+                second.kill();
+                answer["result"]["structuredContent"].clone()
+            }
+        };
+        let stdout = seen["stdout"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{how}: {seen}"));
+        let (listed, read) = stdout.split_once("---\n").unwrap();
+        let listed: Vec<&str> = listed.lines().filter(|l| !l.starts_with('.')).collect();
+        assert_eq!(listed.len(), 1, "{how}: only its own directory: {stdout}");
+        assert_eq!(read.matches("mine").count(), 2, "{how}: {stdout}");
+        assert!(!read.contains("the first upload"), "{how}: {stdout}");
+        assert!(lane(&uploads).len() <= 1, "{how}");
+    }
+}
+
 /// The uploader's timeout is the library's, not its caller's: with `upload send` stopped
 /// (`SIGSTOP`, a hung gateway), the uploader is still killed a second after its timeout.
 #[test]

@@ -1077,10 +1077,19 @@ async fn an_uploader_template_never_runs_a_received_name() {
         assert!(!refused.status.success(), "{who}: {refused:?}");
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert!(stderr.contains("whole argument"), "{who}: {stderr}");
+        // So is `{name}` inside the script of a shell.
+        let refused = lab
+            .server_command(&["--uploader", "sh -c 'echo uploading {name}' sh {file}"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!refused.status.success(), "{who}: {refused:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("invalid_argument"), "{who}: {stderr}");
 
         let out = lab.p("outside");
         let uploader = format!(
-            r#"/bin/sh -c 'cd {o} && echo uploading {{name}} && test -f "$OLDPWD/$1"' sh {{file}}"#,
+            r#"/bin/sh -c 'cd {o} && echo uploading "$1" && test -f "$OLDPWD/$2"' sh {{name}} {{file}}"#,
             o = out.display()
         );
         let client = lab.server(&["--uploader", &uploader]).await;

@@ -122,9 +122,17 @@ async fn upload_file_and_content_run_the_uploader_on_a_staged_copy() {
     assert_eq!(sent["stdout"], "done\n");
     assert_eq!(sent["source"]["sha256"], sha256_hex(b"from the lane"));
     let text = std::fs::read_to_string(&log).unwrap();
+    let own = std::path::Path::new(sent["staged"].as_str().unwrap())
+        .parent()
+        .unwrap()
+        .to_owned();
     assert_eq!(
         text,
-        format!("{}\nfrom the lane", w.root().join(".uploads").display())
+        format!(
+            "{}\nfrom the lane",
+            w.root().join(".uploads").join(own).display()
+        ),
+        "the uploader runs in its upload's own directory"
     );
     let sent = w
         .ok(

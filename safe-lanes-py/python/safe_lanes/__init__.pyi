@@ -211,8 +211,10 @@ class UploadSource:
         """The entries that were ignored: `{"origin", "entry", "at", "why"}`."""
 
 class Uploader:
-    """An uploader command; `{file}` (a whole argument) is the staged file, `{name}` the
-    content's name; without `{file}` the path is appended."""
+    """An uploader command, run without a shell: `{file}` (a whole argument) is the staged
+    file's name in the uploader's working directory (its upload's own directory), `{name}` the
+    content's name as it is, `{name:json}` that name escaped for a JSON string; without
+    `{file}` the file is appended."""
 
     def __init__(
         self,
@@ -221,8 +223,11 @@ class Uploader:
         timeout: Optional[float] = None,
         max_output: Optional[int] = None,
     ) -> None:
-        """Raises `Refused` (`invalid_argument`) for an empty template, unbalanced quotes, or
-        `{file}` inside a larger argument."""
+        """Raises `Refused` (`invalid_argument`) for an empty template, unbalanced quotes,
+        `{file}` inside a larger argument, a placeholder in the program, or `{name}` /
+        `{name:json}` in (or before) the code of a program that runs code it is handed
+        (`sh -c`, `bash -c`, `env … sh`, `python -c`): pass the name as an argument after the
+        script instead (`sh -c 'up --title "$1" "$2"' sh {name} {file}`)."""
 
 class Staged:
     """A file staged in the deposit, erased when the `with` block ends (or at `erase()`, when
@@ -230,11 +235,12 @@ class Staged:
 
     @property
     def deposit(self) -> Path:
-        """The deposit directory: the uploader's working directory."""
+        """The deposit directory; the uploader runs in `path.parent`, its upload's own
+        directory, and sees nothing else of the deposit."""
     @property
     def file(self) -> str:
-        """The staged file relative to the deposit (`[A-Za-z0-9._/-]` only): the uploader's
-        path argument."""
+        """The staged file relative to the deposit (`[A-Za-z0-9._/-]` only); its last part is
+        the uploader's `{file}`."""
     @property
     def name(self) -> str:
         """The content's name (what `{name}` becomes)."""

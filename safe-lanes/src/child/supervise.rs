@@ -24,10 +24,12 @@ use std::time::Duration;
 use rustix::event::Timespec;
 
 use crate::confine::pre_exec::{self, Supervision};
+pub(crate) use crate::confine::pre_exec::{DepositView, view_failed};
 
 /// Arrange for `command` (spawned in a process group of its own) to run under a supervisor
-/// that kills its whole group when this process dies or `timeout` passes.
-pub(crate) fn supervise(command: &mut Command, timeout: Duration) {
+/// that kills its whole group when this process dies or `timeout` passes; the command enters
+/// `view` (its own view of the upload deposit) before it `exec`s.
+pub(crate) fn supervise(command: &mut Command, timeout: Duration, view: Option<DepositView>) {
     let timeout = timeout.saturating_add(Duration::from_secs(1));
     let supervision = Supervision {
         owner: rustix::process::getpid(),
@@ -36,6 +38,7 @@ pub(crate) fn supervise(command: &mut Command, timeout: Duration) {
             tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(timeout.subsec_nanos()),
         },
+        view,
     };
     pre_exec::install_supervisor(command, supervision);
 }

@@ -63,7 +63,7 @@ pub(super) fn install_sandbox(command: &mut Command, mut plan: Plan) {
 }
 
 /// What an uploader's supervisor needs, prepared in the gateway (`crate::child::supervise`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub(crate) struct Supervision {
     /// The gateway: when it dies, the uploader's group is killed.
     pub(crate) owner: Pid,
@@ -71,20 +71,43 @@ pub(crate) struct Supervision {
     pub(crate) owner_group: Pid,
     /// How long the uploader may run before its group is killed.
     pub(crate) timeout: Timespec,
+    /// The uploader's own view of the deposit, when it gets one.
+    pub(crate) view: Option<DepositView>,
+}
+
+/// An uploader's own view of the upload deposit (`crate::deposit`), made in a mount namespace
+/// of its own right before it `exec`s: the deposit covered by an empty, read-only `tmpfs` in
+/// which only the upload's private directory is bound back, under its own name. The uploader
+/// can list and read its own staged file and nothing else the deposit holds.
+///
+/// A descriptor names a mount of the namespace it was opened in, which a new one cannot mount
+/// on or from: both directories are opened again inside it, by path, and must be the very
+/// inodes the gateway holds (`st_dev`, `st_ino`).
+#[derive(Debug)]
+pub(crate) struct DepositView {
+    /// The deposit's path, and its identity.
+    pub(crate) deposit: (CString, (u64, u64)),
+    /// The upload's private directory's name in the deposit, and its identity.
+    pub(crate) own: (CString, (u64, u64)),
+    /// For an ordinary user, who needs a user namespace to own a mount namespace: what its
+    /// `uid_map` and `gid_map` say (the user and group mapped to themselves).
+    pub(crate) maps: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// Arrange for `command`'s child (the leader of a process group of its own) to fork the
 /// command and stay behind as its supervisor, as `crate::child::supervise` describes: it exits
-/// like the command, or kills the whole group when the owner dies or the timeout passes.
+/// like the command, or kills the whole group when the owner dies or the timeout passes. The
+/// command enters its [`DepositView`] first, when it has one; a failure there is the spawn's
+/// error.
 pub(crate) fn install_supervisor(command: &mut Command, supervision: Supervision) {
     let in_child = move || {
         // SAFETY: `before_exec` runs this closure in `command`'s child, between `fork` and
         // `exec`, and nowhere else.
-        unsafe { supervisor(supervision) }
+        unsafe { supervisor(&supervision) }
     };
     // SAFETY: `in_child` runs `supervisor`, which keeps to the rule of this module: system
-    // calls on `supervision` (plain values) and on the stack, no allocation, no lock, errors
-    // from raw OS errors only.
+    // calls on `supervision` (prepared in full by the gateway) and on the stack, no
+    // allocation, no lock, errors from raw OS errors only.
     unsafe { sys::before_exec(command, in_child) }
 }
 
@@ -249,14 +272,84 @@ fn limit_processes(plan: &Plan) -> rustix::io::Result<()> {
 /// `/proc/self` files of a process that is not dumpable belong to root: the child is made
 /// dumpable for the three writes only, then not dumpable again until `exec`.
 fn map_identity(plan: &Plan) -> rustix::io::Result<()> {
+    write_maps(&plan.uid_map, &plan.gid_map)
+}
+
+/// Write `uid_map` and `gid_map` of this process's new user namespace (after denying
+/// `setgroups`), dumpable for the three writes only (see [`map_identity`]).
+fn write_maps(uid_map: &[u8], gid_map: &[u8]) -> rustix::io::Result<()> {
     use rustix::process::{DumpableBehavior, set_dumpable_behavior};
     let was = rustix::process::dumpable_behavior()?;
     set_dumpable_behavior(DumpableBehavior::Dumpable)?;
     let written = write_file(c"/proc/self/setgroups", b"deny")
-        .and_then(|()| write_file(c"/proc/self/uid_map", &plan.uid_map))
-        .and_then(|()| write_file(c"/proc/self/gid_map", &plan.gid_map));
+        .and_then(|()| write_file(c"/proc/self/uid_map", uid_map))
+        .and_then(|()| write_file(c"/proc/self/gid_map", gid_map));
     set_dumpable_behavior(was)?;
     written
+}
+
+/// Whether `error`, from spawning an uploader, is its [`DepositView`] that could not be
+/// made, and with which `errno`.
+pub(crate) fn view_failed(error: &io::Error) -> Option<io::Error> {
+    let raw = error.raw_os_error()?;
+    (raw >> STEP_SHIFT == Step::Mounts as i32)
+        .then(|| io::Error::from_raw_os_error(raw & ((1 << STEP_SHIFT) - 1)))
+}
+
+/// The uploader's side of [`DepositView`]: a mount namespace of its own (and a user namespace
+/// for an ordinary user), the deposit covered by an empty `tmpfs`, the upload's own directory
+/// bound back in it (nothing to run, no device, no set-id), the `tmpfs` made read-only, and
+/// the working directory moved into the bound directory (the one `std` entered before is the
+/// covered one).
+fn enter_view(view: &DepositView) -> rustix::io::Result<()> {
+    use rustix::thread::UnshareFlags;
+    match &view.maps {
+        Some((uid_map, gid_map)) => {
+            sys::unshare_namespaces(UnshareFlags::NEWUSER | UnshareFlags::NEWNS)?;
+            write_maps(uid_map, gid_map)?;
+        }
+        None => sys::unshare_namespaces(UnshareFlags::NEWNS)?,
+    }
+    rustix::mount::mount_change(
+        c"/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )?;
+    let (deposit_path, deposit_identity) = &view.deposit;
+    let (name, own_identity) = &view.own;
+    let deposit = reopen(deposit_path, *deposit_identity)?;
+    let own = rustix::fs::openat(
+        &deposit,
+        name.as_c_str(),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let st = rustix::fs::fstat(&own)?;
+    if (st.st_dev, st.st_ino) != *own_identity {
+        return Err(Errno::XDEV);
+    }
+    let cover = new_tmpfs(c"0700", c"64k")?;
+    attach(&cover, &deposit)?;
+    rustix::fs::mkdirat(&cover, name.as_c_str(), Mode::RWXU)?;
+    let at = rustix::fs::openat(
+        &cover,
+        name.as_c_str(),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    bind(
+        &own,
+        &at,
+        MASK.difference(MountAttrFlags::MOUNT_ATTR_RDONLY),
+        false,
+    )?;
+    set_flags(&cover, MountAttrFlags::MOUNT_ATTR_RDONLY, false)?;
+    let own = rustix::fs::openat(
+        &cover,
+        name.as_c_str(),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rustix::process::fchdir(&own)
 }
 
 /// Fork; the parent waits for PID 1 of the new namespace and exits like it, and only the
@@ -775,12 +868,14 @@ fn drop_capabilities() -> rustix::io::Result<()> {
 /// Only in a child between `fork` and `exec` (a [`sys::before_exec`] closure): it forks, as
 /// [`sys::fork`] allows there only, and gives up every descriptor but two, as
 /// [`sys::close_all_but`] allows in a process that never returns.
-unsafe fn supervisor(supervision: Supervision) -> io::Result<()> {
+unsafe fn supervisor(supervision: &Supervision) -> io::Result<()> {
     let Supervision {
         owner,
         owner_group,
         timeout,
+        view,
     } = supervision;
+    let (owner, owner_group) = (*owner, *owner_group);
     let owner_fd = rustix::process::pidfd_open(owner, PidfdFlags::empty())?;
     // The owner may have died before the line above: then stop here.
     if rustix::process::getppid() != Some(owner) {
@@ -789,7 +884,12 @@ unsafe fn supervisor(supervision: Supervision) -> io::Result<()> {
     // SAFETY: this is a child between `fork` and `exec`, by this function's contract; the
     // child below returns to `exec` at once, and this process only polls, kills and exits.
     let child = match unsafe { sys::fork() }? {
-        sys::Forked::Child => return Ok(()),
+        sys::Forked::Child => {
+            return view
+                .as_ref()
+                .map_or(Ok(()), enter_view)
+                .map_err(Step::Mounts.failed());
+        }
         sys::Forked::Parent(child) => child,
     };
     let group = rustix::process::getpid();
@@ -808,7 +908,7 @@ unsafe fn supervisor(supervision: Supervision) -> io::Result<()> {
             PollFd::new(&child_fd, PollFlags::IN),
             PollFd::new(&owner_fd, PollFlags::IN),
         ];
-        match rustix::event::poll(&mut fds, Some(&timeout)) {
+        match rustix::event::poll(&mut fds, Some(timeout)) {
             Err(Errno::INTR) => continue,
             // The uploader ended: reap it, clear its group (leaving it first), exit like it.
             Ok(_) if !fds[0].revents().is_empty() => {

@@ -32,13 +32,15 @@ pub(crate) fn the_uploader_runs_in_the_deposit_on_a_private_copy_and_it_is_erase
     assert!(sent.outcome.success(), "{:?}", sent.outcome);
     let seen = std::fs::read_to_string(&report).unwrap();
     let mut lines = seen.lines();
-    assert_eq!(lines.next(), Some(fx.root.uploads_path().to_str().unwrap()));
+    let own = fx.root.uploads_path().join(sent.staged.parent().unwrap());
+    assert_eq!(
+        lines.next(),
+        Some(own.to_str().unwrap()),
+        "its own directory"
+    );
     assert_eq!(lines.next(), Some("600"));
     assert_eq!(lines.collect::<Vec<_>>().join("\n"), "# Notes\nhello");
-    assert_eq!(
-        sent.outcome.stdout,
-        format!("uploaded {}", sent.staged.display())
-    );
+    assert_eq!(sent.outcome.stdout, "uploaded notes.md");
     assert!(sent.staged.is_relative());
     assert!(
         names(&fx.root.uploads_path()).is_empty(),
@@ -101,6 +103,7 @@ pub(crate) fn a_panic_in_the_caller_leaves_the_deposit_empty() {
 
 #[test]
 fn a_missing_uploader_is_an_io_error_and_leaves_nothing() {
+    // Not the view's failure: the program's.
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let staged = deposit.stage("a.txt", &b"a"[..]).unwrap();
@@ -202,14 +205,12 @@ fn the_file_placeholder_is_a_whole_argument_appended_when_absent() {
     let echo = Uploader::parse("/bin/echo --upload {file} 'two words'").unwrap();
     let out = deposit.run(&staged, &echo).unwrap();
     let rel = staged.relative();
-    assert_eq!(
-        out.stdout,
-        format!("--upload {} two words\n", rel.display())
-    );
+    let rel = rel.file_name().unwrap().to_str().unwrap();
+    assert_eq!(out.stdout, format!("--upload {rel} two words\n"));
     let plain = Uploader::parse("/bin/echo").unwrap();
     assert_eq!(
         deposit.run(&staged, &plain).unwrap().stdout,
-        format!("{}\n", rel.display())
+        format!("{rel}\n")
     );
     for bad in [
         "  ",
@@ -224,13 +225,13 @@ fn the_file_placeholder_is_a_whole_argument_appended_when_absent() {
     }
     let refused = Uploader::parse("sh -c 'up {file}'").unwrap_err();
     assert!(refused.to_string().contains("whole argument"), "{refused}");
-    assert!(refused.to_string().contains("{name}"), "{refused}");
+    assert!(refused.to_string().contains("\"$1\""), "{refused}");
 }
 
 /// The staged file's name is inert whatever the hint; the human-facing name is what `{name}`
-/// becomes, as it is when it is a whole argument and shell-quoted inside a larger one.
+/// becomes, as it is, and only ever as an argument of a shell's script, never inside it.
 #[test]
-fn staged_names_are_inert_and_the_human_facing_name_is_quoted_inside_an_argument() {
+fn staged_names_are_inert_and_the_human_facing_name_is_never_code() {
     let fx = Fixture::new();
     let deposit = UploadDeposit::open(&fx.root).unwrap();
     let marker = fx.tmp.path().join("X");
@@ -267,9 +268,9 @@ fn staged_names_are_inert_and_the_human_facing_name_is_quoted_inside_an_argument
             .unwrap()
             .to_owned();
         assert!(dir.chars().all(|c| c.is_ascii_hexdigit()), "{dir}");
-        // A shell-wrapping template: the name inside the script is quoted, the file is `$1`.
+        // A shell-wrapping template: the name and the file are the script's `$1` and `$2`.
         let template = format!(
-            "/bin/sh -c 'cd {}; echo uploading {{name}} from \"$1\"' sh {{file}}",
+            "/bin/sh -c 'cd {}; echo uploading \"$1\" from \"$2\"' sh {{name}} {{file}}",
             fx.tmp.path().display()
         );
         let uploader = Uploader::parse(&template).unwrap();
@@ -277,18 +278,145 @@ fn staged_names_are_inert_and_the_human_facing_name_is_quoted_inside_an_argument
         assert_eq!(out.exit_code, Some(0), "{out:?}");
         assert_eq!(
             out.stdout,
-            format!(
-                "uploading {} from {}\n",
-                staged.name(),
-                staged.relative().display()
-            ),
+            format!("uploading {} from {name}\n", staged.name()),
             "{hint}"
         );
         assert!(!marker.exists(), "{hint} ran as code");
-        // `{name}` as a whole argument is the name as it is.
-        let whole = Uploader::parse("/bin/sh -c 'printf %s \"$1\"' sh {name} {file}").unwrap();
-        assert_eq!(deposit.run(&staged, &whole).unwrap().stdout, staged.name());
+        // Inside an argument of a program that is no shell, the name is as it is.
+        let echo = Uploader::parse("/bin/echo --title=[{name}]").unwrap();
+        assert_eq!(
+            deposit.run(&staged, &echo).unwrap().stdout,
+            format!("--title=[{}] {name}\n", staged.name())
+        );
     }
+}
+
+/// A template whose program runs code it is handed may carry the name only in arguments after
+/// that code; every other place is refused at configuration.
+#[test]
+fn a_name_inside_code_is_refused_when_the_uploader_is_configured() {
+    for bad in [
+        "sh -c 'upload --title {name} \"$1\"' sh {file}",
+        "bash -lc 'gws upload --json \"{\\\"name\\\": \\\"{name:json}\\\"}\"'",
+        "/usr/bin/env sh -c 'up {name}'",
+        "env -i PATH=/bin dash -ec 'up {name}'",
+        "env -S 'sh -c up' {name}",
+        "busybox sh -c 'up {name}'",
+        "zsh -c {name}",
+        "fish -c {name}x",
+        "sh {name}",
+        "bash script.sh {name}",
+        "python3 -c 'import sys; print(\"{name}\")'",
+        "perl -e 'print \"{name:json}\"'",
+        "node -e {name}",
+        "{name} {file}",
+        "/bin/{name:json}",
+    ] {
+        let refused = Uploader::parse(bad).unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument, "{bad}");
+    }
+    // What a name may not carry: the characters a screen hides, a path, a leading dash.
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    for (hint, name) in [
+        ("../../etc/Q3\u{202e}fdp.exe", "Q3fdp.exe"),
+        ("--delete-all", "delete-all"),
+        ("a\u{200b}\nb.txt", "ab.txt"),
+        ("..", "download"),
+    ] {
+        assert_eq!(
+            deposit.stage(hint, &b"x"[..]).unwrap().name(),
+            name,
+            "{hint}"
+        );
+    }
+    for good in [
+        "sh -c 'up --title \"$1\" \"$2\"' sh {name} {file}",
+        "env LANG=C bash -ec 'up \"$@\"' up {name:json} {file}",
+        "python3 -c 'import sys; print(sys.argv[1])' {name}",
+        "gws drive files create --json '{\"name\": \"{name:json}\"}' --upload {file}",
+        "rclone copyto {file} 'remote:inbox/{name}'",
+    ] {
+        Uploader::parse(good).unwrap_or_else(|e| panic!("{good}: {e}"));
+    }
+}
+
+/// `{name:json}` is the name escaped for a JSON string, so a program parsing the JSON
+/// argument receives the name exactly.
+#[test]
+fn a_json_argument_carries_the_name_exactly() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let uploader = Uploader::parse(
+        "python3 -c 'import json, sys; print(json.loads(sys.argv[2])[\"name\"], end=\"\")' \
+         --json '{\"name\": \"{name:json}\"}' {file}",
+    )
+    .unwrap();
+    for hint in [
+        "Q3 summary.md",
+        "Thomas's report.md",
+        "say \"hi\" \\ {there}.txt",
+        "Überweisung für Zoë – 日本.pdf",
+    ] {
+        let staged = deposit.stage(hint, &b"x"[..]).unwrap();
+        assert_eq!(staged.name(), hint, "the name is kept as it is");
+        let out = deposit.run(&staged, &uploader).unwrap();
+        assert_eq!(out.stdout, hint, "{out:?}");
+    }
+}
+
+/// Two uploads at once: neither uploader can list or read the other's staged file, nor see
+/// anything else the deposit holds; each sees its own.
+#[test]
+fn an_uploader_sees_only_its_own_upload() {
+    let fx = Fixture::new();
+    let deposit = UploadDeposit::open(&fx.root).unwrap();
+    let mine = deposit.stage("mine.txt", &b"mine"[..]).unwrap();
+    let other = deposit
+        .stage("secret.txt", &b"the other upload"[..])
+        .unwrap();
+    let other_path = other.path();
+    let spy = Uploader::new(
+        "/bin/sh",
+        [
+            "-c",
+            "ls -a ..; echo ---; ls -a .; echo ---; cat \"$2\"; echo; cat \"$1\" 2>&1; \
+             cat ../*/* 2>&1; true",
+            "sh",
+            other_path.to_str().unwrap(),
+            "{file}",
+        ],
+    )
+    .unwrap();
+    let out = deposit.run(&mine, &spy).unwrap();
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    let (parent, rest) = out.stdout.split_once("---\n").unwrap();
+    let (own, rest) = rest.split_once("---\n").unwrap();
+    let own_dir = mine
+        .relative()
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        parent
+            .lines()
+            .filter(|l| !l.starts_with('.'))
+            .collect::<Vec<_>>(),
+        [own_dir.as_str()]
+    );
+    assert_eq!(
+        own.lines()
+            .filter(|l| !l.starts_with('.'))
+            .collect::<Vec<_>>(),
+        ["mine.txt"]
+    );
+    assert!(rest.starts_with("mine\n"), "{rest}");
+    assert!(rest.contains("No such file"), "{rest}");
+    assert!(!rest.contains("the other upload"), "{rest}");
+    assert!(other_path.exists(), "the other upload is untouched");
+    assert_eq!(std::fs::read(&other_path).unwrap(), b"the other upload");
 }
 
 #[test]
