@@ -554,3 +554,72 @@ fn requests_show_the_librarys_warnings() {
         "{lookalike}"
     );
 }
+
+/// The approve line of a request whose folder hides characters (a right-to-left override, a
+/// zero-width space, an isolate; control characters are refused outright): printed by `grant requests` and handed to the agent, it holds
+/// none of them raw, and run as printed in a shell without a terminal, plus the reason the
+/// docs say to add, it approves that very folder.
+#[test]
+fn a_hostile_folders_approve_line_hides_nothing_and_works_as_printed() {
+    let env = world();
+    let folder = env
+        .tmp
+        .path()
+        .join("inv\u{202e}fdp.exe\u{200b} x'y\u{2066}");
+    std::fs::create_dir(&folder).unwrap();
+    let run = env.run(
+        &[
+            "--json",
+            "grant",
+            "request",
+            "--alias",
+            "docs",
+            "--access",
+            "read_only",
+            "--reason",
+            "read it",
+            "--path",
+            folder.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{run:?}");
+    let hidden = |text: &str| {
+        text.chars().any(|c| {
+            (c.is_control() && c != '\n')
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+    };
+    let text = env.run(&["grant", "requests"], b"");
+    assert_eq!(text.status, 0, "{text:?}");
+    assert!(!hidden(&text.stdout), "{:?}", text.stdout);
+    let listed = env.run(&["--json", "grant", "requests"], b"");
+    let line = text
+        .stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("approve: "))
+        .unwrap()
+        .to_owned();
+    assert!(!hidden(&line), "{line:?}");
+    assert!(line.contains("$'"), "{line}");
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_safe-lanes"));
+    // The human's shell: `$'…'` is bash's, zsh's and ksh's (not dash's).
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("{line} --reason 'the agent reads it'"))
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", binary.parent().unwrap().display()),
+        )
+        .env("HOME", env.home())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{line}: {out:?}");
+    let grants = env.run(&["--json", "grant", "list"], b"").json();
+    assert_eq!(
+        grants["grants"][0]["path"].as_str().unwrap(),
+        folder.to_str().unwrap(),
+        "{grants} after {listed:?}"
+    );
+}

@@ -2,7 +2,7 @@
 // (a scratch HOME per session), its command line and its environment. Nothing of the caller's
 // environment reaches a host but PATH.
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -129,6 +129,22 @@ export function cli(world, ...args) {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: world.home },
   });
   return JSON.parse(out.toString());
+}
+
+/**
+ * Run a command line the human was handed (`approve_with`) as the human would paste it into a
+ * shell, with the reason docs/cli.md says to add when no terminal asks for one: `bash -c` (a
+ * path holding a hidden character is printed as `$'…'`), no terminal (standard input a pipe
+ * that is closed), `safe-lanes` found on PATH.
+ */
+export function runAsHanded(world, line, reason) {
+  const quoted = `'${reason.replaceAll("'", "'\\''")}'`;
+  return spawnSync('bash', ['-c', `${line} --reason ${quoted}`], {
+    env: { PATH: `${path.dirname(CLI)}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: world.home },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    input: '',
+    encoding: 'utf8',
+  });
 }
 
 /** How a host starts the server: directly, or through the tap that records the traffic. */

@@ -19,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { canonical, codexAutoNeedsApproval, jsonDiff, mapSchema, mcpTraffic, resultText } from './analysis.js';
 import { runAll } from './drive.js';
-import { HOSTS, HOST_TIMEOUT_S, OUT, SESSIONS, TOOLS, cli, dropWorld, installed } from './hosts.js';
+import { HOSTS, HOST_TIMEOUT_S, OUT, SESSIONS, TOOLS, cli, dropWorld, installed, runAsHanded } from './hosts.js';
 import { exchangesOf, toolsOf } from './mock.js';
 import { FOREGROUND_SECONDS, HELD_FILE, LONG_SECONDS, SAVED_TEXT, UPLOADED_TEXT, labelExchanges, resultJson, scriptOf } from './session.js';
 import { serverListing } from './server.js';
@@ -213,9 +213,16 @@ function callTests(name) {
       assert.equal(j.stdout, 'done\n');
       assert.equal(fs.readFileSync(r.world.seen, 'utf8'), UPLOADED_TEXT);
     }],
-    folder_access_request: ['request', (j) => {
+    folder_access_request: ['request', (j, r) => {
       assert.equal(j.status, 'pending');
       assert.equal(j.request.alias, 'docs');
+      // The line the model was handed, run as the human pastes it (no terminal), plus the
+      // reason docs/cli.md says to add: it approves exactly that request.
+      const run = runAsHanded(r.world, j.approve_with, 'the agent reads the spec');
+      assert.equal(run.status, 0, `${j.approve_with}\n${run.stdout}${run.stderr}`);
+      const granted = cli(r.world, 'grant', 'list').grants.find((g) => g.alias === 'docs');
+      assert.ok(granted, `the line approved nothing: ${run.stdout}`);
+      assert.equal(granted.access, 'read_only');
     }],
     folder_patch: ['patch', (j, r) => {
       assert.equal(j.change, 'created');

@@ -145,7 +145,9 @@ pub struct Requested {
     pub request: RequestInfo,
     /// Always `pending`: nothing is granted until the human approves.
     pub status: String,
-    /// The command the human runs to approve it.
+    /// The command the human runs to approve it, exactly as printed: on a terminal it shows
+    /// the change and asks for the reason; elsewhere (a pipe, a script) the human adds
+    /// `--reason '…'`. Its paths hold no raw control, bidi or zero-width character.
     pub approve_with: String,
 }
 

@@ -1202,7 +1202,8 @@ pub(crate) fn reason_given(event: &str, change: &str, reason: &str) -> Result<()
         what: Shown::text(event),
         why: format!(
             "every change of yours is recorded with why, and this {change} gives no reason: give \
-             one (--reason on the command line, the note on the page)"
+             one (add --reason '…' to the command line, which only a terminal asks for; the note \
+             on the page)"
         ),
     })
 }

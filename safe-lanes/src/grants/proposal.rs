@@ -183,17 +183,49 @@ impl Proposal {
 }
 
 /// `path` quoted for a POSIX shell when it needs to be: the one rule every command line the
-/// library prints for the human follows.
+/// library prints for the human follows. A path that holds a character a screen hides or acts
+/// on (a control, bidi or zero-width character: [`is_hidden`](crate::error::is_hidden)), or
+/// bytes that are not UTF-8, is written as `$'…'` with each such character escaped (`\u202e`,
+/// `\x1b`), so the printed line holds none of them raw and the shell still reads the very path
+/// (in bash, zsh and ksh, the shells people type into; not in dash); any other path that needs
+/// quoting is written in single quotes.
 pub(super) fn quote(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    if text
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(&b))
-    {
-        text.into_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(b);
+    if !bytes.is_empty() && bytes.iter().all(plain) {
+        return String::from_utf8_lossy(bytes).into_owned();
     }
+    let hidden = bytes.utf8_chunks().any(|chunk| {
+        !chunk.invalid().is_empty() || chunk.valid().chars().any(crate::error::is_hidden)
+    });
+    if !hidden {
+        return format!(
+            "'{}'",
+            String::from_utf8_lossy(bytes).replace('\'', r"'\''")
+        );
+    }
+    let mut out = String::from("$'");
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str(r"\\"),
+                '\'' => out.push_str(r"\'"),
+                c if crate::error::is_hidden(c) && (c as u32) < 0x80 => {
+                    out.push_str(&format!("\\x{:02x}", c as u32));
+                }
+                c if crate::error::is_hidden(c) && (c as u32) <= 0xffff => {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                }
+                c if crate::error::is_hidden(c) => out.push_str(&format!("\\U{:08x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// An approval spelled out, as the human saw the change: it must still be the change.
@@ -243,5 +275,49 @@ impl Seen {
                 proposal.request.id
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::ffi::OsStrExt;
+
+    use super::*;
+
+    /// What bash makes of `word`: the bytes of its one argument.
+    fn as_bash_reads(word: &str) -> Vec<u8> {
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("printf %s {word}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{word}: {out:?}");
+        out.stdout
+    }
+
+    /// A printed path holds no character a screen hides, and the shell reads it back exactly.
+    #[test]
+    fn a_quoted_path_hides_nothing_and_reads_back_exactly() {
+        let paths: [&[u8]; 8] = [
+            b"/home/u/docs",
+            b"/home/u/it's here",
+            "/home/u/invoice\u{202e}fdp.exe".as_bytes(),
+            "/home/u/zero\u{200b}width and 'quote' \\ back".as_bytes(),
+            b"/home/u/esc\x1b[31mred\nline\ttab",
+            b"/home/u/not-utf8-\xff\xfe",
+            "/home/u/tag\u{e0001}c1\u{85}".as_bytes(),
+            "/home/u/Zoë – 日本".as_bytes(),
+        ];
+        for raw in paths {
+            let path = Path::new(std::ffi::OsStr::from_bytes(raw));
+            let quoted = quote(path);
+            assert!(
+                !quoted.chars().any(crate::error::is_hidden),
+                "{quoted:?} holds a hidden character"
+            );
+            assert_eq!(as_bash_reads(&quoted), raw, "{quoted}");
+        }
+        assert_eq!(quote(Path::new("/home/u/docs")), "/home/u/docs");
+        assert_eq!(quote(Path::new("/a b")), "'/a b'");
     }
 }
