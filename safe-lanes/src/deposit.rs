@@ -64,16 +64,19 @@ const MAX_INERT_STEM: usize = 100;
 const SHELLS: &[&str] = &[
     "sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "yash", "csh", "tcsh",
 ];
-/// Interpreters and their options that take inline code.
-const INTERPRETERS: &[(&str, &[&str])] = &[
-    ("python", &["-c"]),
-    ("perl", &["-e", "-E"]),
-    ("ruby", &["-e"]),
-    ("node", &["-e", "--eval", "-p", "--print"]),
-    ("nodejs", &["-e", "--eval", "-p", "--print"]),
-    ("php", &["-r"]),
-    ("lua", &["-e"]),
+/// Interpreters, the options that take inline code (or, for `-m`, the module to run), and the
+/// options that take a value of their own.
+const INTERPRETERS: &[(&str, &[&str], &[&str])] = &[
+    ("python", &["-c", "-m"], &["-W", "-X"]),
+    ("perl", &["-e", "-E"], &[]),
+    ("ruby", &["-e"], &["-r", "-I"]),
+    ("node", &["-e", "--eval", "-p", "--print"], &["-r", "--require", "--import", "--loader"]),
+    ("nodejs", &["-e", "--eval", "-p", "--print"], &["-r", "--require", "--import", "--loader"]),
+    ("php", &["-r"], &["-d", "-c"]),
+    ("lua", &["-e"], &["-l"]),
 ];
+/// The options of a shell that take a value of their own.
+const SHELL_VALUES: &[&str] = &["-o", "+o", "-O", "+O", "--rcfile", "--init-file"];
 
 /// An uploader command: a program and its arguments, `{file}` standing for the staged file,
 /// `{name}` and `{name:json}` for the name the content goes by.
@@ -94,10 +97,11 @@ impl Uploader {
     ///   argument of its own;
     /// - the program holds a placeholder;
     /// - the program runs code it is handed (a shell such as `sh`, `bash`, `dash`, `zsh`,
-    ///   `fish`, also behind `env` or `busybox`; an interpreter's inline code such as
-    ///   `python -c`) and `{name}` or `{name:json}` stands in that code or before it (or
-    ///   anywhere, when the code is a script file or standard input): a received name never
-    ///   becomes code, only an argument of it.
+    ///   `fish`, also behind `env` or `busybox`; an interpreter such as `python`, `perl`,
+    ///   `node`) and `{name}` or `{name:json}` stands in that code or before it — in the
+    ///   inline code (`sh -c`, `python -c`), in the script's or module's name, in an option —
+    ///   or anywhere when the code comes from standard input: a received name never becomes
+    ///   code, only an argument of it.
     pub fn new(
         program: impl Into<OsString>,
         args: impl IntoIterator<Item = impl Into<OsString>>,
@@ -228,11 +232,12 @@ fn placeholders(word: &OsString) -> Placeholders {
 }
 
 /// Whether the command `words` (program first) runs code it is handed, and if so where that
-/// code is: `Some(Some(i))` when `words[i]` is inline code (`sh -c CODE`, `python -c CODE`),
-/// `Some(None)` when the code comes from elsewhere (a script file named by an argument, or
-/// standard input), so that no argument may carry the name; `None` for any other program.
-/// `env [OPTION|NAME=VALUE]… PROGRAM` and `busybox APPLET` are seen through; `env -S`
-/// (which splits a string into words) counts as a shell.
+/// code is: `Some(Some(i))` when `words[i]` is the code or names it (`sh -c CODE`,
+/// `python -c CODE`, `python -m MODULE`, `bash SCRIPT`, `python SCRIPT`), so that only the
+/// arguments after it are its data; `Some(None)` when the code comes from standard input, so
+/// that every argument is the interpreter's; `None` for any other program.
+/// `env [OPTION|NAME=VALUE]… PROGRAM` and `busybox APPLET` are seen through; `env -S` (which
+/// splits a string into words) counts as code from nowhere known (`Some(None)`).
 fn code_at(words: &[OsString]) -> Option<Option<usize>> {
     let base = |w: &OsString| {
         let bytes = w.as_encoded_bytes();
@@ -267,33 +272,51 @@ fn code_at(words: &[OsString]) -> Option<Option<usize>> {
         break;
     }
     let program = base(&words[at]);
-    let interpreter = INTERPRETERS.iter().find(|(name, _)| {
-        program == *name
-            || (program.starts_with(name)
-                && program[name.len()..]
-                    .chars()
-                    .all(|c| c.is_ascii_digit() || c == '.'))
+    // `python3`, `python3.12`, `perl5.36`: the interpreter's name and a version.
+    let interpreter = INTERPRETERS.iter().find(|(name, ..)| {
+        program
+            .strip_prefix(name)
+            .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
     });
-    if !SHELLS.contains(&program.as_str()) && interpreter.is_none() {
+    let shell = SHELLS.contains(&program.as_str());
+    if !shell && interpreter.is_none() {
         return None;
     }
-    let takes_code = |word: &str| match interpreter {
-        Some((_, options)) => options.contains(&word),
-        // A cluster of short options with `c` (`-c`, `-ec`, `-lc`).
-        None => {
-            word.len() > 1
-                && word.starts_with('-')
-                && !word.starts_with("--")
-                && word[1..].chars().all(|c| c.is_ascii_alphabetic())
-                && word.contains('c')
-        }
+    let (code_options, value_options) = match interpreter {
+        Some((_, code, values)) => (*code, *values),
+        None => (&[][..], SHELL_VALUES),
     };
-    let code = words[at + 1..]
-        .iter()
-        .position(|w| takes_code(&w.to_string_lossy()))
-        .map(|i| at + 1 + i + 1)
-        .filter(|&i| i < words.len());
-    Some(code)
+    // A cluster of a shell's short options with `c` (`-c`, `-ec`, `-lc`).
+    let shell_code = |word: &str| {
+        shell
+            && word.len() > 1
+            && word.starts_with('-')
+            && !word.starts_with("--")
+            && word[1..].chars().all(|c| c.is_ascii_alphabetic())
+            && word.contains('c')
+    };
+    let mut i = at + 1;
+    while let Some(word) = words.get(i) {
+        let word = word.to_string_lossy();
+        if code_options.contains(&&*word) || shell_code(&word) {
+            return Some(Some(i + 1).filter(|&code| code < words.len()));
+        }
+        if word == "-" {
+            return Some(None);
+        }
+        if word == "--" {
+            return Some(Some(i + 1).filter(|&code| code < words.len()));
+        }
+        if value_options.contains(&&*word) {
+            i += 2;
+        } else if word.starts_with('-') || (shell && word.starts_with('+')) {
+            i += 1;
+        } else {
+            // The script the program runs.
+            return Some(Some(i));
+        }
+    }
+    Some(None)
 }
 
 /// `arg` with every `placeholder` replaced by `with`.
