@@ -236,7 +236,7 @@ impl Server {
         description = "Ask the user for access to a folder, or for more access to a granted \
         one. This grants nothing by itself: the request waits until the user approves it with \
         the command in `approve_with` (hand it over as it is: on a terminal it asks the user \
-        why; elsewhere the user adds --reason '…'). Give a `path` only if the user named the \
+        why; elsewhere the user adds a --reason). Give a `path` only if the user named the \
         exact folder; otherwise the user chooses it when approving."
     )]
     async fn folder_access_request(
