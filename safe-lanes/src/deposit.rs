@@ -22,7 +22,7 @@
 //!    failure, timeout, or a panic in the caller.
 //!
 //! Each staging directory is held (locked with `flock`) by the process using it. Every process
-//! that opens the state root sweeps everything else at once ([`sweep`]): what a crash or a
+//! that opens the state root sweeps everything else at once (`sweep`): what a crash or a
 //! kill left, and anything put there by hand.
 
 use std::ffi::OsString;
@@ -70,8 +70,16 @@ const INTERPRETERS: &[(&str, &[&str], &[&str])] = &[
     ("python", &["-c", "-m"], &["-W", "-X"]),
     ("perl", &["-e", "-E"], &[]),
     ("ruby", &["-e"], &["-r", "-I"]),
-    ("node", &["-e", "--eval", "-p", "--print"], &["-r", "--require", "--import", "--loader"]),
-    ("nodejs", &["-e", "--eval", "-p", "--print"], &["-r", "--require", "--import", "--loader"]),
+    (
+        "node",
+        &["-e", "--eval", "-p", "--print"],
+        &["-r", "--require", "--import", "--loader"],
+    ),
+    (
+        "nodejs",
+        &["-e", "--eval", "-p", "--print"],
+        &["-r", "--require", "--import", "--loader"],
+    ),
     ("php", &["-r"], &["-d", "-c"]),
     ("lua", &["-e"], &["-l"]),
 ];
