@@ -224,8 +224,12 @@ pub(crate) enum GrantCommand {
         #[arg(long)]
         alias: String,
         /// The folder (absolute; stored canonical).
+        #[arg(long, required_unless_present = "pick", conflicts_with = "pick")]
+        path: Option<PathBuf>,
+        /// Choose the folder in the desktop's own folder dialog (the XDG desktop portal on the
+        /// session bus) instead of giving --path.
         #[arg(long)]
-        path: PathBuf,
+        pick: bool,
         /// read_only or read_write (a tool is always read_only, a cache read_write).
         #[arg(long, value_enum, required_unless_present = "kind")]
         access: Option<AccessArg>,

@@ -33,6 +33,8 @@ pub(crate) struct App {
     pub(crate) grants: Arc<Grants>,
     pub(crate) actor: String,
     pub(crate) start: Option<PathBuf>,
+    /// Where the desktop's folder dialog is looked for.
+    pub(crate) desktop: crate::desktop::DesktopBus,
     pub(crate) origin: Origin,
     pub(crate) sessions: Mutex<Sessions>,
     /// When the last request came (the live-update stream does not count).
@@ -51,6 +53,7 @@ impl App {
             grants: Arc::new(grants),
             actor: options.actor.clone(),
             start: options.start.clone(),
+            desktop: options.desktop.clone(),
             origin: Origin {
                 address,
                 host: address.to_string(),

@@ -40,6 +40,7 @@
 mod actions;
 mod app;
 mod connections;
+pub mod desktop;
 mod guard;
 mod held;
 mod live;
@@ -73,6 +74,9 @@ pub struct Options {
     pub actor: String,
     /// The folder the picker starts in (the human's home folder by default).
     pub start: Option<PathBuf>,
+    /// Where "Choose folder…" finds the desktop's own folder dialog (the session's bus by
+    /// default); without one it opens the page's picker.
+    pub desktop: desktop::DesktopBus,
 }
 
 impl Default for Options {
@@ -83,6 +87,7 @@ impl Default for Options {
             idle: DEFAULT_IDLE,
             actor: safe_lanes::Actor::human().to_string(),
             start: std::env::var_os("HOME").map(PathBuf::from),
+            desktop: desktop::DesktopBus::Session,
         }
     }
 }

@@ -327,12 +327,40 @@ pub(crate) struct PickQuery {
     dir: Option<String>,
 }
 
-/// `GET /pick`: the folder picker.
+/// `GET /pick`: the desktop's own folder dialog where the session offers one (the chosen
+/// folder goes back to the overview as the page's picker sends it), else — no portal, the
+/// dialog closed, or a folder being browsed here already — the page's folder picker.
 pub(crate) async fn pick(
     State(app): State<Arc<App>>,
     human: Human,
     Query(q): Query<PickQuery>,
 ) -> Response {
+    if q.dir.is_none() {
+        let access = match &q.request {
+            Some(id) => {
+                let id = id.clone();
+                app.blocking(move |app| Ok(app.grants.proposal(&id)?.change.target().1))
+                    .await
+            }
+            None => Access::parse(q.access.as_deref().unwrap_or("read_only")),
+        };
+        if let Ok(access) = access {
+            let title = "Choose a folder to grant";
+            match crate::desktop::choose_folder(&app.desktop, title, app.start.as_deref()).await {
+                crate::desktop::Dialog::Chosen(folder) => {
+                    let links = Links {
+                        request: q.request.as_deref(),
+                        access,
+                    };
+                    return axum::response::Redirect::to(&links.choose(&folder)).into_response();
+                }
+                crate::desktop::Dialog::Cancelled => {}
+                crate::desktop::Dialog::Unavailable(why) => {
+                    tracing::debug!(%why, "the page's folder picker, not the desktop's");
+                }
+            }
+        }
+    }
     let dir = q
         .dir
         .as_deref()

@@ -1,7 +1,7 @@
 //! `grant list | requests | log | add | set-access | revoke | adopt | request | approve | deny`.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use safe_lanes::grants::{Asked, Change, Grant, Kind, Recorded, Request, Review};
@@ -160,6 +160,31 @@ fn request(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
     Ok(Report::ok(json!(r), text))
 }
 
+/// `grant add --pick`: the folder the human chooses in the desktop's own dialog.
+fn picked_folder() -> Result<PathBuf> {
+    use safe_lanes_ui::desktop::{DesktopBus, Dialog, choose_folder_blocking};
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match choose_folder_blocking(
+        &DesktopBus::Session,
+        "Choose a folder to grant",
+        home.as_deref(),
+    ) {
+        Dialog::Chosen(path) => Ok(path),
+        Dialog::Cancelled => Err(safe_lanes::Error::InvalidArgument {
+            what: "--pick".into(),
+            why: "no folder was chosen (the dialog was closed); nothing changed".into(),
+        }
+        .into()),
+        Dialog::Unavailable(why) => Err(safe_lanes::Error::NotConfigured {
+            what: "the desktop's folder dialog",
+            why: format!(
+                "{why}; give --path FOLDER, or choose the folder on the page (`safe-lanes ui`)"
+            ),
+        }
+        .into()),
+    }
+}
+
 /// The human's changes to a grant: `add`, `set-access`, `revoke`, `adopt`, `approve`.
 fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
     let mut warnings = Vec::new();
@@ -167,6 +192,7 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
         GrantCommand::Add {
             alias,
             path,
+            pick,
             access,
             toolchain,
             protection,
@@ -174,6 +200,10 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             reason,
             actor,
         } => {
+            let path = match path {
+                Some(path) if !pick => path,
+                _ => picked_folder()?,
+            };
             let toolchain = toolchain.toolchain()?;
             let protection = protection.paths()?;
             let access = access.map(Into::into);

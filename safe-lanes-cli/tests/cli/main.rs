@@ -5,6 +5,7 @@ mod approve;
 mod audit;
 mod changes;
 mod confined;
+mod desktop;
 mod download;
 mod grant;
 mod hostile;

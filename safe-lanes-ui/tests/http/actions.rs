@@ -345,3 +345,65 @@ fn every_action_without_a_reason_is_refused_and_changes_nothing() {
     let changelog = grants.changelog().unwrap();
     assert_eq!(changelog.len(), 2, "the add and the request only");
 }
+
+/// Where the session has a desktop portal, "Choose folder…" opens the desktop's own folder
+/// dialog (a stand-in portal on a private bus) and sends the chosen folder back to the
+/// overview as the page's picker does.
+#[test]
+fn choose_folder_opens_the_desktops_dialog_where_there_is_one() {
+    let chosen = tempfile::tempdir().unwrap();
+    let folder = chosen.path().join("Q3 – Zoë");
+    std::fs::create_dir(&folder).unwrap();
+    let portal = safe_lanes_testkit::portal::Portal::start(
+        safe_lanes_testkit::portal::Answer::Folder(folder.clone()),
+    );
+    let page = Page::with_desktop(safe_lanes_ui::desktop::DesktopBus::At(
+        portal.address().to_owned(),
+    ));
+    let cookie = page.sign_in();
+    let response = page.get("/pick?access=read_write", &format!("\r\nCookie: {cookie}"));
+    assert_eq!(response.status, 303, "{response:?}");
+    let location = response.header("location").unwrap().to_owned();
+    let expected: String = form_urlencoded::Serializer::new(String::new())
+        .append_pair("add_path", folder.to_str().unwrap())
+        .append_pair("add_access", "read_write")
+        .finish();
+    assert_eq!(location, format!("/?{expected}#add"));
+    let asked = portal.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].directory && !asked[0].multiple, "{asked:?}");
+    // The overview shows the chosen folder in the add form.
+    let body = page
+        .get(
+            &location.replace("#add", ""),
+            &format!("\r\nCookie: {cookie}"),
+        )
+        .body;
+    assert!(body.contains("Q3 – Zoë"), "{body}");
+}
+
+/// Without a portal on the session bus, or when the human closes the desktop's dialog,
+/// "Choose folder…" is the page's own picker.
+#[test]
+fn without_a_desktop_portal_choose_folder_is_the_pages_picker() {
+    let bare = safe_lanes_testkit::portal::Portal::without_portal();
+    let closed =
+        safe_lanes_testkit::portal::Portal::start(safe_lanes_testkit::portal::Answer::Cancelled);
+    for (bus, portal) in [(bare.address(), None), (closed.address(), Some(&closed))] {
+        let page = Page::with_desktop(safe_lanes_ui::desktop::DesktopBus::At(bus.to_owned()));
+        let cookie = page.sign_in();
+        let home = page.tmp.path().join("home");
+        let response = page.get("/pick?access=read_only", &format!("\r\nCookie: {cookie}"));
+        assert_eq!(response.status, 200, "{bus}: {response:?}");
+        assert!(
+            response
+                .body
+                .contains(&format!("<code id=\"here\">{}</code>", home.display())),
+            "{bus}: the page's picker, at home: {}",
+            response.body
+        );
+        if let Some(portal) = portal {
+            assert_eq!(portal.asked().len(), 1, "the desktop was asked first");
+        }
+    }
+}

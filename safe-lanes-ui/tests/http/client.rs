@@ -77,6 +77,15 @@ impl Page {
     }
 
     pub(crate) fn with_idle(idle: Duration) -> Self {
+        Self::with(idle, safe_lanes_ui::desktop::DesktopBus::Off)
+    }
+
+    /// A page whose "Choose folder…" looks for the desktop's dialog on `desktop`.
+    pub(crate) fn with_desktop(desktop: safe_lanes_ui::desktop::DesktopBus) -> Self {
+        Self::with(Duration::from_secs(600), desktop)
+    }
+
+    fn with(idle: Duration, desktop: safe_lanes_ui::desktop::DesktopBus) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir(tmp.path().join("home")).unwrap();
         let root = StateRoot::init(&tmp.path().join("state")).unwrap();
@@ -87,6 +96,7 @@ impl Page {
             idle,
             actor: actor.clone(),
             start: Some(tmp.path().join("home")),
+            desktop,
         };
         let ui = Ui::bind(root, options).unwrap();
         let (address, url) = (ui.address(), ui.sign_in_url());
