@@ -98,13 +98,14 @@ fn content_a_killed_upload_staged_is_erased_by_the_next_process_of_any_kind() {
     }
 }
 
-/// Two uploads at once, from two `upload send`s and from two servers on one state root: the
+/// Two uploads at once — two `upload send`s, one of them and a server, two servers — on one
+/// state root: the
 /// second uploader lists the deposit and reads every staged file it can reach while the first
 /// one's content is staged, and finds only its own.
 #[test]
 fn two_uploads_at_once_cannot_see_each_other() {
     const SPY: &str = "ls -a ..; echo ---; cat ../*/* 2>&1; cat /proc/self/cwd/../*/* 2>&1; true";
-    for how in ["two commands", "two servers"] {
+    for how in ["two commands", "a command and a server", "two servers"] {
         let lab = Lab::new();
         lab.run(&["init"], None, b"");
         let uploads = lab.root().join(".uploads");
@@ -131,6 +132,29 @@ fn two_uploads_at_once_cannot_see_each_other() {
                 first.kill().unwrap();
                 let _ = first.wait();
                 sent
+            }
+            "a command and a server" => {
+                let secret = lab.saved("secret.txt", b"the first upload");
+                let mut first = lab.spawn(
+                    &[
+                        "upload", "send", &secret, "--", "sh", "-c", "sleep 20", "sh", "{file}",
+                    ],
+                    None,
+                    b"",
+                );
+                lab.wait_for("upload.start");
+                let spy = format!("sh -c '{SPY}' sh {{file}}");
+                let mut second = Server::start(&lab, &["--uploader", &spy], Stdio::null());
+                second.call(
+                    1,
+                    "upload_content",
+                    json!({"filename": "mine.txt", "text": "mine"}),
+                );
+                let answer = second.answer(1);
+                first.kill().unwrap();
+                let _ = first.wait();
+                second.kill();
+                answer["result"]["structuredContent"].clone()
             }
             _ => {
                 let mut first = Server::start(
