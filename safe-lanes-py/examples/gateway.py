@@ -28,13 +28,18 @@ import safe_lanes
 from safe_lanes.mcp import tool_errors
 
 
-def build(root: str, uploader: Optional[str] = None) -> MCPServer:
+#: The largest attachment or upload, in bytes, by default.
+MAX_BYTES = 50 << 20
+
+
+def build(root: str, uploader: Optional[str] = None, max_bytes: int = MAX_BYTES) -> MCPServer:
     """The gateway's server over the state root `root`; `uploader` is the drive uploader's
     command-line template (`{file}`, `{name}`, `{name:json}`), without which nothing is
-    uploaded."""
+    uploaded; `max_bytes` caps what is saved or uploaded."""
     desk = safe_lanes.AgentDesk(
         safe_lanes.StateRoot.open(root),
         uploader=safe_lanes.Uploader(uploader) if uploader else None,
+        max_bytes=max_bytes,
         client="example-gateway",
     )
     server = MCPServer("example-gateway")
@@ -44,6 +49,9 @@ def build(root: str, uploader: Optional[str] = None) -> MCPServer:
     def gmail_attachment_get(filename: str, content_base64: str) -> dict[str, Any]:
         """Save an e-mail attachment in the download folder; returns where it landed. The
         filename is a hint: the file gets a safe name and never replaces another."""
+        # Refused before it is decoded: the desk caps what it saves, not what this decodes.
+        if len(content_base64) > (max_bytes + 2) // 3 * 4:
+            raise safe_lanes.Refused("too_large", f"content, in bytes, exceeds the cap of {max_bytes}; nothing was kept")
         try:
             data = base64.b64decode(content_base64, validate=True)
         except binascii.Error as e:
@@ -90,9 +98,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", required=True, help="the state root")
     parser.add_argument("--uploader", help="the drive uploader's command-line template")
+    parser.add_argument("--max-bytes", type=int, default=MAX_BYTES, help="the largest attachment or upload")
     args = parser.parse_args()
     safe_lanes.harden()
-    build(args.root, args.uploader).run()
+    build(args.root, args.uploader, args.max_bytes).run()
 
 
 if __name__ == "__main__":

@@ -184,8 +184,8 @@ impl Staged {
         self.deposit.clone()
     }
 
-    /// The staged file relative to the deposit (`<random>/<inert name>`, only
-    /// `[A-Za-z0-9._/-]`): the uploader runs in `<random>` and is given `<inert name>` as
+    /// The staged file relative to the deposit (`<random>/in/<inert name>`, only
+    /// `[A-Za-z0-9._/-]`): the uploader runs in `<random>` and is given `in/<inert name>` as
     /// `{file}`.
     #[getter]
     fn file(&self) -> String {
@@ -268,8 +268,9 @@ impl Uploader {
     /// rules, no shell run) or a list of arguments. `timeout` (seconds, default 120) and
     /// `max_output` (bytes kept of each stream, default 1 MiB) bound its run.
     ///
-    /// Raises `Refused` (`invalid_argument`) for an empty template, unbalanced quotes, or
-    /// `{file}` inside a larger argument.
+    /// Raises `Refused` (`invalid_argument`) for an empty template, unbalanced quotes,
+    /// `{file}` inside a larger argument, or a placeholder where a program of the template
+    /// reads code (see `safe_lanes::Uploader::new`).
     #[new]
     #[pyo3(signature = (template, *, timeout=None, max_output=None))]
     fn new(

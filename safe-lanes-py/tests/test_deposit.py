@@ -59,7 +59,7 @@ def test_a_hostile_name_becomes_an_inert_file_name(world, hint):
     with safe_lanes.UploadDeposit(world.root).stage(data=b"x", name=hint) as staged:
         assert re.fullmatch(r"[A-Za-z0-9._/-]+", staged.file), staged.file
         assert not os.path.basename(staged.file).startswith((".", "-"))
-        assert staged.path.parent.parent == world.root.uploads
+        assert staged.path.parent.name == "in" and staged.path.parent.parent.parent == world.root.uploads
 
 
 def test_the_broker_runs_its_uploader_in_the_deposit(world, tmp_path):
@@ -121,7 +121,7 @@ def test_uploader_templates_keep_the_file_a_whole_argument(world):
     # `{name:json}` for a JSON argument, `{name}` as it is where no shell reads it.
     gws = ["python3", "-c", "import json, sys; print(json.loads(sys.argv[2])['name'], sys.argv[3])", "--json", '{"name": "{name:json}"}', "{file}"]
     sent = deposit.send(deposit.stage(data=b"x", name='Thomas\'s "Q3" summary.md'), safe_lanes.Uploader(gws))
-    assert sent.stdout == 'Thomas\'s "Q3" summary.md ' + sent.staged.name + "\n", sent.stdout
+    assert sent.stdout == 'Thomas\'s "Q3" summary.md in/' + sent.staged.name + "\n", sent.stdout
 
 
 def test_a_checked_source_is_staged_from_its_descriptor(world):

@@ -76,7 +76,7 @@ def test_the_example_gateway_through_the_sdk_client(tmp_path):
     uploader = f"{sys.executable} {gws} drive files create --json '{{\"name\": \"{{name:json}}\"}}' --upload {{file}}"
     params = StdioServerParameters(
         command=sys.executable,
-        args=[str(EXAMPLE), "--root", str(root), "--uploader", uploader],
+        args=[str(EXAMPLE), "--root", str(root), "--uploader", uploader, "--max-bytes", "4096"],
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
     )
 
@@ -103,6 +103,7 @@ def test_the_example_gateway_through_the_sdk_client(tmp_path):
                 assert Path(saved["path"]).parent == root / ".downloads"
                 assert Path(saved["path"]).read_bytes() == b"attached"
                 assert await refused(session, "gmail_attachment_get", {"filename": "a", "content_base64": "%%"}) == "invalid_argument"
+                assert await refused(session, "gmail_attachment_get", {"filename": "a", "content_base64": "A" * 8192}) == "too_large"
 
                 # Uploads: the uploader gets each name exactly, through its JSON argument.
                 sent = await ok(session, "drive_upload", {"path": saved["path"]})

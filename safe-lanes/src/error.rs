@@ -216,13 +216,25 @@ fn escaped(raw: &[u8]) -> String {
 }
 
 /// Whether a screen would hide `c` or act on it: a control, format (bidi, zero-width),
-/// line or paragraph separator, or surrogate character. [`Shown`] escapes these; elsewhere
-/// they are kept out of names shown to people.
+/// line or paragraph separator, or surrogate character, and the other characters Unicode
+/// says to draw as nothing (`Default_Ignorable_Code_Point`: the combining grapheme joiner,
+/// the Hangul fillers, variation selectors …). [`Shown`] escapes these; elsewhere they are
+/// kept out of names shown to people.
 pub(crate) fn is_hidden(c: char) -> bool {
     use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory};
     matches!(
         c.general_category(),
         G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator | G::Surrogate
+    ) || matches!(
+        c,
+        '\u{034F}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FFA0}'
+            | '\u{E0000}'..='\u{E0FFF}'
     )
 }
 

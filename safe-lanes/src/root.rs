@@ -244,8 +244,8 @@ impl StateRoot {
             repairs.extend(crate::legacy::clear_placeholders(&anchor)?);
         }
 
-        let downloads = Lane::open(&anchor, &path, DOWNLOADS_DIR, modes, &mut repairs)?;
-        let uploads = Lane::open(&anchor, &path, UPLOADS_DIR, modes, &mut repairs)?;
+        let downloads = Lane::open(&anchor, &path, DOWNLOADS_DIR, modes.inside(), &mut repairs)?;
+        let uploads = Lane::open(&anchor, &path, UPLOADS_DIR, modes.inside(), &mut repairs)?;
         // Staged content a crashed upload left is erased by whoever opens the root next.
         if let Lane::Open(deposit) = &uploads {
             crate::deposit::sweep(deposit);
@@ -259,7 +259,7 @@ impl StateRoot {
                 }
             }
         }
-        if modes == Modes::Check {
+        if modes != Modes::Repair {
             for repair in &repairs {
                 tracing::warn!("{repair}");
             }
@@ -335,7 +335,8 @@ impl StateRoot {
     }
 
     /// What opening repaired, each said in a sentence: all that [`StateRoot::init`] did, and
-    /// for [`StateRoot::open`] the root or a lane that others could read made private.
+    /// for [`StateRoot::open`] a lane that others could read made private (the root itself
+    /// is left to `init`).
     pub fn repairs(&self) -> &[String] {
         &self.repairs
     }
@@ -500,10 +501,24 @@ fn octal<S: serde::Serializer>(mode: &u32, s: S) -> std::result::Result<S::Ok, S
 /// What opening does with a root or lane whose mode is not 0700.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Modes {
-    /// Leave it; refuse it if others may write to it ([`StateRoot::open`]).
+    /// Leave it; refuse it if others may write to it ([`StateRoot::open`], for the root).
     Check,
+    /// As `Check`, after taking away what others may read or enter where the current user
+    /// owns it and the file system lets the mode change ([`StateRoot::open`], for the lanes
+    /// and the library's other private directories).
+    Tighten,
     /// Set it to 0700 first when the current user owns it ([`StateRoot::init`]).
     Repair,
+}
+
+impl Modes {
+    /// How the root's own directories are opened when the root is opened this way.
+    fn inside(self) -> Self {
+        match self {
+            Self::Check => Self::Tighten,
+            other => other,
+        }
+    }
 }
 
 /// Open the lane `name` beneath `root`, creating it only when it is missing (so a read-only
@@ -651,7 +666,7 @@ fn repair_dir_entry(root: &Anchor, name: &str) -> Result<Option<String>> {
 /// `insecure_root` when it is not a private directory of the current user; `io`.
 pub(crate) fn private_dir(root: &Anchor, root_path: &Path, name: &str) -> Result<Anchor> {
     let mut repairs = Vec::new();
-    let dir = open_lane(root, root_path, name, Modes::Check, &mut repairs)?;
+    let dir = open_lane(root, root_path, name, Modes::Tighten, &mut repairs)?;
     for repair in repairs {
         tracing::warn!("{repair}");
     }
@@ -660,18 +675,18 @@ pub(crate) fn private_dir(root: &Anchor, root_path: &Path, name: &str) -> Result
 
 /// Check the directory `dir` (at `path`) with [`check_private`], after making it private
 /// where the current user owns it: under [`Modes::Repair`] it is set to 0700; under
-/// [`Modes::Check`] one that others may read or enter but not write to loses those bits
-/// (0755 becomes 0700, 0555 becomes 0500), unless its file system is read-only, where nothing
-/// can land in it anyway. Each change is said in `repairs`. Whether it was open to others'
-/// writes before.
+/// [`Modes::Tighten`] one that others may read or enter but not write to loses those bits
+/// (0755 becomes 0700, 0555 becomes 0500) when the file system lets the mode change (one that
+/// does not — read-only, or without Unix modes — is left as it is, with a warning). Each
+/// change is said in `repairs`. Whether it was open to others' writes before.
 fn secure(dir: &Anchor, path: &Path, modes: Modes, repairs: &mut Vec<String>) -> Result<bool> {
     let st = dir.stat()?;
     let writable_by_others = st.st_mode & 0o022 != 0;
     let before = beneath::permissions(&st);
     let wanted = match modes {
         Modes::Repair => DIR_MODE,
-        Modes::Check if !writable_by_others => before & 0o700,
-        Modes::Check => before,
+        Modes::Tighten if !writable_by_others => before & 0o700,
+        Modes::Tighten | Modes::Check => before,
     };
     if wanted == before || check_owned(path, &st).is_err() {
         check_private(path, &st)?;
@@ -682,7 +697,13 @@ fn secure(dir: &Anchor, path: &Path, modes: Modes, repairs: &mut Vec<String>) ->
             "set {} from mode {before:04o} to {wanted:04o}: only its owner may use it",
             Shown::path(path)
         )),
-        Err(rustix::io::Errno::ROFS) if modes == Modes::Check => {}
+        Err(e) if modes == Modes::Tighten => {
+            tracing::warn!(
+                path = %Shown::path(path),
+                error = %e,
+                "others may read this private directory, and its mode cannot be changed here"
+            );
+        }
         Err(e) => return Err(Error::io("fchmod", path, e)),
     }
     check_private(path, &dir.stat()?)?;

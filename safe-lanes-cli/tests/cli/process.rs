@@ -163,7 +163,7 @@ fn an_uploader_sees_only_its_own_upload_as_any_user() {
                 "--",
                 "sh",
                 "-c",
-                "ls -a ..; echo ---; cat ../*/* 2>&1; true",
+                "ls -a ..; echo ---; cat ../*/in/* 2>&1; true",
                 "sh",
                 "{file}",
             ],

@@ -104,7 +104,8 @@ fn content_a_killed_upload_staged_is_erased_by_the_next_process_of_any_kind() {
 /// one's content is staged, and finds only its own.
 #[test]
 fn two_uploads_at_once_cannot_see_each_other() {
-    const SPY: &str = "ls -a ..; echo ---; cat ../*/* 2>&1; cat /proc/self/cwd/../*/* 2>&1; true";
+    const SPY: &str =
+        "ls -a ..; echo ---; cat ../*/in/* 2>&1; cat /proc/self/cwd/../*/in/* 2>&1; true";
     for how in ["two commands", "a command and a server", "two servers"] {
         let lab = Lab::new();
         lab.run(&["init"], None, b"");

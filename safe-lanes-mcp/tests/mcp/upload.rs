@@ -123,7 +123,8 @@ async fn upload_file_and_content_run_the_uploader_on_a_staged_copy() {
     assert_eq!(sent["source"]["sha256"], sha256_hex(b"from the lane"));
     let text = std::fs::read_to_string(&log).unwrap();
     let own = std::path::Path::new(sent["staged"].as_str().unwrap())
-        .parent()
+        .ancestors()
+        .nth(2)
         .unwrap()
         .to_owned();
     assert_eq!(

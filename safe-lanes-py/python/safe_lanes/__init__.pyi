@@ -212,7 +212,7 @@ class UploadSource:
 
 class Uploader:
     """An uploader command, run without a shell: `{file}` (a whole argument) is the staged
-    file's name in the uploader's working directory (its upload's own directory), `{name}` the
+    file, `in/<name>` in the uploader's working directory (its upload's own directory), `{name}` the
     content's name as it is, `{name:json}` that name escaped for a JSON string; without
     `{file}` the file is appended."""
 
@@ -224,10 +224,10 @@ class Uploader:
         max_output: Optional[int] = None,
     ) -> None:
         """Raises `Refused` (`invalid_argument`) for an empty template, unbalanced quotes,
-        `{file}` inside a larger argument, a placeholder in the program, or `{name}` /
-        `{name:json}` in (or before) the code of a program that runs code it is handed
-        (`sh -c`, `bash -c`, `env … sh`, `python -c`): pass the name as an argument after the
-        script instead (`sh -c 'up --title "$1" "$2"' sh {name} {file}`)."""
+        `{file}` inside a larger argument, a placeholder in the program, or a placeholder in
+        (or before) the code of a program that runs code it is handed (`sh -c`, `bash -c`,
+        `env … sh`, `python -c`, a script): pass it as an argument after the script instead
+        (`sh -c 'up --title "$1" "$2"' sh {name} {file}`)."""
 
 class Staged:
     """A file staged in the deposit, erased when the `with` block ends (or at `erase()`, when
@@ -235,12 +235,12 @@ class Staged:
 
     @property
     def deposit(self) -> Path:
-        """The deposit directory; the uploader runs in `path.parent`, its upload's own
+        """The deposit directory; the uploader runs in `path.parent.parent`, its upload's own
         directory, and sees nothing else of the deposit."""
     @property
     def file(self) -> str:
-        """The staged file relative to the deposit (`[A-Za-z0-9._/-]` only); its last part is
-        the uploader's `{file}`."""
+        """The staged file relative to the deposit (`<random>/in/<name>`, `[A-Za-z0-9._/-]`
+        only); `in/<name>` is the uploader's `{file}`."""
     @property
     def name(self) -> str:
         """The content's name (what `{name}` becomes)."""

@@ -89,9 +89,11 @@ pub(crate) struct DepositView {
     pub(crate) deposit: (CString, (u64, u64)),
     /// The upload's private directory's name in the deposit, and its identity.
     pub(crate) own: (CString, (u64, u64)),
-    /// For an ordinary user, who needs a user namespace to own a mount namespace: what its
-    /// `uid_map` and `gid_map` say (the user and group mapped to themselves).
-    pub(crate) maps: Option<(Vec<u8>, Vec<u8>)>,
+    /// What the `uid_map` and `gid_map` of the uploader's user namespaces say: the user and
+    /// group mapped to themselves.
+    pub(crate) maps: (Vec<u8>, Vec<u8>),
+    /// Whether the gateway may make a mount namespace without a user namespace (root).
+    pub(crate) privileged: bool,
 }
 
 /// Arrange for `command`'s child (the leader of a process group of its own) to fork the
@@ -296,19 +298,22 @@ pub(crate) fn view_failed(error: &io::Error) -> Option<io::Error> {
         .then(|| io::Error::from_raw_os_error(raw & ((1 << STEP_SHIFT) - 1)))
 }
 
-/// The uploader's side of [`DepositView`]: a mount namespace of its own (and a user namespace
-/// for an ordinary user), the deposit covered by an empty `tmpfs`, the upload's own directory
-/// bound back in it (nothing to run, no device, no set-id), the `tmpfs` made read-only, and
-/// the working directory moved into the bound directory (the one `std` entered before is the
-/// covered one).
+/// The uploader's side of [`DepositView`]: a mount namespace of its own (inside a user
+/// namespace for an ordinary user), the deposit covered by an empty `tmpfs`, the upload's own
+/// directory bound back in it (nothing to run, no device, no set-id), the `tmpfs` made
+/// read-only; then a user and mount namespace more, which the kernel gives the mounts of the
+/// one before as locked (`MNT_LOCKED`): the uploader, even a root one with every capability
+/// in its namespace, cannot unmount the cover to see the deposit beneath, nor reach the
+/// gateway through `/proc`. Last, the working directory is moved into the bound directory, as
+/// the new namespace resolves its path (the one `std` entered is the covered one).
 fn enter_view(view: &DepositView) -> rustix::io::Result<()> {
     use rustix::thread::UnshareFlags;
-    match &view.maps {
-        Some((uid_map, gid_map)) => {
-            sys::unshare_namespaces(UnshareFlags::NEWUSER | UnshareFlags::NEWNS)?;
-            write_maps(uid_map, gid_map)?;
-        }
-        None => sys::unshare_namespaces(UnshareFlags::NEWNS)?,
+    let (uid_map, gid_map) = &view.maps;
+    if view.privileged {
+        sys::unshare_namespaces(UnshareFlags::NEWNS)?;
+    } else {
+        sys::unshare_namespaces(UnshareFlags::NEWUSER | UnshareFlags::NEWNS)?;
+        write_maps(uid_map, gid_map)?;
     }
     rustix::mount::mount_change(
         c"/",
@@ -343,12 +348,25 @@ fn enter_view(view: &DepositView) -> rustix::io::Result<()> {
         false,
     )?;
     set_flags(&cover, MountAttrFlags::MOUNT_ATTR_RDONLY, false)?;
+    drop((deposit, own, cover, at));
+    // Lock what was mounted.
+    sys::unshare_namespaces(UnshareFlags::NEWUSER | UnshareFlags::NEWNS)?;
+    write_maps(uid_map, gid_map)?;
+    let deposit = rustix::fs::open(
+        deposit_path.as_c_str(),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
     let own = rustix::fs::openat(
-        &cover,
+        &deposit,
         name.as_c_str(),
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
+    let st = rustix::fs::fstat(&own)?;
+    if (st.st_dev, st.st_ino) != *own_identity {
+        return Err(Errno::XDEV);
+    }
     rustix::process::fchdir(&own)
 }
 

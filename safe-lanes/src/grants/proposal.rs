@@ -185,10 +185,11 @@ impl Proposal {
 /// `path` quoted for a POSIX shell when it needs to be: the one rule every command line the
 /// library prints for the human follows. A path that holds a character a screen hides or acts
 /// on (a control, bidi or zero-width character: [`is_hidden`](crate::error::is_hidden)), or
-/// bytes that are not UTF-8, is written as `$'…'` with each such character escaped (`\u202e`,
-/// `\x1b`), so the printed line holds none of them raw and the shell still reads the very path
-/// (in bash, zsh and ksh, the shells people type into; not in dash); any other path that needs
-/// quoting is written in single quotes.
+/// bytes that are not UTF-8, is written as `$'…'` with each such character escaped byte by
+/// byte (`\xe2\x80\xae`, `\x1b`, read the same in every locale), so the printed line holds
+/// none of them raw and the shell still reads the very path (in bash, zsh and ksh, the shells
+/// people type into; not in dash); any other path that needs quoting is written in single
+/// quotes.
 pub(super) fn quote(path: &Path) -> String {
     let bytes = path.as_os_str().as_encoded_bytes();
     let plain = |b: &u8| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(b);
@@ -210,13 +211,13 @@ pub(super) fn quote(path: &Path) -> String {
             match c {
                 '\\' => out.push_str(r"\\"),
                 '\'' => out.push_str(r"\'"),
-                c if crate::error::is_hidden(c) && (c as u32) < 0x80 => {
-                    out.push_str(&format!("\\x{:02x}", c as u32));
+                // Byte by byte: `\u` is read by the locale, `\x` the same in every one.
+                c if crate::error::is_hidden(c) => {
+                    let mut utf8 = [0; 4];
+                    for b in c.encode_utf8(&mut utf8).bytes() {
+                        out.push_str(&format!("\\x{b:02x}"));
+                    }
                 }
-                c if crate::error::is_hidden(c) && (c as u32) <= 0xffff => {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                }
-                c if crate::error::is_hidden(c) => out.push_str(&format!("\\U{:08x}", c as u32)),
                 c => out.push(c),
             }
         }
@@ -286,7 +287,9 @@ mod tests {
 
     /// What bash makes of `word`: the bytes of its one argument.
     fn as_bash_reads(word: &str) -> Vec<u8> {
+        // In the C locale too: nothing the line holds depends on it.
         let out = std::process::Command::new("bash")
+            .env("LC_ALL", "C")
             .arg("-c")
             .arg(format!("printf %s {word}"))
             .output()

@@ -2,6 +2,7 @@
 //! every outcome.
 
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use safe_lanes::{Code, Limits, UploadDeposit, UploadSource, Uploader};
@@ -32,7 +33,10 @@ pub(crate) fn the_uploader_runs_in_the_deposit_on_a_private_copy_and_it_is_erase
     assert!(sent.outcome.success(), "{:?}", sent.outcome);
     let seen = std::fs::read_to_string(&report).unwrap();
     let mut lines = seen.lines();
-    let own = fx.root.uploads_path().join(sent.staged.parent().unwrap());
+    let own = fx
+        .root
+        .uploads_path()
+        .join(sent.staged.parent().unwrap().parent().unwrap());
     assert_eq!(
         lines.next(),
         Some(own.to_str().unwrap()),
@@ -40,7 +44,7 @@ pub(crate) fn the_uploader_runs_in_the_deposit_on_a_private_copy_and_it_is_erase
     );
     assert_eq!(lines.next(), Some("600"));
     assert_eq!(lines.collect::<Vec<_>>().join("\n"), "# Notes\nhello");
-    assert_eq!(sent.outcome.stdout, "uploaded notes.md");
+    assert_eq!(sent.outcome.stdout, "uploaded in/notes.md");
     assert!(sent.staged.is_relative());
     assert!(
         names(&fx.root.uploads_path()).is_empty(),
@@ -205,7 +209,10 @@ fn the_file_placeholder_is_a_whole_argument_appended_when_absent() {
     let echo = Uploader::parse("/bin/echo --upload {file} 'two words'").unwrap();
     let out = deposit.run(&staged, &echo).unwrap();
     let rel = staged.relative();
-    let rel = rel.file_name().unwrap().to_str().unwrap();
+    let rel = rel
+        .strip_prefix(rel.parent().unwrap().parent().unwrap())
+        .unwrap();
+    let rel = rel.to_str().unwrap();
     assert_eq!(out.stdout, format!("--upload {rel} two words\n"));
     let plain = Uploader::parse("/bin/echo").unwrap();
     assert_eq!(
@@ -260,14 +267,11 @@ fn staged_names_are_inert_and_the_human_facing_name_is_never_code() {
             .to_owned();
         assert_eq!(name, expected, "{hint}");
         assert!(inert(&name), "{hint}: {name}");
-        let dir = staged
-            .relative()
-            .parent()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_owned();
-        assert!(dir.chars().all(|c| c.is_ascii_hexdigit()), "{dir}");
+        let relative = staged.relative();
+        let dir = relative.parent().unwrap();
+        assert_eq!(dir.file_name().unwrap(), "in", "{}", relative.display());
+        let own = dir.parent().unwrap().to_str().unwrap();
+        assert!(own.chars().all(|c| c.is_ascii_hexdigit()), "{own}");
         // A shell-wrapping template: the name and the file are the script's `$1` and `$2`.
         let template = format!(
             "/bin/sh -c 'cd {}; echo uploading \"$1\" from \"$2\"' sh {{name}} {{file}}",
@@ -278,7 +282,7 @@ fn staged_names_are_inert_and_the_human_facing_name_is_never_code() {
         assert_eq!(out.exit_code, Some(0), "{out:?}");
         assert_eq!(
             out.stdout,
-            format!("uploading {} from {name}\n", staged.name()),
+            format!("uploading {} from in/{name}\n", staged.name()),
             "{hint}"
         );
         assert!(!marker.exists(), "{hint} ran as code");
@@ -286,7 +290,7 @@ fn staged_names_are_inert_and_the_human_facing_name_is_never_code() {
         let echo = Uploader::parse("/bin/echo --title=[{name}]").unwrap();
         assert_eq!(
             deposit.run(&staged, &echo).unwrap().stdout,
-            format!("--title=[{}] {name}\n", staged.name())
+            format!("--title=[{}] in/{name}\n", staged.name())
         );
     }
 }
@@ -317,6 +321,37 @@ fn a_name_inside_code_is_refused_when_the_uploader_is_configured() {
         "node -e {name}",
         "{name} {file}",
         "/bin/{name:json}",
+        // Options the rule does not know, in front of the code: it fails closed.
+        "perl -I lib -e 'print \"{name}\"'",
+        "ruby -C /tmp -e 'p \"{name}\"'",
+        "node --input-type module -e '{name}'",
+        "python3 --check-hash-based-pycs never -c '{name}'",
+        "fish --init-command x -c 'echo {name}'",
+        // Code given twice.
+        "perl -e '1;' -e 'print \"{name}\"'",
+        "node -e x -e 'console.log(\"{name}\")'",
+        // What `env`, `busybox` and other wrappers run.
+        "env -iS \"sh -c 'echo {name}'\"",
+        "env {name} {file}",
+        "busybox {name} {file}",
+        "timeout 60 sh -c 'echo {name}'",
+        "sudo -u x bash -c 'echo {name}'",
+        "xargs sh -c 'echo {name}'",
+        "mywrapper --quiet sh -c 'echo {name}'",
+        // Remote and other code runners; versions of interpreters.
+        "ssh host up {name}",
+        "rsync {file} 'host:inbox/{name}'",
+        "python3.13t -c '{name}'",
+        "pypy3 -c '{name}'",
+        "bash5 -c '{name}'",
+        "jq '.name = \"{name}\"'",
+        "sed 's/x/{name}/e' f",
+        "awk '{print \"{name}\"}'",
+        "deno eval '{name}'",
+        // The staged content as the script.
+        "sh {file}",
+        "python3 {file}",
+        "busybox sh {file}",
     ] {
         let refused = Uploader::parse(bad).unwrap_err();
         assert_eq!(refused.code(), Code::InvalidArgument, "{bad}");
@@ -327,6 +362,8 @@ fn a_name_inside_code_is_refused_when_the_uploader_is_configured() {
     for (hint, name) in [
         ("../../etc/Q3\u{202e}fdp.exe", "Q3fdp.exe"),
         ("--delete-all", "delete-all"),
+        ("- -rf", "rf"),
+        ("-\u{2003}-x", "x"),
         ("a\u{200b}\nb.txt", "ab.txt"),
         ("..", "download"),
     ] {
@@ -345,6 +382,9 @@ fn a_name_inside_code_is_refused_when_the_uploader_is_configured() {
         "node -r tracing up.js {name}",
         "gws drive files create --json '{\"name\": \"{name:json}\"}' --upload {file}",
         "rclone copyto {file} 'remote:inbox/{name}'",
+        "jq -n '{name: $ARGS.positional[0]}' --args {name}",
+        "timeout 60 sh -c 'up \"$1\"' sh {file}",
+        "curl -T {file} 'https://drive.example/upload?name={name}'",
     ] {
         Uploader::parse(good).unwrap_or_else(|e| panic!("{good}: {e}"));
     }
@@ -375,7 +415,8 @@ fn a_json_argument_carries_the_name_exactly() {
 }
 
 /// Two uploads at once: neither uploader can list or read the other's staged file, nor see
-/// anything else the deposit holds; each sees its own.
+/// anything else the deposit holds, even after trying to unmount what covers it; each sees its
+/// own.
 #[test]
 fn an_uploader_sees_only_its_own_upload() {
     let fx = Fixture::new();
@@ -389,14 +430,23 @@ fn an_uploader_sees_only_its_own_upload() {
         "/bin/sh",
         [
             "-c",
-            "ls -a ..; echo ---; ls -a .; echo ---; cat \"$2\"; echo; cat \"$1\" 2>&1; \
-             cat ../*/* 2>&1; true",
+            "umount -l .. 2>/dev/null; umount -l \"$3\" 2>/dev/null; \
+             ls -a ..; echo ---; ls -a . in; echo ---; cat \"$2\"; echo; cat \"$1\" 2>&1; \
+             cat ../*/in/* 2>&1; true",
             "sh",
             other_path.to_str().unwrap(),
             "{file}",
+            deposit.path().to_str().unwrap(),
         ],
     )
     .unwrap();
+    // Even a root uploader, with every capability in its namespaces, cannot unmount its view.
+    assert!(
+        ["/usr/bin/umount", "/bin/umount"]
+            .iter()
+            .any(|p| Path::new(p).exists()),
+        "the test needs umount"
+    );
     let out = deposit.run(&mine, &spy).unwrap();
     assert_eq!(out.exit_code, Some(0), "{out:?}");
     let (parent, rest) = out.stdout.split_once("---\n").unwrap();
@@ -404,6 +454,7 @@ fn an_uploader_sees_only_its_own_upload() {
     let own_dir = mine
         .relative()
         .parent()
+        .and_then(Path::parent)
         .unwrap()
         .to_str()
         .unwrap()
@@ -417,9 +468,10 @@ fn an_uploader_sees_only_its_own_upload() {
     );
     assert_eq!(
         own.lines()
-            .filter(|l| !l.starts_with('.'))
+            .filter(|l| !l.starts_with('.') && !l.is_empty())
             .collect::<Vec<_>>(),
-        ["mine.txt"]
+        ["in", "in:", "mine.txt"],
+        "its own directory holds `in/`, and `in/` its staged file"
     );
     assert!(rest.starts_with("mine\n"), "{rest}");
     assert!(rest.contains("No such file"), "{rest}");

@@ -9,14 +9,16 @@
 //!    (only `[A-Za-z0-9._-]`, from the sanitized hint's safe ASCII letters and
 //!    its extension), so the path is never code wherever the uploader puts it;
 //! 2. [`UploadDeposit::run`] runs the uploader with that private directory as its working
-//!    directory and the staged file's inert name as the argument `{file}`; the name the human
+//!    directory and the staged file (`in/<inert name>`: the directory holds nothing else) as
+//!    the argument `{file}`; the name the human
 //!    knows the content by (the hint's own name, less hidden characters) replaces `{name}` as it is, and `{name:json}`
-//!    escaped for a JSON string. No shell reads the arguments, so nothing is quoted; an
-//!    uploader that does run code it is handed (`sh -c`, `python -c`) may take the name only as
-//!    an argument of that code, never inside it ([`Uploader::new`]);
+//!    escaped for a JSON string. No shell reads the arguments, so nothing is quoted; where a
+//!    program of the template runs code it is handed (`sh -c`, `python -c`, a script), the
+//!    placeholders may stand only after that code ([`Uploader::new`]);
 //! 3. on Linux the uploader sees only its own upload: in a mount namespace of its own the
 //!    deposit is covered by an empty, read-only `tmpfs` holding only its private directory, at
-//!    the same path. Two uploads running at once, from one process or two, cannot list or read
+//!    the same path, locked by a user namespace around it (even a root uploader cannot
+//!    unmount it). Two uploads running at once, from one process or two, cannot list or read
 //!    each other's staged files;
 //! 4. the [`Staged`] guard erases the file and its directory when dropped: after success,
 //!    failure, timeout, or a panic in the caller.
@@ -25,7 +27,6 @@
 //! that opens the state root sweeps everything else at once (`sweep`): what a crash or a
 //! kill left, and anything put there by hand.
 
-use std::ffi::OsString;
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -34,11 +35,13 @@ use std::process::Command;
 use serde::Serialize;
 
 use crate::actor::Actor;
-use crate::beneath::Anchor;
-use crate::child::{Limits, Outcome, run};
+use crate::beneath::{Anchor, Symlinks};
+use crate::child::{Outcome, run};
 use crate::control::Control;
 use crate::copy::copy_hashed;
-use crate::error::{Error, Result, Shown};
+#[cfg(target_os = "linux")]
+use crate::error::Error;
+use crate::error::{Result, Shown};
 use crate::fd::ReadAt;
 use crate::held::{self, Held, Holder};
 use crate::input::Name;
@@ -47,301 +50,14 @@ use crate::ongoing::Ongoing;
 use crate::root::StateRoot;
 use crate::upload::Opened;
 
-/// The placeholder replaced by the staged file's name in the uploader's arguments: always a
-/// whole argument.
-pub(crate) const FILE_PLACEHOLDER: &str = "{file}";
-/// The placeholder replaced by the content's human-facing name (`human_name`), as it is.
-pub(crate) const NAME_PLACEHOLDER: &str = "{name}";
-/// The placeholder replaced by the human-facing name escaped for a JSON string, without the
-/// quotes (`--json '{"name": "{name:json}"}'`).
-pub(crate) const NAME_JSON_PLACEHOLDER: &str = "{name:json}";
+mod uploader;
+
+pub use uploader::Uploader;
+
 /// The longest inert name's stem, in characters.
 const MAX_INERT_STEM: usize = 100;
-
-/// Programs that read the code they run from an argument or a file: with one of them the
-/// received name may only be an argument *of* the code, never part of it ([`code_at`]).
-/// Shells, then interpreters (each with the options that take inline code).
-const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "yash", "csh", "tcsh",
-];
-/// Interpreters, the options that take inline code (or, for `-m`, the module to run), and the
-/// options that take a value of their own.
-const INTERPRETERS: &[(&str, &[&str], &[&str])] = &[
-    ("python", &["-c", "-m"], &["-W", "-X"]),
-    ("perl", &["-e", "-E"], &[]),
-    ("ruby", &["-e"], &["-r", "-I"]),
-    (
-        "node",
-        &["-e", "--eval", "-p", "--print"],
-        &["-r", "--require", "--import", "--loader"],
-    ),
-    (
-        "nodejs",
-        &["-e", "--eval", "-p", "--print"],
-        &["-r", "--require", "--import", "--loader"],
-    ),
-    ("php", &["-r"], &["-d", "-c"]),
-    ("lua", &["-e"], &["-l"]),
-];
-/// The options of a shell that take a value of their own.
-const SHELL_VALUES: &[&str] = &["-o", "+o", "-O", "+O", "--rcfile", "--init-file"];
-
-/// An uploader command: a program and its arguments, `{file}` standing for the staged file,
-/// `{name}` and `{name:json}` for the name the content goes by.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Uploader {
-    program: OsString,
-    args: Vec<OsString>,
-    limits: Limits,
-}
-
-impl Uploader {
-    /// `program args…`; where no argument is `{file}`, the staged file is appended.
-    ///
-    /// # Errors
-    ///
-    /// `invalid_argument`, naming the rule, when
-    /// - `{file}` stands inside a larger argument: the staged file is passed only as an
-    ///   argument of its own;
-    /// - the program holds a placeholder;
-    /// - the program runs code it is handed (a shell such as `sh`, `bash`, `dash`, `zsh`,
-    ///   `fish`, also behind `env` or `busybox`; an interpreter such as `python`, `perl`,
-    ///   `node`) and `{name}` or `{name:json}` stands in that code or before it — in the
-    ///   inline code (`sh -c`, `python -c`), in the script's or module's name, in an option —
-    ///   or anywhere when the code comes from standard input: a received name never becomes
-    ///   code, only an argument of it.
-    pub fn new(
-        program: impl Into<OsString>,
-        args: impl IntoIterator<Item = impl Into<OsString>>,
-    ) -> Result<Self> {
-        let program = program.into();
-        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-        let refuse = |word: &OsString, why: &str| Error::InvalidArgument {
-            what: Shown::text(&word.to_string_lossy()),
-            why: why.into(),
-        };
-        if placeholders(&program).any() {
-            return Err(refuse(
-                &program,
-                "the uploader's program is fixed by the human: no placeholder may stand in it",
-            ));
-        }
-        if let Some(word) = args
-            .iter()
-            .find(|a| placeholders(a).file && a.as_encoded_bytes() != FILE_PLACEHOLDER.as_bytes())
-        {
-            return Err(refuse(
-                word,
-                "`{file}` must be a whole argument of the uploader (it is passed as one, never \
-                 inside a command line a shell reads); to hand it to a shell, pass it as `\"$1\"`",
-            ));
-        }
-        let mut words = Vec::with_capacity(args.len() + 1);
-        words.push(program.clone());
-        words.extend(args.iter().cloned());
-        if let Some(code) = code_at(&words) {
-            // Up to the code (and everywhere when it is not known where the code is).
-            let named = |(at, word): &(usize, &OsString)| {
-                let p = placeholders(word);
-                (p.name || p.name_json) && *at <= code.unwrap_or(usize::MAX)
-            };
-            if let Some((_, word)) = words.iter().enumerate().find(|w| named(w)) {
-                return Err(refuse(
-                    word,
-                    "this uploader runs code it is handed (a shell, or an interpreter's inline \
-                     code): `{name}` and `{name:json}` may only stand in arguments after that \
-                     code (`sh -c 'upload --title \"$1\" \"$2\"' sh {name} {file}`), never in \
-                     it",
-                ));
-            }
-        }
-        Ok(Self {
-            program,
-            args,
-            limits: Limits::default(),
-        })
-    }
-
-    /// Parse a command line template such as `gws drive files create --upload {file}` (shell
-    /// quoting rules, no shell involved).
-    ///
-    /// # Errors
-    ///
-    /// `invalid_argument` when the template is empty or its quoting is unbalanced, and as
-    /// [`Uploader::new`].
-    pub fn parse(template: &str) -> Result<Self> {
-        let words = shlex::split(template).filter(|w| !w.is_empty());
-        let Some(mut words) = words else {
-            return Err(Error::InvalidArgument {
-                what: Shown::text(template),
-                why: "not a command: empty, or unbalanced quotes".into(),
-            });
-        };
-        let program = words.remove(0);
-        Self::new(program, words)
-    }
-
-    /// Bound the uploader's run time and kept output.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// The arguments with `{file}` replaced by `file`, `{name}` by `name` as it is and
-    /// `{name:json}` by `name` escaped for a JSON string.
-    fn args_for(&self, file: &Path, name: &str) -> Vec<OsString> {
-        let mut has_file = false;
-        let json = serde_json::to_string(name).unwrap_or_default();
-        let json = json
-            .strip_prefix('"')
-            .and_then(|j| j.strip_suffix('"'))
-            .unwrap_or_default();
-        let mut args: Vec<OsString> = self
-            .args
-            .iter()
-            .map(|arg| {
-                if arg.as_encoded_bytes() == FILE_PLACEHOLDER.as_bytes() {
-                    has_file = true;
-                    return file.as_os_str().to_owned();
-                }
-                let arg = replace(arg, NAME_JSON_PLACEHOLDER.as_bytes(), json.as_bytes());
-                replace(&arg, NAME_PLACEHOLDER.as_bytes(), name.as_bytes())
-            })
-            .collect();
-        if !has_file {
-            args.push(file.as_os_str().to_owned());
-        }
-        args
-    }
-}
-
-/// Which placeholders a word holds.
-#[derive(Clone, Copy, Debug)]
-struct Placeholders {
-    file: bool,
-    name: bool,
-    name_json: bool,
-}
-
-impl Placeholders {
-    fn any(self) -> bool {
-        self.file || self.name || self.name_json
-    }
-}
-
-fn placeholders(word: &OsString) -> Placeholders {
-    let bytes = word.as_encoded_bytes();
-    let holds = |p: &str| bytes.windows(p.len()).any(|w| w == p.as_bytes());
-    Placeholders {
-        file: holds(FILE_PLACEHOLDER),
-        name: holds(NAME_PLACEHOLDER),
-        name_json: holds(NAME_JSON_PLACEHOLDER),
-    }
-}
-
-/// Whether the command `words` (program first) runs code it is handed, and if so where that
-/// code is: `Some(Some(i))` when `words[i]` is the code or names it (`sh -c CODE`,
-/// `python -c CODE`, `python -m MODULE`, `bash SCRIPT`, `python SCRIPT`), so that only the
-/// arguments after it are its data; `Some(None)` when the code comes from standard input, so
-/// that every argument is the interpreter's; `None` for any other program.
-/// `env [OPTION|NAME=VALUE]… PROGRAM` and `busybox APPLET` are seen through; `env -S` (which
-/// splits a string into words) counts as code from nowhere known (`Some(None)`).
-fn code_at(words: &[OsString]) -> Option<Option<usize>> {
-    let base = |w: &OsString| {
-        let bytes = w.as_encoded_bytes();
-        let name = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
-        String::from_utf8_lossy(name).into_owned()
-    };
-    let mut at = 0;
-    // `env` and `busybox` run the program they are given.
-    loop {
-        let program = base(words.get(at)?);
-        if program == "env" {
-            at += 1;
-            while let Some(word) = words.get(at) {
-                let word = word.to_string_lossy();
-                if word.starts_with("-S") || word.starts_with("--split-string") {
-                    return Some(None);
-                }
-                if matches!(&*word, "-u" | "--unset" | "-C" | "--chdir") {
-                    at += 2;
-                } else if word.starts_with('-') || word.contains('=') {
-                    at += 1;
-                } else {
-                    break;
-                }
-            }
-            continue;
-        }
-        if program == "busybox" {
-            at += 1;
-            continue;
-        }
-        break;
-    }
-    let program = base(&words[at]);
-    // `python3`, `python3.12`, `perl5.36`: the interpreter's name and a version.
-    let interpreter = INTERPRETERS.iter().find(|(name, ..)| {
-        program
-            .strip_prefix(name)
-            .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
-    });
-    let shell = SHELLS.contains(&program.as_str());
-    if !shell && interpreter.is_none() {
-        return None;
-    }
-    let (code_options, value_options) = match interpreter {
-        Some((_, code, values)) => (*code, *values),
-        None => (&[][..], SHELL_VALUES),
-    };
-    // A cluster of a shell's short options with `c` (`-c`, `-ec`, `-lc`).
-    let shell_code = |word: &str| {
-        shell
-            && word.len() > 1
-            && word.starts_with('-')
-            && !word.starts_with("--")
-            && word[1..].chars().all(|c| c.is_ascii_alphabetic())
-            && word.contains('c')
-    };
-    let mut i = at + 1;
-    while let Some(word) = words.get(i) {
-        let word = word.to_string_lossy();
-        if code_options.contains(&&*word) || shell_code(&word) {
-            return Some(Some(i + 1).filter(|&code| code < words.len()));
-        }
-        if word == "-" {
-            return Some(None);
-        }
-        if word == "--" {
-            return Some(Some(i + 1).filter(|&code| code < words.len()));
-        }
-        if value_options.contains(&&*word) {
-            i += 2;
-        } else if word.starts_with('-') || (shell && word.starts_with('+')) {
-            i += 1;
-        } else {
-            // The script the program runs.
-            return Some(Some(i));
-        }
-    }
-    Some(None)
-}
-
-/// `arg` with every `placeholder` replaced by `with`.
-fn replace(arg: &OsString, placeholder: &[u8], with: &[u8]) -> OsString {
-    let mut rest = arg.as_encoded_bytes();
-    let mut out = Vec::with_capacity(rest.len());
-    while let Some(at) = rest
-        .windows(placeholder.len())
-        .position(|w| w == placeholder)
-    {
-        out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(with);
-        rest = &rest[at + placeholder.len()..];
-    }
-    out.extend_from_slice(rest);
-    std::os::unix::ffi::OsStringExt::from_vec(out)
-}
+/// The folder of an upload's own directory that holds its staged file.
+const STAGED_DIR: &str = "in";
 
 /// The name the content goes by, which `{name}` becomes: the hint's last component as it is
 /// (quotes, backslashes, any script), less the characters a screen hides or acts on
@@ -356,7 +72,9 @@ fn human_name(hint: &[u8]) -> Option<String> {
         .chars()
         .filter(|&c| !crate::error::is_hidden(c))
         .collect();
-    let name = name.trim().trim_start_matches('-').trim_start();
+    let name = name
+        .trim_start_matches(|c: char| c == '-' || c.is_whitespace())
+        .trim_end();
     (!matches!(name, "" | "." | "..") && name.len() <= 255).then(|| name.to_owned())
 }
 
@@ -425,7 +143,7 @@ pub struct Staged<'d> {
     held: Held<Anchor>,
     /// The staged file's inert name ([`inert_name`]).
     inert: String,
-    /// The human-facing name: the sanitized hint.
+    /// The human-facing name (`human_name`).
     name: String,
     bytes: u64,
     sha256: String,
@@ -523,9 +241,17 @@ impl UploadDeposit {
             bytes: 0,
             sha256: String::new(),
         };
+        // The uploader's working directory holds only `in/`: no name the agent chose sits where
+        // a tool looks for its own files (`json.py` for `python -m`, a `Makefile`, a
+        // `pyproject.toml`).
+        staged
+            .held
+            .entry
+            .create_dir(Name::new(STAGED_DIR)?, 0o700)?;
         let fd = staged
             .held
             .entry
+            .open_dir(Name::new(STAGED_DIR)?.as_rel(), Symlinks::Deny)?
             .create_new(Name::new(&staged.inert)?, 0o600)?;
         let copied = copy_hashed(&mut reader, fd.as_fd(), self.max_bytes, || Ok(()))?;
         staged.bytes = copied.bytes;
@@ -548,7 +274,8 @@ impl UploadDeposit {
         self.stage(hint, ReadAt::new(source.file.as_fd()))
     }
 
-    /// Run `uploader` on `staged` with the deposit as its working directory.
+    /// Run `uploader` on `staged`, in its upload's own directory and (on Linux) its own view of
+    /// the deposit.
     ///
     /// # Errors
     ///
@@ -556,16 +283,16 @@ impl UploadDeposit {
     /// error: see [`Outcome`].
     pub fn run(&self, staged: &Staged<'_>, uploader: &Uploader) -> Result<Outcome> {
         let relative = staged.relative();
-        let mut command = Command::new(&uploader.program);
+        let mut command = Command::new(uploader.program());
         command
-            .args(uploader.args_for(Path::new(&staged.inert), &staged.name))
+            .args(uploader.args_for(&staged.in_own_dir(), &staged.name))
             .current_dir(self.path.join(&staged.held.name));
         // It sees only its own upload in the deposit; it dies with this process, and at its
         // timeout even if this process hangs.
         #[cfg(target_os = "linux")]
         crate::child::supervise::supervise(
             &mut command,
-            uploader.limits.timeout,
+            uploader.limits().timeout,
             Some(self.view_of(staged)?),
         );
         // Recorded before it runs: the content may leave the machine the moment it starts.
@@ -573,14 +300,14 @@ impl UploadDeposit {
             "upload",
             self.actor,
             serde_json::json!({
-                "uploader": uploader.program.to_string_lossy(),
+                "uploader": uploader.program().to_string_lossy(),
                 "staged": relative,
                 "name": staged.name,
                 "bytes": staged.bytes,
                 "sha256": staged.sha256,
             }),
         )?;
-        let mut outcome = match run(&mut command, uploader.limits, &Control::new(), None) {
+        let mut outcome = match run(&mut command, uploader.limits(), &Control::new(), None) {
             Ok(outcome) => outcome,
             Err(e) => {
                 #[cfg(target_os = "linux")]
@@ -593,12 +320,7 @@ impl UploadDeposit {
                         Error::SandboxUnavailable {
                             why: format!(
                                 "the uploader could not be started in its own view of the \
-                                 deposit (a mount namespace{}): {error}",
-                                if rustix::process::geteuid().is_root() {
-                                    ""
-                                } else {
-                                    " in a user namespace"
-                                }
+                                 deposit (mount and user namespaces): {error}"
                             ),
                         }
                     }),
@@ -629,14 +351,12 @@ impl UploadDeposit {
             std::ffi::CString::new(bytes)
                 .map_err(|e| Error::io("path", Shown::bytes(bytes), std::io::Error::other(e)))
         };
-        let maps = (!rustix::process::geteuid().is_root()).then(|| {
-            let uid = rustix::process::geteuid().as_raw();
-            let gid = rustix::process::getegid().as_raw();
-            (
-                format!("{uid} {uid} 1").into_bytes(),
-                format!("{gid} {gid} 1").into_bytes(),
-            )
-        });
+        let uid = rustix::process::geteuid().as_raw();
+        let gid = rustix::process::getegid().as_raw();
+        let maps = (
+            format!("{uid} {uid} 1").into_bytes(),
+            format!("{gid} {gid} 1").into_bytes(),
+        );
         Ok(crate::child::supervise::DepositView {
             deposit: (
                 c_string(self.path.as_os_str().as_encoded_bytes())?,
@@ -647,6 +367,7 @@ impl UploadDeposit {
                 identity(&staged.held.entry)?,
             ),
             maps,
+            privileged: rustix::process::geteuid().is_root(),
         })
     }
 
@@ -695,10 +416,15 @@ pub(crate) fn sweep(dir: &Anchor) {
 }
 
 impl Staged<'_> {
-    /// The staged file's path relative to the deposit (`<random>/<inert name>`); `{file}`
-    /// becomes its last part, the uploader running in `<random>`.
+    /// The staged file's path relative to the deposit (`<random>/in/<inert name>`); the
+    /// uploader runs in `<random>` and `{file}` becomes `in/<inert name>`.
     pub fn relative(&self) -> PathBuf {
-        Path::new(&self.held.name).join(&self.inert)
+        Path::new(&self.held.name).join(self.in_own_dir())
+    }
+
+    /// The staged file's path relative to its upload's own directory: what `{file}` becomes.
+    fn in_own_dir(&self) -> PathBuf {
+        Path::new(STAGED_DIR).join(&self.inert)
     }
 
     /// The name the content goes by (the hint's own name, less characters a screen hides and
@@ -729,24 +455,5 @@ impl Drop for Staged<'_> {
         if let Err(e) = removed {
             tracing::warn!(error = %e, "could not erase a staged upload");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A name the lane would never give (its `\` is a separator there) is escaped all the same.
-    #[test]
-    fn the_json_placeholder_escapes_what_json_strings_escape() {
-        let uploader =
-            Uploader::parse("up --json '{\"name\": \"{name:json}\"}' --title {name}").unwrap();
-        let name = "a\\b \"c\" \u{1}\n\u{7f} é";
-        let args = uploader.args_for(Path::new("f.txt"), name);
-        let json = args[1].to_str().unwrap();
-        let parsed: serde_json::Value = serde_json::from_str(json).unwrap();
-        assert_eq!(parsed["name"], name);
-        assert_eq!(args[3], name, "as it is");
-        assert_eq!(args[4], "f.txt", "appended");
     }
 }
