@@ -279,8 +279,9 @@ impl UploadDeposit {
     ///
     /// # Errors
     ///
-    /// `io` when the uploader cannot be started. A failing or timed-out uploader is not an
-    /// error: see [`Outcome`].
+    /// `io` when the uploader cannot be started; `sandbox_unavailable` when its own view of
+    /// the deposit cannot be made (the kernel or a container refuses the namespaces). A
+    /// failing or timed-out uploader is not an error: see [`Outcome`].
     pub fn run(&self, staged: &Staged<'_>, uploader: &Uploader) -> Result<Outcome> {
         let relative = staged.relative();
         let mut command = Command::new(uploader.program());
