@@ -98,90 +98,79 @@ fn content_a_killed_upload_staged_is_erased_by_the_next_process_of_any_kind() {
     }
 }
 
+/// The first of two uploads: its content staged and its uploader waiting, by a command or by a
+/// server, until the returned guard is dropped.
+enum First {
+    Command(std::process::Child),
+    Server(Server),
+}
+
+impl First {
+    fn start(lab: &Lab, by_server: bool) -> Self {
+        let first = if by_server {
+            let mut server = Server::start(
+                lab,
+                &["--uploader", "sh -c 'sleep 20' sh {file}"],
+                Stdio::null(),
+            );
+            let content = json!({"filename": "secret.txt", "text": "the first upload"});
+            server.call(1, "upload_content", content);
+            Self::Server(server)
+        } else {
+            let secret = lab.saved("secret.txt", b"the first upload");
+            let uploader = ["sh", "-c", "sleep 20", "sh", "{file}"];
+            let mut args = vec!["upload", "send", &secret, "--"];
+            args.extend(uploader);
+            Self::Command(lab.spawn(&args, None, b""))
+        };
+        lab.wait_for("upload.start");
+        first
+    }
+}
+
+impl Drop for First {
+    fn drop(&mut self) {
+        match self {
+            Self::Command(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Self::Server(server) => server.kill(),
+        }
+    }
+}
+
 /// Two uploads at once — two `upload send`s, one of them and a server, two servers — on one
-/// state root: the
-/// second uploader lists the deposit and reads every staged file it can reach while the first
-/// one's content is staged, and finds only its own.
+/// state root: the second uploader lists the deposit and reads every staged file it can reach
+/// while the first one's content is staged, and finds only its own.
 #[test]
 fn two_uploads_at_once_cannot_see_each_other() {
     const SPY: &str =
         "ls -a ..; echo ---; cat ../*/in/* 2>&1; cat /proc/self/cwd/../*/in/* 2>&1; true";
-    for how in ["two commands", "a command and a server", "two servers"] {
+    for (first_by_server, second_by_server) in [(false, false), (false, true), (true, true)] {
+        let how = format!("first by a server: {first_by_server}, second: {second_by_server}");
         let lab = Lab::new();
         lab.run(&["init"], None, b"");
         let uploads = lab.root().join(".uploads");
-        let seen = match how {
-            "two commands" => {
-                let secret = lab.saved("secret.txt", b"the first upload");
-                let mut first = lab.spawn(
-                    &[
-                        "upload", "send", &secret, "--", "sh", "-c", "sleep 20", "sh", "{file}",
-                    ],
-                    None,
-                    b"",
-                );
-                lab.wait_for("upload.start");
-                let mine = lab.saved("mine.txt", b"mine");
-                let (signal, sent) = lab.run(
-                    &[
-                        "upload", "send", &mine, "--", "sh", "-c", SPY, "sh", "{file}",
-                    ],
-                    None,
-                    b"",
-                );
-                assert_eq!(signal, None);
-                first.kill().unwrap();
-                let _ = first.wait();
-                sent
-            }
-            "a command and a server" => {
-                let secret = lab.saved("secret.txt", b"the first upload");
-                let mut first = lab.spawn(
-                    &[
-                        "upload", "send", &secret, "--", "sh", "-c", "sleep 20", "sh", "{file}",
-                    ],
-                    None,
-                    b"",
-                );
-                lab.wait_for("upload.start");
-                let spy = format!("sh -c '{SPY}' sh {{file}}");
-                let mut second = Server::start(&lab, &["--uploader", &spy], Stdio::null());
-                second.call(
-                    1,
-                    "upload_content",
-                    json!({"filename": "mine.txt", "text": "mine"}),
-                );
-                let answer = second.answer(1);
-                first.kill().unwrap();
-                let _ = first.wait();
-                second.kill();
-                answer["result"]["structuredContent"].clone()
-            }
-            _ => {
-                let mut first = Server::start(
-                    &lab,
-                    &["--uploader", "sh -c 'sleep 20' sh {file}"],
-                    Stdio::null(),
-                );
-                first.call(
-                    1,
-                    "upload_content",
-                    json!({"filename": "secret.txt", "text": "the first upload"}),
-                );
-                lab.wait_for("upload.start");
-                let spy = format!("sh -c '{SPY}' sh {{file}}");
-                let mut second = Server::start(&lab, &["--uploader", &spy], Stdio::null());
-                second.call(
-                    1,
-                    "upload_content",
-                    json!({"filename": "mine.txt", "text": "mine"}),
-                );
-                let answer = second.answer(1);
-                first.kill();
-                second.kill();
-                answer["result"]["structuredContent"].clone()
-            }
+        let first = First::start(&lab, first_by_server);
+        let seen = if second_by_server {
+            let spy = format!("sh -c '{SPY}' sh {{file}}");
+            let mut second = Server::start(&lab, &["--uploader", &spy], Stdio::null());
+            let content = json!({"filename": "mine.txt", "text": "mine"});
+            second.call(1, "upload_content", content);
+            let answer = second.answer(1);
+            second.kill();
+            answer["result"]["structuredContent"].clone()
+        } else {
+            let mine = lab.saved("mine.txt", b"mine");
+            let args = [
+                "upload", "send", &mine, "--", "sh", "-c", SPY, "sh", "{file}",
+            ];
+            let (signal, sent) = lab.run(&args, None, b"");
+            assert_eq!(signal, None);
+            sent
         };
+        drop(first);
         let stdout = seen["stdout"]
             .as_str()
             .unwrap_or_else(|| panic!("{how}: {seen}"));
