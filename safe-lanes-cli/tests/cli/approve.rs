@@ -562,28 +562,10 @@ fn requests_show_the_librarys_warnings() {
 #[test]
 fn a_hostile_folders_approve_line_hides_nothing_and_works_as_printed() {
     let env = world();
-    let folder = env
-        .tmp
-        .path()
-        .join("inv\u{202e}fdp.exe\u{200b} x'y\u{2066}");
+    let hostile = "inv\u{202e}fdp.exe\u{200b} x'y\u{2066}";
+    let folder = env.tmp.path().join(hostile);
     std::fs::create_dir(&folder).unwrap();
-    let run = env.run(
-        &[
-            "--json",
-            "grant",
-            "request",
-            "--alias",
-            "docs",
-            "--access",
-            "read_only",
-            "--reason",
-            "read it",
-            "--path",
-            folder.to_str().unwrap(),
-        ],
-        b"",
-    );
-    assert_eq!(run.status, 0, "{run:?}");
+    request(&env, "docs", "read_only", Some(hostile), "read it");
     let hidden = |text: &str| {
         text.chars().any(|c| {
             (c.is_control() && c != '\n')

@@ -322,16 +322,7 @@ fn enter_view(view: &DepositView) -> rustix::io::Result<()> {
     let (deposit_path, deposit_identity) = &view.deposit;
     let (name, own_identity) = &view.own;
     let deposit = reopen(deposit_path, *deposit_identity)?;
-    let own = rustix::fs::openat(
-        &deposit,
-        name.as_c_str(),
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let st = rustix::fs::fstat(&own)?;
-    if (st.st_dev, st.st_ino) != *own_identity {
-        return Err(Errno::XDEV);
-    }
+    let own = open_identical(&deposit, name, OFlags::PATH, *own_identity)?;
     let cover = new_tmpfs(c"0700", c"64k")?;
     attach(&cover, &deposit)?;
     rustix::fs::mkdirat(&cover, name.as_c_str(), Mode::RWXU)?;
@@ -357,17 +348,29 @@ fn enter_view(view: &DepositView) -> rustix::io::Result<()> {
         OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    let own = rustix::fs::openat(
-        &deposit,
-        name.as_c_str(),
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+    let own = open_identical(&deposit, name, OFlags::RDONLY, *own_identity)?;
+    rustix::process::fchdir(&own)
+}
+
+/// Open the directory `name` in `dir` (with `flags`, not following a link) as the very inode
+/// `identity` the gateway holds.
+fn open_identical(
+    dir: &OwnedFd,
+    name: &CStr,
+    flags: OFlags,
+    identity: (u64, u64),
+) -> rustix::io::Result<OwnedFd> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        flags | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    let st = rustix::fs::fstat(&own)?;
-    if (st.st_dev, st.st_ino) != *own_identity {
+    let st = rustix::fs::fstat(&fd)?;
+    if (st.st_dev, st.st_ino) != identity {
         return Err(Errno::XDEV);
     }
-    rustix::process::fchdir(&own)
+    Ok(fd)
 }
 
 /// Fork; the parent waits for PID 1 of the new namespace and exits like it, and only the
