@@ -246,7 +246,7 @@ pub(crate) async fn downloads(
     let read = app
         .blocking(|app| {
             let files = safe_lanes::DownloadLane::open(&app.root)?.list()?;
-            let digests = safe_lanes::audit_view::download_digests(&app.root.audit())?;
+            let digests = safe_lanes::audit_view::download_records(&app.root.audit())?;
             Ok::<_, safe_lanes::Error>((files, digests))
         })
         .await;
@@ -257,7 +257,7 @@ pub(crate) async fn downloads(
             let total = files.len();
             let rows: Vec<view::FileRow> = files
                 .iter()
-                .map(|f| view::FileRow::of(f, digests.get(&f.name).map(String::as_str)))
+                .map(|f| view::FileRow::of(f, digests.get(&f.name)))
                 .collect();
             let (files, pages) = paged(rows, q.page.unwrap_or(1), |n| {
                 format!("/downloads?{}", query(&[("page", &n.to_string())]))

@@ -100,14 +100,7 @@ impl ReviewPage {
                 .map(|p| Shown::path(p).to_string())
                 .unwrap_or_default(),
             kind: r.kind.as_str(),
-            size: folder.map(|f| {
-                let at_least = if f.size.at_least { "at least " } else { "" };
-                format!(
-                    "{at_least}{} files and folders, {at_least}{}",
-                    f.size.entries,
-                    safe_lanes::risk::bytes_in_words(f.size.bytes)
-                )
-            }),
+            size: folder.map(|f| f.size.in_words()),
             repository: folder.is_some_and(|f| f.repository),
             allows: r.allows,
             warnings: r.warnings.iter().map(WarningView::of).collect(),

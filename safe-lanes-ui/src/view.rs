@@ -230,8 +230,11 @@ pub(crate) struct EntryRow {
     pub(crate) actor: String,
     pub(crate) event: String,
     pub(crate) outcome: &'static str,
-    pub(crate) subject: Vec<String>,
+    /// The record in words ([`safe_lanes::audit_view::Entry::words`]).
+    pub(crate) words: String,
     pub(crate) detail: String,
+    /// The sign of an attack the record shows.
+    pub(crate) warning: Option<String>,
 }
 
 impl EntryRow {
@@ -259,8 +262,9 @@ impl EntryRow {
             actor: e.actor_shown.clone(),
             event: e.event.clone(),
             outcome: e.outcome.as_str(),
-            subject: wrapped_at_separators(&e.subject),
+            words: e.words.clone(),
             detail,
+            warning: e.warning.clone(),
         }
     }
 }
@@ -272,15 +276,26 @@ pub(crate) struct FileRow {
     pub(crate) size: String,
     pub(crate) at: String,
     pub(crate) sha256: String,
+    /// The name the agent asked for, when the file got another.
+    pub(crate) hint: Option<String>,
+    /// The sign of an attack in that name.
+    pub(crate) warning: Option<String>,
 }
 
 impl FileRow {
-    pub(crate) fn of(f: &safe_lanes::download::Entry, sha256: Option<&str>) -> Self {
+    pub(crate) fn of(
+        f: &safe_lanes::download::Entry,
+        recorded: Option<&safe_lanes::audit_view::Recorded>,
+    ) -> Self {
         Self {
             name: Shown::text(&f.name).to_string(),
             size: safe_lanes::risk::bytes_in_words(f.bytes),
             at: safe_lanes::audit_view::local_time(&f.modified),
-            sha256: sha256.unwrap_or("(no record)").to_owned(),
+            sha256: recorded
+                .map_or("(no record)", |r| r.sha256.as_str())
+                .to_owned(),
+            hint: recorded.and_then(|r| r.hint.clone()),
+            warning: recorded.and_then(|r| r.warning.clone()),
         }
     }
 }

@@ -93,6 +93,22 @@ pub struct LayerSize {
     pub at_least: bool,
 }
 
+impl LayerSize {
+    /// The size as a person reads it: `1 file or folder, 12 bytes`, `at least 100000 files
+    /// and folders, at least 20 GiB`.
+    pub fn in_words(&self) -> String {
+        let at_least = if self.at_least { "at least " } else { "" };
+        let entries = match self.entries {
+            1 => "1 file or folder".to_owned(),
+            n => format!("{n} files and folders"),
+        };
+        format!(
+            "{at_least}{entries}, {at_least}{}",
+            crate::risk::bytes_in_words(self.bytes)
+        )
+    }
+}
+
 impl Caches {
     /// `<root>/caches` of the state root whose directory is `root` (at `root_path`), made when
     /// missing.

@@ -444,6 +444,60 @@ const fn byte_classes() -> [u8; 256] {
     table
 }
 
+/// A sign, in a name hint, that whoever wrote it tried to reach outside the download lane or
+/// to make a name read as another: the hint held a path separator, a `..` component, or
+/// characters a screen hides (rule 2). The sanitizer defuses each; a screen shows the hint
+/// beside the name it became, flagged with these, so the attempt is not lost with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttackSign {
+    /// A `/` or `\`: the hint named a path, not a name.
+    Separator,
+    /// A `..` component: the hint climbed out of a folder.
+    DotDot,
+    /// A character rule 2 drops (a control, bidi, zero-width, private-use or unassigned one)
+    /// or a byte that is not UTF-8: the hint reads as something it is not.
+    Hidden,
+}
+
+impl AttackSign {
+    /// In words, for a screen: `a path separator`, `..`, `hidden characters`.
+    pub fn words(self) -> &'static str {
+        match self {
+            AttackSign::Separator => "a path separator",
+            AttackSign::DotDot => "`..`",
+            AttackSign::Hidden => "hidden characters",
+        }
+    }
+}
+
+/// The [`AttackSign`]s of `hint`, in order, each once; none for a hint that is a plain name
+/// (one whose spaces or reserved characters the sanitizer merely replaced).
+///
+/// ```
+/// use safe_lanes::name::{AttackSign, attack_signs};
+/// assert_eq!(attack_signs("../../.bashrc"), [AttackSign::Separator, AttackSign::DotDot]);
+/// assert_eq!(attack_signs("invoice\u{202E}fdp.exe"), [AttackSign::Hidden]);
+/// assert!(attack_signs("Q3 report: final?.pdf").is_empty());
+/// ```
+pub fn attack_signs(hint: impl AsRef<[u8]>) -> Vec<AttackSign> {
+    let hint = hint.as_ref();
+    let mut signs = Vec::new();
+    if hint.iter().any(|b| b"/\\".contains(b)) {
+        signs.push(AttackSign::Separator);
+    }
+    if hint.split(|b| b"/\\".contains(b)).any(|c| c == b"..") {
+        signs.push(AttackSign::DotDot);
+    }
+    let hidden = hint
+        .utf8_chunks()
+        .any(|chunk| !chunk.invalid().is_empty() || chunk.valid().chars().any(is_invisible));
+    if hidden {
+        signs.push(AttackSign::Hidden);
+    }
+    signs
+}
+
 /// Reduce any name hint to a [`SafeName`] (see the module documentation for the rules).
 ///
 /// Total and deterministic: every input gives a name, and the same name on every OS.

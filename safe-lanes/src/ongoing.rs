@@ -149,6 +149,11 @@ impl Ongoing {
     }
 }
 
+/// A duration as an end record holds it (`duration_ms`): whole milliseconds.
+pub(crate) fn millis(elapsed: std::time::Duration) -> u64 {
+    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+}
+
 impl Started {
     /// The effect's id, in both of its records.
     pub(crate) fn id(&self) -> &str {

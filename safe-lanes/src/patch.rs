@@ -222,7 +222,7 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     publish(&dir, name, &edit.op, &patched, current.as_ref())?;
     session.record(
         "patch.apply",
-        serde_json::json!({ "alias": alias, "result": &report }),
+        serde_json::json!({ "alias": alias, "file": relative.to_string_lossy(), "result": &report }),
     )?;
     Ok(report)
 }

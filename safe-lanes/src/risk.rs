@@ -206,14 +206,11 @@ pub(crate) fn facts(dir: &Anchor, path: &Path, home: Option<&Path>) -> FolderFac
         warnings.push(held);
     }
     if size.at_least || size.entries >= LARGE_ENTRIES || size.bytes >= LARGE_BYTES {
-        let at_least = if size.at_least { "at least " } else { "" };
         warnings.push(Warning::new(
             Risk::Large,
             format!(
-                "it is very large: {at_least}{} files and folders, {at_least}{}; an agent let \
-                 in can read all of it",
-                size.entries,
-                bytes_in_words(size.bytes)
+                "it is very large: {}; an agent let in can read all of it",
+                size.in_words()
             ),
         ));
     }
@@ -385,7 +382,7 @@ pub(crate) fn measure(dir: &Anchor, bound: u64) -> LayerSize {
     size
 }
 
-/// A byte count as a person reads it (`12 KiB`, `3.4 GiB`).
+/// A byte count as a person reads it (`1 byte`, `12 KiB`, `3.4 GiB`).
 pub fn bytes_in_words(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
@@ -395,6 +392,7 @@ pub fn bytes_in_words(bytes: u64) -> String {
         unit += 1;
     }
     match unit {
+        0 if bytes == 1 => "1 byte".to_owned(),
         0 => format!("{bytes} bytes"),
         _ if value < 10.0 => format!("{value:.1} {}", UNITS[unit]),
         _ => format!("{value:.0} {}", UNITS[unit]),

@@ -57,13 +57,11 @@ pub(crate) fn review_text(review: &Review) -> String {
     let mut text = String::new();
     if let Some(folder) = &review.folder {
         let size = &folder.size;
-        let at_least = if size.at_least { "at least " } else { "" };
         let _ = writeln!(
             text,
-            "  folder:  {}: {at_least}{} files and folders, {at_least}{}{}",
+            "  folder:  {}: {}{}",
             Shown::path(&folder.path),
-            size.entries,
-            safe_lanes::risk::bytes_in_words(size.bytes),
+            size.in_words(),
             if folder.repository {
                 "; a git repository"
             } else {

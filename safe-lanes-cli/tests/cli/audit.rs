@@ -220,3 +220,138 @@ fn follow_prints_new_records_as_they_come() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Regression: `exec.start`, `exec.end`, `upload.start` and `upload.end` showed as a hex id,
+/// `patch.apply` as its alias, and a save as the name it got, losing the agent's `../..` and
+/// right-to-left mark. Each is now said in words: the command line (quoted once), its folder,
+/// exit and duration; the upload's name, source and uploader; the patched file; the name the
+/// agent asked for beside the name it got, flagged.
+#[test]
+fn show_says_each_effect_in_words() {
+    let env = Env::new();
+    let site = env.tmp.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    std::fs::write(site.join("a.txt"), "hi\n").unwrap();
+    let site_arg = site.to_str().unwrap();
+    let add = [
+        "grant",
+        "add",
+        "--alias",
+        "site",
+        "--path",
+        site_arg,
+        "--access",
+        "read_write",
+        "--reason",
+        "the site",
+    ];
+    assert_eq!(env.run(&add, b"").status, 0);
+    let ran = env.run(
+        &[
+            "exec",
+            "--cwd",
+            "site",
+            "--",
+            "sh",
+            "-c",
+            "echo 'it''s'; exit 3",
+        ],
+        b"",
+    );
+    assert_eq!(ran.status, 1, "exit 3 is the command's: {ran:?}");
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-hi\n+ho\n";
+    let patched = env.run(
+        &["patch", "--alias", "site", "--file", "a.txt", "-"],
+        diff.as_bytes(),
+    );
+    assert_eq!(patched.status, 0, "{patched:?}");
+    let saved = env.run(
+        &["download", "save", "--name", "../../.bash\u{202e}rc"],
+        b"x",
+    );
+    assert_eq!(saved.status, 0, "{saved:?}");
+    std::fs::write(env.root().join(".upload-roots"), format!("{site_arg}\n")).unwrap();
+    let source = site.join("a.txt");
+    let sent = env.run(
+        &[
+            "upload",
+            "send",
+            source.to_str().unwrap(),
+            "--",
+            "/bin/true",
+            "{file}",
+        ],
+        b"",
+    );
+    assert_eq!(sent.status, 0, "{sent:?}");
+
+    let run = env.run(&["audit", "show"], b"");
+    assert_eq!(run.status, 0, "{run:?}");
+    let line = |event: &str| -> String {
+        run.stdout
+            .lines()
+            .find(|l| l.contains(&format!("  {event}  ")))
+            .unwrap_or_else(|| panic!("no {event}: {run:?}"))
+            .to_owned()
+    };
+    let command = r#"`sh -c 'echo '\''it'\'''\''s'\''; exit 3'` in site"#;
+    let start = line("exec.start");
+    assert!(
+        start.ends_with(&format!("ran {command}, timeout 2 min")),
+        "{start}"
+    );
+    let end = line("exec.end");
+    assert!(end.contains(&format!("{command}: exit 3 after ")), "{end}");
+    assert!(
+        end.ends_with(" ms") || end.ends_with(" s"),
+        "a duration: {end}"
+    );
+    let patch = line("patch.apply");
+    assert!(
+        patch.ends_with("modified a.txt in site (1 hunk)"),
+        "{patch}"
+    );
+    let save = line("download.save");
+    assert!(
+        save.contains(r"saved bashrc (1 byte); the agent asked for $'../../.bash\xe2\x80\xaerc'"),
+        "{save}"
+    );
+    assert!(
+        save.contains("[warning: the name the agent asked for held a path separator, `..` and hidden characters: a sign of an attack]"),
+        "{save}"
+    );
+    let upload = line("upload.start");
+    assert!(
+        upload.contains(&format!(
+            "uploading a.txt (3 bytes) from {site_arg}/a.txt with `/bin/true`"
+        )),
+        "{upload}"
+    );
+    let uploaded = line("upload.end");
+    assert!(
+        uploaded.contains("with `/bin/true`: exit 0 after "),
+        "{uploaded}"
+    );
+    assert!(
+        !run.stdout.contains('\u{202e}'),
+        "no raw bidi mark: {run:?}"
+    );
+
+    // The same words in JSON, with the warning as its own field.
+    let json = env.run(&["--json", "audit", "show", "--op", "download."], b"");
+    let record: serde_json::Value = serde_json::from_str(json.stdout.trim()).unwrap();
+    assert!(
+        record["words"]
+            .as_str()
+            .unwrap()
+            .starts_with("saved bashrc"),
+        "{record}"
+    );
+    assert!(
+        record["warning"]
+            .as_str()
+            .unwrap()
+            .contains("a sign of an attack"),
+        "{record}"
+    );
+}

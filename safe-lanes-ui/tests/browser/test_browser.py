@@ -362,6 +362,50 @@ class Judging(Page):
                   for r in self.browser.find_elements(By.CSS_SELECTOR, "#records tbody tr")]
         self.assertEqual(events, ["upload.refused", "upload.refused"])
 
+    def test_the_audit_tab_says_each_effect_in_words(self):
+        """A command, a patch, a hostile save and an upload, each said in words in a column
+        that fits the window; the name the agent asked for flagged on the Audit and Downloads
+        tabs."""
+        site = self.home / "projects/alpha"
+        (site / "a.txt").write_text("hi\n")
+        self.cli("grant", "add", "--alias", "alpha", "--path", str(site), "--access", "read_write",
+                 "--reason", "the site")
+        self.agent("shell_exec", {"command": "echo 'it''s'", "cwd": "alpha"})
+        self.agent("folder_patch", {"alias": "alpha", "path": "a.txt",
+                                    "diff": "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-hi\n+ho\n"})
+        self.agent("download_save", {"filename": "../../.bash\u202erc", "text": "x"})
+        (self.root / ".upload-roots").write_text(f"{site}\n")
+        subprocess.run([CLI, "--root", str(self.root), "upload", "send", str(site / "a.txt"),
+                        "--", "/bin/true", "{file}"], capture_output=True, env=self.env, check=True)
+        base = self.url.split("/session")[0]
+        self.browser.get(base + "/audit")
+        rows = self.wait_for(By.ID, "records").find_elements(By.CSS_SELECTOR, "tbody tr")
+        said = {}
+        for row in rows:
+            cells = row.find_elements(By.TAG_NAME, "td")
+            said[cells[3].text] = cells[5]
+        command = r"""`/bin/sh -c 'echo '\''it'\'''\''s'\'''` in alpha"""
+        self.assertIn(f"ran {command}, timeout 1 min", said["exec.start"].text)
+        self.assertIn(f"{command}: exit 0 after ", said["exec.end"].text)
+        self.assertIn("modified a.txt in alpha (1 hunk)", said["patch.apply"].text)
+        self.assertIn("with `/bin/true`: exit 0 after", said["upload.end"].text)
+        save = said["download.save"]
+        self.assertIn(r"the agent asked for $'../../.bash\xe2\x80\xaerc'", save.text)
+        warning = save.find_element(By.CSS_SELECTOR, ".warning")
+        self.assertIn("a path separator, `..` and hidden characters", warning.text)
+        width = self.browser.execute_script("return document.documentElement.clientWidth")
+        for cell in said.values():
+            self.assertLessEqual(cell.rect["x"] + cell.rect["width"], width,
+                                 f"the words fit the window: {cell.text}")
+        self.shot("audit-words", whole=True)
+        self.browser.get(base + "/downloads")
+        table = self.wait_for(By.ID, "downloads")
+        flagged = table.find_element(By.CSS_SELECTOR, "tr.flagged")
+        self.assertIn("bashrc", flagged.text)
+        self.assertIn(r"$'../../.bash\xe2\x80\xaerc'", flagged.text)
+        self.assertIn("a sign of an attack", flagged.find_element(By.CSS_SELECTOR, ".warning").text)
+        self.shot("downloads-flagged", whole=True)
+
     def test_the_downloads_tab_lists_the_lane(self):
         out = subprocess.run([CLI, "--root", str(self.root), "--json", "download", "save",
                               "--name", "report.pdf"], input=b"%PDF", capture_output=True,

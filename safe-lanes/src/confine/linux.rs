@@ -31,6 +31,7 @@ impl Confined {
             "cwd": self.cwd,
             "network": self.network,
             "grants": grants,
+            "timeout_s": self.limits.timeout.as_secs(),
         })
     }
 
@@ -55,6 +56,7 @@ impl Confined {
             .start("exec", session.actor(), fields)
             .map_err(Failure::Before)?;
         let watch = || still_granted(session, &prepared.used);
+        let began = std::time::Instant::now();
         let ran = run(&mut command, self.limits, control, Some(&watch))
             .map_err(|e| spawn_failure(e, &self.program));
         let layers = prepared.layers.take();
@@ -77,6 +79,7 @@ impl Confined {
                 "timed_out": outcome.timed_out,
                 "truncated": outcome.truncated,
                 "stopped": outcome.stopped,
+                "duration_ms": crate::ongoing::millis(began.elapsed()),
             }))
             .inspect_err(|e| tracing::warn!(error = %e, "could not record how a command ended"))
             .is_ok();

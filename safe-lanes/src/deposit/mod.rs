@@ -145,6 +145,9 @@ pub struct Staged<'d> {
     inert: String,
     /// The human-facing name (`human_name`).
     name: String,
+    /// The file it is a copy of, for a source from the allowlist ([`UploadDeposit::stage_source`]);
+    /// `None` for content the agent handed over.
+    source: Option<PathBuf>,
     bytes: u64,
     sha256: String,
 }
@@ -238,6 +241,7 @@ impl UploadDeposit {
             held: Held::create_dir(&self.dir)?,
             inert: inert_name(&sanitized),
             name: human_name(hint).unwrap_or_else(|| sanitized.as_str().to_owned()),
+            source: None,
             bytes: 0,
             sha256: String::new(),
         };
@@ -271,7 +275,9 @@ impl UploadDeposit {
             .file_name()
             .map(|n| n.as_encoded_bytes().to_vec())
             .unwrap_or_default();
-        self.stage(hint, ReadAt::new(source.file.as_fd()))
+        let mut staged = self.stage(hint, ReadAt::new(source.file.as_fd()))?;
+        staged.source = Some(source.path.clone());
+        Ok(staged)
     }
 
     /// Run `uploader` on `staged`, in its upload's own directory and (on Linux) its own view of
@@ -304,10 +310,13 @@ impl UploadDeposit {
                 "uploader": uploader.program().to_string_lossy(),
                 "staged": relative,
                 "name": staged.name,
+                "source": staged.source.as_deref().map(|p| p.to_string_lossy()),
                 "bytes": staged.bytes,
                 "sha256": staged.sha256,
+                "timeout_s": uploader.limits().timeout.as_secs(),
             }),
         )?;
+        let began = std::time::Instant::now();
         let mut outcome = match run(&mut command, uploader.limits(), &Control::new(), None) {
             Ok(outcome) => outcome,
             Err(e) => {
@@ -338,6 +347,7 @@ impl UploadDeposit {
                 "exit_code": outcome.exit_code,
                 "signal": outcome.signal,
                 "timed_out": outcome.timed_out,
+                "duration_ms": crate::ongoing::millis(began.elapsed()),
             }))
             .inspect_err(|e| tracing::warn!(error = %e, "could not record how an upload ended"))
             .is_ok();

@@ -148,6 +148,10 @@ pub(crate) struct FileRecord<'a> {
     id: &'a str,
     path: String,
     name: &'a str,
+    /// The name the agent asked for, as it asked (lossy UTF-8), when it is not `name`: the
+    /// sign of an attack a screen shows beside the name ([`crate::name::attack_signs`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
     bytes: u64,
     sha256: &'a str,
 }
@@ -158,9 +162,19 @@ impl<'a> FileRecord<'a> {
             id,
             path: saved.path.to_string_lossy().into_owned(),
             name: &saved.name,
+            hint: None,
             bytes: saved.bytes,
             sha256: &saved.sha256,
         }
+    }
+
+    /// The record, with the name the agent asked for.
+    pub(crate) fn hinted(mut self, hint: &[u8]) -> Self {
+        let hint = String::from_utf8_lossy(hint);
+        if hint != self.name {
+            self.hint = Some(hint.into_owned());
+        }
+        self
     }
 }
 
@@ -443,8 +457,11 @@ impl DownloadLane {
     pub fn save(&self, hint: impl AsRef<[u8]>, reader: impl Read) -> Result<Saved> {
         let hint = hint.as_ref();
         let record = |id: &str, saved: &Saved| {
-            self.audit
-                .append("download.save", self.actor, FileRecord::of(id, saved))
+            self.audit.append(
+                "download.save",
+                self.actor,
+                FileRecord::of(id, saved).hinted(hint),
+            )
         };
         self.save_recorded(hint, reader, record).map_err(|e| {
             self.audit.refused(

@@ -341,7 +341,7 @@ impl Fetcher {
                 url,
                 final_url: &final_url,
                 content_type: content_type.as_deref(),
-                file: FileRecord::of(id, saved),
+                file: FileRecord::of(id, saved).hinted(&hint),
             };
             lane.audit().append("download.fetch", lane.actor(), fields)
         };

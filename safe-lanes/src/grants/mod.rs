@@ -33,7 +33,7 @@ mod folders;
 mod manifest;
 mod model;
 mod outcome;
-mod proposal;
+pub(crate) mod proposal;
 mod review;
 mod rules;
 mod session;

@@ -190,7 +190,7 @@ impl Proposal {
 /// none of them raw and the shell still reads the very path (in bash, zsh and ksh, the shells
 /// people type into; not in dash); any other path that needs quoting is written in single
 /// quotes.
-pub(super) fn quote(path: &Path) -> String {
+pub(crate) fn quote(path: &Path) -> String {
     let bytes = path.as_os_str().as_encoded_bytes();
     let plain = |b: &u8| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(b);
     if !bytes.is_empty() && bytes.iter().all(plain) {

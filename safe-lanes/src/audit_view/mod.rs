@@ -19,6 +19,10 @@ use serde_json::Value;
 use crate::audit::AuditLog;
 use crate::error::{Result, Shown};
 
+mod words;
+
+pub use words::in_words as duration_in_words;
+
 /// How an operation ended, as its record's event says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -71,6 +75,15 @@ pub struct Entry {
     pub actor_shown: String,
     /// What it was about (a path, a name, an alias, a command), escaped and shortened.
     pub subject: String,
+    /// The record in words, from its fields: a command as its command line with its folder,
+    /// how it ended and how long it took; an upload with its source and uploader; a patch
+    /// with its file; a save with the name the agent asked for. The subject for a record
+    /// with no words of its own. Escaped, each word of a command line quoted once.
+    pub words: String,
+    /// The sign of an attack this record shows (a name the agent asked for holding a path
+    /// separator, `..` or hidden characters), in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     /// The error code of a refusal or failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
@@ -87,6 +100,12 @@ pub struct Entry {
 impl Entry {
     /// The entry of the record `record` (a JSON object of the log).
     pub fn of(record: &Value) -> Self {
+        Self::joined(record, None)
+    }
+
+    /// The entry of the record `record`, the end of an effect whose start record is `start`
+    /// (its words say what ran).
+    pub fn joined(record: &Value, start: Option<&Value>) -> Self {
         let text = |key: &str| record.get(key).and_then(Value::as_str).unwrap_or("");
         let event = text("event");
         let (operation, outcome) = split_event(event);
@@ -97,6 +116,17 @@ impl Entry {
         let local = local_time(ts);
         let shown = |s: &str| shorten(Shown::message(s).as_str());
         let optional = |key: &str| record.get(key).and_then(Value::as_str).map(shown);
+        let subject = shown(&subject_of(record));
+        let said = match outcome {
+            Outcome::Done => words::say(event, record, start),
+            Outcome::Refused | Outcome::Failed => None,
+        }
+        .unwrap_or_default();
+        let words = if said.words.is_empty() {
+            subject.clone()
+        } else {
+            shorten_long(Shown::message(&said.words).as_str())
+        };
         Self {
             seq: record.get("seq").and_then(Value::as_u64).unwrap_or(0),
             ts: Shown::message(ts).to_string(),
@@ -106,7 +136,9 @@ impl Entry {
             outcome,
             actor: Shown::message(text("actor")).to_string(),
             actor_shown: crate::Actor::shown(text("actor")),
-            subject: shown(&subject_of(record)),
+            subject,
+            words,
+            warning: said.warning.map(|w| Shown::message(&w).to_string()),
             code: optional("code"),
             message: optional("message").or_else(|| optional("why")),
             reason: optional("reason").filter(|r| !r.is_empty()),
@@ -124,9 +156,9 @@ impl Entry {
             self.event,
             self.outcome.as_str()
         );
-        if !self.subject.is_empty() {
+        if !self.words.is_empty() {
             line.push_str("  ");
-            line.push_str(&self.subject);
+            line.push_str(&self.words);
         }
         if let Some(code) = &self.code {
             line.push_str(&format!("  [{code}]"));
@@ -136,6 +168,9 @@ impl Entry {
         }
         if let Some(reason) = &self.reason {
             line.push_str(&format!("  reason: {reason}"));
+        }
+        if let Some(warning) = &self.warning {
+            line.push_str(&format!("  [warning: {warning}]"));
         }
         line
     }
@@ -211,10 +246,19 @@ fn subject_in(record: &Value, keys: &[&str]) -> String {
 }
 
 fn shorten(s: &str) -> String {
-    if s.chars().count() <= MAX_SHOWN {
+    shorten_to(s, MAX_SHOWN)
+}
+
+/// Words hold a command line and its outcome: they may run longer than a subject.
+fn shorten_long(s: &str) -> String {
+    shorten_to(s, 4 * MAX_SHOWN)
+}
+
+fn shorten_to(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
         return s.to_owned();
     }
-    let mut short: String = s.chars().take(MAX_SHOWN).collect();
+    let mut short: String = s.chars().take(max).collect();
     short.push('…');
     short
 }
@@ -260,9 +304,10 @@ impl Filter {
 /// `io` when the log cannot be read.
 pub fn show(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, u64)> {
     let (records, end) = log.records_from(0)?;
+    let mut starts = Starts::default();
     let mut entries: Vec<Entry> = records
         .iter()
-        .map(Entry::of)
+        .map(|r| starts.entry(r))
         .filter(|e| filter.admits(e))
         .collect();
     if let Some(limit) = filter.limit {
@@ -280,12 +325,62 @@ pub fn show(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, u64)> {
 /// `io` when the log cannot be read.
 pub fn newer(log: &AuditLog, filter: &Filter, offset: u64) -> Result<(Vec<Entry>, u64)> {
     let (records, end) = log.records_from(offset)?;
+    let mut starts = Starts::default();
+    let unmatched = records.iter().any(|r| {
+        starts.note(r);
+        starts.start_of(r).is_none() && Starts::ends(r).is_some()
+    });
+    if unmatched && offset > 0 {
+        // An end whose start came before `offset`: look for the starts from the beginning.
+        let (earlier, _) = log.records_from(0)?;
+        starts = Starts::default();
+        earlier.iter().for_each(|r| starts.note(r));
+    }
     let entries = records
         .iter()
-        .map(Entry::of)
+        .map(|r| Entry::joined(r, starts.start_of(r)))
         .filter(|e| filter.admits(e))
         .collect();
     Ok((entries, end))
+}
+
+/// The start records of effects (`exec.start`, `upload.start`) by id, to join each end with.
+#[derive(Default)]
+struct Starts(std::collections::HashMap<String, Value>);
+
+impl Starts {
+    /// The entry of `record`, joined with its start; a start is kept for its end.
+    fn entry(&mut self, record: &Value) -> Entry {
+        self.note(record);
+        let entry = Entry::joined(record, self.start_of(record));
+        if let Some(id) = Self::ends(record) {
+            self.0.remove(id);
+        }
+        entry
+    }
+
+    /// Keep `record` if it starts an effect.
+    fn note(&mut self, record: &Value) {
+        let event = record["event"].as_str().unwrap_or("");
+        if event.ends_with(".start")
+            && let Some(id) = record["id"].as_str()
+        {
+            self.0.insert(id.to_owned(), record.clone());
+        }
+    }
+
+    /// The start of the effect `record` ends, if known.
+    fn start_of(&self, record: &Value) -> Option<&Value> {
+        Self::ends(record).and_then(|id| self.0.get(id))
+    }
+
+    /// The id of the effect `record` ends (`<op>.end`, `<op>.ended_unknown`).
+    fn ends(record: &Value) -> Option<&str> {
+        let event = record["event"].as_str()?;
+        (event.ends_with(".end") || event.ends_with(".ended_unknown"))
+            .then(|| record["id"].as_str())
+            .flatten()
+    }
 }
 
 /// How many records of one operation ended one way.
@@ -342,15 +437,29 @@ pub fn summary(log: &AuditLog, since: Option<SystemTime>) -> Result<Summary> {
     })
 }
 
-/// The SHA-256 the audit log recorded for each name of the download lane (the last record of
-/// a save, a fetch or a recovery for that name), to show beside the lane's listing.
+/// What the audit log recorded of a file of the download lane when it was saved.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Recorded {
+    /// Its SHA-256.
+    pub sha256: String,
+    /// The name the agent asked for, escaped and quoted as every word shown (`$'…'` for
+    /// hidden characters), when it is not the name the file got.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The sign of an attack in that name, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// What the audit log recorded for each name of the download lane (the last record of a
+/// save, a fetch or a recovery for that name), to show beside the lane's listing.
 ///
 /// # Errors
 ///
 /// `io` when the log cannot be read.
-pub fn download_digests(log: &AuditLog) -> Result<std::collections::HashMap<String, String>> {
+pub fn download_records(log: &AuditLog) -> Result<std::collections::HashMap<String, Recorded>> {
     let (records, _) = log.records_from(0)?;
-    let mut digests = std::collections::HashMap::new();
+    let mut recorded = std::collections::HashMap::new();
     for r in &records {
         let file = match r["event"].as_str() {
             Some("download.save" | "download.fetch") => r,
@@ -358,10 +467,18 @@ pub fn download_digests(log: &AuditLog) -> Result<std::collections::HashMap<Stri
             _ => continue,
         };
         if let (Some(name), Some(sha256)) = (file["name"].as_str(), file["sha256"].as_str()) {
-            digests.insert(name.to_owned(), sha256.to_owned());
+            let hint = file["hint"].as_str();
+            recorded.insert(
+                name.to_owned(),
+                Recorded {
+                    sha256: sha256.to_owned(),
+                    hint: hint.map(words::quoted),
+                    warning: hint.and_then(words::attack_warning),
+                },
+            );
         }
     }
-    Ok(digests)
+    Ok(recorded)
 }
 
 #[cfg(test)]
