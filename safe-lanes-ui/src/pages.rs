@@ -93,18 +93,25 @@ pub(crate) async fn overview(
                 .and_then(|held| held.list())
                 .map(|sets| sets.len())
                 .map_err(|e| format!("({}) {}", e.code(), e.message()));
-            Ok::<_, safe_lanes::Error>((app.grants.proposals()?, app.grants.list()?, held))
+            let proposals = app.grants.proposals()?;
+            // Each request at a glance: its path's warnings, and whether it can be approved.
+            let glances: Vec<_> = proposals
+                .iter()
+                .map(|p| app.grants.glance(p, None))
+                .collect();
+            Ok::<_, safe_lanes::Error>((proposals, glances, app.grants.list()?, held))
         })
         .await;
-    let (proposals, listing, held) = match read {
+    let (proposals, glances, listing, held) = match read {
         Ok(read) => read,
         Err(e) => return refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
     let requests = proposals
         .iter()
-        .map(|p| {
+        .zip(&glances)
+        .map(|(p, glance)| {
             let mine = chosen.request.as_deref() == Some(p.request.id.as_str());
-            RequestView::of(p, chosen.path.as_deref().filter(|_| mine))
+            RequestView::of(p, glance, chosen.path.as_deref().filter(|_| mine))
         })
         .collect();
     let add = AddForm {
@@ -374,7 +381,7 @@ pub(crate) async fn pick(
                 let (access, purpose) = match &request {
                     Some(id) => {
                         let proposal = app.grants.proposal(id)?;
-                        (proposal.change.target().1, proposal.change.describe())
+                        (proposal.change.target().1, proposal.change.headline())
                     }
                     None => {
                         let access = Access::parse(q.access.as_deref().unwrap_or("read_only"))?;

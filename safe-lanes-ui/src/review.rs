@@ -48,7 +48,7 @@ pub(crate) async fn review(
 fn page_of(app: &App, q: &ReviewQuery) -> safe_lanes::Result<ReviewPage> {
     if let Some(alias) = &q.widen {
         let review = app.grants.review_set_access(alias, Access::ReadWrite)?;
-        let mut page = ReviewPage::of(&review, format!("raise `{alias}` to read_write"));
+        let mut page = ReviewPage::of(&review, format!("raise {alias} to read_write"));
         page.id = format!("widen-{}", review.alias);
         page.action = "/widen";
         page.hidden = vec![("alias", review.alias.to_string())];
@@ -63,7 +63,7 @@ fn page_of(app: &App, q: &ReviewQuery) -> safe_lanes::Result<ReviewPage> {
         .filter(|p| !p.is_empty())
         .map(PathBuf::from);
     let review = app.grants.review_proposal(&proposal, chosen.as_deref());
-    let mut page = ReviewPage::of(&review, proposal.change.describe());
+    let mut page = ReviewPage::of(&review, proposal.change.headline());
     let (alias, access, proposed) = proposal.change.target();
     page.id = proposal.request.id.clone();
     page.action = "/approve";

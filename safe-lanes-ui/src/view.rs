@@ -72,25 +72,38 @@ pub(crate) struct RequestView {
     pub(crate) raises: bool,
     /// The link to the folder picker for this request.
     pub(crate) pick: String,
+    /// The warnings its folder's path gives.
+    pub(crate) warnings: Vec<WarningView>,
+    /// Why it cannot be approved as it stands, if it cannot: no approve button then.
+    pub(crate) refused: Option<String>,
 }
 
 impl RequestView {
-    pub(crate) fn of(p: &Proposal, chosen: Option<&str>) -> Self {
+    pub(crate) fn of(
+        p: &Proposal,
+        glance: &safe_lanes::grants::Glance,
+        chosen: Option<&str>,
+    ) -> Self {
         let (_, access, path) = p.change.target();
         let r = &p.request;
         Self {
             id: r.id.clone(),
-            change: p.change.describe(),
+            change: p.change.headline(),
             access: access.as_str(),
             path: path.map(shown),
             chosen: chosen.unwrap_or_default().to_owned(),
             digest: p.digest.clone(),
-            filed_at: Shown::text(&r.requested_at).to_string(),
+            filed_at: safe_lanes::audit_view::local_time(&r.requested_at),
             filed_by: Shown::text(r.requested_by.as_deref().unwrap_or("(not recorded)"))
                 .to_string(),
             reason: r.reason_lines(),
             raises: p.change.raises_access(),
             pick: format!("/pick?{}", query(&[("request", &r.id)])),
+            warnings: glance.warnings.iter().map(WarningView::of).collect(),
+            refused: match &glance.standing {
+                safe_lanes::grants::Standing::Refused(why) => Some(why.clone()),
+                _ => None,
+            },
         }
     }
 }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use safe_lanes::grants::{Grant, Proposal, Recorded, Review, Seen};
+use safe_lanes::grants::{Grant, Proposal, Recorded, Review, Seen, Standing};
 use safe_lanes::{Access, Alias, Grants, Shown};
 use serde_json::json;
 
@@ -123,14 +123,35 @@ pub(crate) fn approve(
 ) -> Result<Report> {
     let proposal = grants.proposal(&a.request_id)?;
     let terminal = ask::terminal();
+    let mut chosen = a.path.clone();
+    let mut review = None;
+    if terminal {
+        // The change as it stands, then (for a request that names no folder) the folder;
+        // asked only when approving can succeed.
+        let mut judged = grants.review_proposal(&proposal, chosen.as_deref());
+        ask::say(&block(&proposal, &judged, at));
+        if judged.standing == Standing::NeedsFolder {
+            let (_, access, _) = proposal.change.target();
+            let Some(folder) = choose_folder(grants, &proposal, access)? else {
+                return Ok(Report::ok(json!({ "approved": false }), "not approved"));
+            };
+            judged = grants.review_proposal(&proposal, Some(&folder));
+            chosen = Some(folder);
+        }
+        if !judged.standing.is_approvable() {
+            // The refusal approving would give, with its code (unless it can succeed now).
+            grants.approvable(&a.request_id, chosen.as_deref())?;
+        }
+        review = Some(judged);
+    }
     let seen = match (&a.alias, a.access) {
         (Some(alias), Some(access)) => Seen {
             alias: Alias::new(alias)?,
             access: access.into(),
-            path: a.path.clone(),
+            path: chosen.clone(),
             digest: a.digest.clone(),
         },
-        _ if terminal => shown(&proposal, a.path.clone()),
+        _ if terminal => shown(&proposal, chosen.clone()),
         _ => bail!(safe_lanes::Error::InvalidArgument {
             what: Shown::text(&a.request_id),
             why: "without a terminal, spell the change out: --alias, --access and --path as \
@@ -138,9 +159,7 @@ pub(crate) fn approve(
                 .into(),
         }),
     };
-    let reason = if terminal {
-        let review = grants.review_proposal(&proposal, a.path.as_deref());
-        ask::say(&block(&proposal, &review, at));
+    let reason = if review.is_some() {
         if !ask::yes("Approve this change? [y/N] ")? {
             return Ok(Report::ok(json!({ "approved": false }), "not approved"));
         }
@@ -148,7 +167,7 @@ pub(crate) fn approve(
     } else {
         a.reason.clone()
     };
-    let grant = grants.approve_seen(&a.request_id, &seen, a.path.as_deref(), &reason, actor)?;
+    let grant = grants.approve_seen(&a.request_id, &seen, chosen.as_deref(), &reason, actor)?;
     let mut text = approved_line(&grant);
     text.push_str(&super::grant::unrecorded_warning(grant.recorded()));
     let mut json = json!(grant);
@@ -193,6 +212,13 @@ const DECISIONS: &[(&[&str], Decision)] = &[
     (&["q", "quit"], Decision::Quit),
 ];
 
+/// What `grant review` offers for a request that cannot be approved as it stands.
+const DECISIONS_REFUSED: &[(&[&str], Decision)] = &[
+    (&["d", "deny"], Decision::Deny),
+    (&["s", "skip"], Decision::Skip),
+    (&["q", "quit"], Decision::Quit),
+];
+
 /// What became of one request in `grant review`.
 enum Done {
     Approved(Box<Recorded<Grant>>),
@@ -229,11 +255,20 @@ pub(crate) fn review(grants: &Grants, at: Where<'_>, actor: &str) -> Result<Repo
         }
         let review = grants.review_proposal(proposal, None);
         ask::say(&format!("\n({of}) {}", block(proposal, &review, at)));
-        let decided = ask::choice(
-            "[a]pprove, [d]eny, [s]kip, [q]uit? ",
-            DECISIONS,
-            "please answer a (approve), d (deny), s (skip) or q (quit); Ctrl-D skips",
-        )?;
+        let decided = if matches!(review.standing, Standing::Refused(_)) {
+            ask::say("It cannot be approved as it stands: deny it, with a reason, or skip it.");
+            ask::choice(
+                "[d]eny, [s]kip, [q]uit? ",
+                DECISIONS_REFUSED,
+                "please answer d (deny), s (skip) or q (quit); Ctrl-D skips",
+            )?
+        } else {
+            ask::choice(
+                "[a]pprove, [d]eny, [s]kip, [q]uit? ",
+                DECISIONS,
+                "please answer a (approve), d (deny), s (skip) or q (quit); Ctrl-D skips",
+            )?
+        };
         let done = match decided {
             None => Done::Left("skipped (end of input)".into()),
             Some(Decision::Skip) => Done::Left("skipped".into()),

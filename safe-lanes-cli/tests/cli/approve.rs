@@ -206,7 +206,10 @@ fn on_a_terminal(env: &Env, args: &[&str], input: &str) -> (i32, String) {
         } else {
             format!("{line}\n")
         };
-        stdin.write_all(typed.as_bytes()).unwrap();
+        if stdin.write_all(typed.as_bytes()).is_err() {
+            // It ended without asking more: what it printed says why.
+            break;
+        }
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
     drop(stdin);
@@ -603,5 +606,62 @@ fn a_hostile_folders_approve_line_hides_nothing_and_works_as_printed() {
         grants["grants"][0]["path"].as_str().unwrap(),
         folder.to_str().unwrap(),
         "{grants} after {listed:?}"
+    );
+}
+
+/// Regression: a request that cannot be approved (its folder holds the home folder and the
+/// state root) asked yes/no and a reason on a terminal, then failed; `grant review` asked for a
+/// reason, then left it pending. Now `grant approve` shows why and stops with the refusal's
+/// code before asking anything, and `grant review` offers only to deny or skip it.
+#[test]
+fn a_request_that_cannot_be_approved_is_never_offered_for_approval() {
+    let env = world();
+    let id = request(&env, "all", "read_only", Some(""), "everything");
+    let (status, screen) = on_a_terminal(&env, &["grant", "approve", &id], "y\nplease");
+    assert_eq!(status, 3, "a refusal's exit status: {screen}");
+    assert!(screen.contains("refused as it stands:"), "{screen}");
+    assert!(
+        screen.contains("state_root"),
+        "the refusal's code: {screen}"
+    );
+    assert!(!screen.contains("Approve this change?"), "{screen}");
+    assert!(!screen.contains("reason (for the changelog)"), "{screen}");
+
+    let (status, screen) = on_a_terminal(&env, &["grant", "review"], "a\ns");
+    assert_eq!(status, 0, "{screen}");
+    assert!(
+        screen.contains("cannot be approved as it stands"),
+        "{screen}"
+    );
+    assert!(screen.contains("[d]eny, [s]kip, [q]uit?"), "{screen}");
+    assert!(!screen.contains("[a]pprove"), "{screen}");
+    assert!(
+        screen.contains("please answer d (deny), s (skip) or q (quit)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("approved 0, denied 0, left pending 1"),
+        "{screen}"
+    );
+    // The JSON review says so too.
+    let shown = env.run(&["--json", "grant", "show", &id], b"").json();
+    assert_eq!(shown["review"]["standing"]["state"], "refused", "{shown}");
+}
+
+/// Regression: `grant approve` on a terminal, for a request that names no folder, asked yes/no
+/// and a reason, then refused for want of a folder. It now asks for the folder first.
+#[test]
+fn a_pathless_request_asks_for_its_folder_on_a_terminal() {
+    let env = world();
+    let id = request(&env, "new", "read_only", None, "a folder you pick");
+    let new = path(&env, "new");
+    let input = format!("{}/missing\n{new}\ny\nthe new folder", new);
+    let (status, screen) = on_a_terminal(&env, &["grant", "approve", &id], &input);
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("folder to grant"), "{screen}");
+    assert!(screen.contains("that folder cannot be granted"), "{screen}");
+    assert!(
+        screen.contains(&format!("approved new read_only {new}")),
+        "{screen}"
     );
 }

@@ -587,3 +587,47 @@ async fn a_diff_for_another_file_is_not_applied_to_the_target() {
         "one\nTWO\n"
     );
 }
+
+/// Regression: an agent could file a request that changes nothing (the access the grant has)
+/// or names another folder for a granted alias (which approving then put aside). Both are
+/// `invalid_argument` to the agent, and nothing is filed.
+#[tokio::test]
+async fn a_request_that_changes_nothing_or_moves_a_grant_is_refused() {
+    let w = World::new().await;
+    w.cli(&[
+        "grant",
+        "add",
+        "--alias",
+        "docs",
+        "--path",
+        w.p("docs").to_str().unwrap(),
+        "--access",
+        "read_only",
+        "--reason",
+        "the spec",
+    ]);
+    let same = json!({"alias": "docs", "access": "read_only", "reason": "again"});
+    assert_eq!(
+        w.refused("folder_access_request", same).await,
+        "invalid_argument"
+    );
+    std::fs::create_dir_all(w.p("other")).unwrap();
+    let moved = json!({"alias": "docs", "access": "read_write", "reason": "there",
+                       "path": w.p("other")});
+    assert_eq!(
+        w.refused("folder_access_request", moved).await,
+        "invalid_argument"
+    );
+    let listed = w.ok("folder_grants_list", json!({})).await;
+    assert!(
+        listed["requests"].as_array().unwrap().is_empty(),
+        "{listed}"
+    );
+    // Raising its access, for its own folder, is a request.
+    let raise = json!({"alias": "docs", "access": "read_write", "reason": "edit it",
+                       "path": w.p("docs")});
+    assert_eq!(
+        w.ok("folder_access_request", raise).await["status"],
+        "pending"
+    );
+}

@@ -152,7 +152,7 @@ class Approvals(Page):
         docs = (self.home / "docs").resolve()
         rid = self.request("docs", "read_only", "to read the design notes", docs)
         card = self.wait_for(By.ID, rid)
-        self.assertIn("new grant `docs` read_only at", card.text)
+        self.assertIn("new grant docs read_only at", card.text)
         self.assertIn("to read the design notes", card.find_element(By.CSS_SELECTOR, "blockquote").text)
         self.shot("request")
         # Step one: the review, which changes nothing.
@@ -317,6 +317,32 @@ class Judging(Page):
         rid = self.request("home", "read_only", "everything", self.home)
         self.wait_for(By.ID, f"{rid}-approve").click()
         self.assertIn("A home folder", self.wait_for(By.ID, "review-warnings").text)
+
+    def test_a_request_that_cannot_be_approved_offers_no_approve_anywhere(self):
+        """A request for a folder holding the home folder and the state root: its card warns
+        and says why it cannot be approved, with no approve button; its review (reached by
+        its address) has no form that confirms; the request stays pending, deniable."""
+        everything = self.tmp.resolve()
+        rid = self.request("everything", "read_only", "to look around", everything)
+        self.browser.refresh()
+        card = self.wait_for(By.ID, rid)
+        self.assertIn("Holds the home folder", card.find_element(By.ID, f"{rid}-warnings").text)
+        refused = card.find_element(By.ID, f"{rid}-refused").text
+        self.assertIn("Cannot be approved as it stands", refused)
+        self.assertIn("state root", refused)
+        self.assertEqual(self.browser.find_elements(By.ID, f"{rid}-approve"), [])
+        self.assertTrue(card.find_element(By.ID, f"{rid}-deny").is_displayed())
+        self.shot("cannot-approve", whole=True)
+        base = self.url.split("/session")[0]
+        self.browser.get(f"{base}/review?request={rid}")
+        self.assertIn("state root", self.wait_for(By.ID, "review-refused").text)
+        self.assertEqual(self.browser.find_elements(By.CSS_SELECTOR, "form.confirm"), [])
+        self.assertEqual(self.browser.find_elements(By.ID, f"{rid}-confirm"), [])
+        self.browser.find_element(By.ID, "review-back").click()
+        deny = self.wait_for(By.ID, f"{rid}-deny-reason")
+        deny.send_keys("not the whole disk")
+        self.press(self.browser.find_element(By.ID, f"{rid}-deny"))
+        self.assertEqual(self.cli("grant", "list")["requests"], [])
 
     def test_a_grant_is_widened_from_the_page_in_two_steps(self):
         docs = (self.home / "docs").resolve()

@@ -56,7 +56,7 @@ pub use model::{
 };
 pub use outcome::{Outcome, Status};
 pub use proposal::{Proposal, Proposed, Seen};
-pub use review::{Review, allows};
+pub use review::{Glance, Review, Standing, allows};
 pub use session::{Effective, Narrowing, Resolved, Session, Snapshot};
 pub use toolchain::{HIDDEN_IN_TOOLS, Kind, ToolBin, Toolchain, VarName};
 
@@ -721,6 +721,9 @@ impl Grants {
         let reason = clean_reason(reason);
         let filed = self.change(Action::Request, actor, &reason, |doc, changelog| {
             doc.drop_expired(std::time::SystemTime::now());
+            if let Ok(existing) = find(doc, &alias) {
+                changes_something(existing, access, path)?;
+            }
             // A new id for every version: the human approves the request they read, and an
             // update in between makes that id unknown rather than silently different.
             let asked = Asked {
@@ -828,13 +831,7 @@ impl Grants {
             if let Some(seen) = seen {
                 check_seen(doc, request_id, seen, given.as_ref())?;
             }
-            refuse_expired(doc, request_id)?;
-            let request = take_request(doc, request_id)?;
-            let folder = match given.clone() {
-                Some(given) => Some(given),
-                None => self.proposed_folder(&request)?,
-            };
-            let (grant, from) = self.grant_for(doc, &request, folder)?;
+            let (grant, from, request) = self.approving(doc, request_id, given.clone())?;
             let approved = Approved { grant, request };
             changelog.add(doc, &approved, |c| {
                 c.path = Some(approved.grant.path.clone());
@@ -844,6 +841,40 @@ impl Grants {
             Ok(approved)
         })?;
         Ok(approved.map(|approved| approved.grant))
+    }
+
+    /// Whether approving the request `request_id` — with the folder `chosen` by the human for
+    /// a request that names none — would succeed now: the very checks [`Grants::approve`]
+    /// makes, on a copy of the grants. Nothing is changed or recorded. Every screen asks this
+    /// before it offers to approve ([`Review::standing`]).
+    ///
+    /// # Errors
+    ///
+    /// The error approving would give now (`invalid_argument` for a request that names no
+    /// folder when none is chosen).
+    pub fn approvable(&self, request_id: &str, chosen: Option<&Path>) -> Result<()> {
+        let given = chosen.map(|p| self.canonical_folder(p)).transpose()?;
+        let (_, mut doc) = self.manifest.load()?;
+        self.approving(&mut doc, request_id, given).map(drop)
+    }
+
+    /// Approve the request `request_id` in `doc`, with the folder `given` by the human (else
+    /// the one it proposes): the grant as it is then, the access it had before when it
+    /// existed, and the request.
+    fn approving(
+        &self,
+        doc: &mut Document,
+        request_id: &str,
+        given: Option<PathBuf>,
+    ) -> Result<(Grant, Option<Access>, Request)> {
+        refuse_expired(doc, request_id)?;
+        let request = take_request(doc, request_id)?;
+        let folder = match given {
+            Some(given) => Some(given),
+            None => self.proposed_folder(&request)?,
+        };
+        let (grant, from) = self.grant_for(doc, &request, folder)?;
+        Ok((grant, from, request))
     }
 
     /// Apply approving `request` (with `folder`, if any) to `doc`: the grant as it is then,
@@ -1275,6 +1306,35 @@ fn widen(
     }
     set_access_in(doc, &request.alias, request.access)?;
     Ok(find(doc, &request.alias)?.clone())
+}
+
+/// A request for the grant `existing` must change it, and can change only its access: one
+/// asking for the access it has would be approved to no effect, and one naming another folder
+/// cannot move the grant (`invalid_argument`, saying what to ask instead).
+fn changes_something(existing: &Grant, access: Access, path: Option<&Path>) -> Result<()> {
+    let refused = |why: String| Error::InvalidArgument {
+        what: Shown::text(existing.alias.as_str()),
+        why,
+    };
+    let elsewhere = |p: &&Path| {
+        AbsPath::normalized(p)
+            .ok()
+            .is_none_or(|p| p.as_path() != existing.path)
+    };
+    if let Some(path) = path.filter(elsewhere) {
+        return Err(refused(format!(
+            "the grant is for {}, not for {}: a request cannot move a grant; ask for the other \
+             folder under a new alias",
+            Shown::path(&existing.path),
+            Shown::path(path)
+        )));
+    }
+    if existing.access == access {
+        return Err(refused(format!(
+            "the grant already has {access} access: the request would change nothing"
+        )));
+    }
+    Ok(())
 }
 
 /// Give the grant `alias` this `host`, and an approval time if it has none; checked against

@@ -95,6 +95,17 @@ impl Proposed {
     /// One line for the human, every string escaped: ``new grant `docs` read_only at /x`` or
     /// `` `docs`: read_only → read_write at /x``.
     pub fn describe(&self) -> String {
+        self.described("`")
+    }
+
+    /// [`Proposed::describe`] for a page, which shows names in its own type, not in
+    /// backticks: ``new grant docs read_only at /x``.
+    pub fn headline(&self) -> String {
+        self.described("")
+    }
+
+    /// The line, with names (an alias, a program folder) between `mark`s.
+    fn described(&self, mark: &str) -> String {
         match self {
             Proposed::New {
                 alias,
@@ -113,10 +124,15 @@ impl Proposed {
                     Kind::Tool => "tool",
                     Kind::Cache => "cache",
                 };
-                let mut line =
-                    format!("new {what} `{}` {access} {at}", Shown::text(alias.as_str()));
+                let mut line = format!(
+                    "new {what} {mark}{}{mark} {access} {at}",
+                    Shown::text(alias.as_str())
+                );
                 if let Some(bin) = bin {
-                    line.push_str(&format!("; its `{}` on PATH", Shown::text(bin.as_str())));
+                    line.push_str(&format!(
+                        "; its {mark}{}{mark} on PATH",
+                        Shown::text(bin.as_str())
+                    ));
                 }
                 for var in vars {
                     line.push_str(&format!("; sets {var}"));
@@ -129,7 +145,7 @@ impl Proposed {
                 from,
                 to,
             } => format!(
-                "`{}`: {from} → {to} at {}",
+                "{mark}{}{mark}: {from} → {to} at {}",
                 Shown::text(alias.as_str()),
                 Shown::path(path)
             ),

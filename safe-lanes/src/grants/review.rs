@@ -47,6 +47,43 @@ pub struct Review {
     /// says, cannot be opened, or breaks a grant rule), if it would.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// Whether it can be approved as it stands: what every screen follows before it offers
+    /// to approve.
+    pub standing: Standing,
+}
+
+/// Whether a change can be approved as it stands: the one answer every screen follows. A
+/// screen offers to approve only a change that is [`Standing::Approvable`]; it asks for the
+/// folder first when it is [`Standing::NeedsFolder`]; it shows why, and offers only to deny,
+/// when it is [`Standing::Refused`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "why")]
+pub enum Standing {
+    /// Approving it would succeed now.
+    Approvable,
+    /// The request names no folder: the human chooses one, and the change is judged again.
+    NeedsFolder,
+    /// Approving it would be refused, and why (the message of the refusal
+    /// [`Grants::approvable`] gives).
+    Refused(String),
+}
+
+impl Standing {
+    /// Whether a screen may offer to approve it as it is.
+    pub fn is_approvable(&self) -> bool {
+        matches!(self, Standing::Approvable)
+    }
+}
+
+/// A pending request at a glance, for a list: whether it can be approved as it stands, and
+/// the warnings its folder's path gives (nothing is measured: [`Grants::review_proposal`] is
+/// the whole review).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Glance {
+    /// Whether it can be approved as it stands.
+    pub standing: Standing,
+    /// The warnings of its folder's path, most serious first.
+    pub warnings: Vec<Warning>,
 }
 
 /// What a grant of `kind` with `access` lets confined commands do, in words.
@@ -87,7 +124,8 @@ struct Planned<'a> {
 
 impl Grants {
     /// The review of approving the proposal `p`, with the folder `chosen` by the human for a
-    /// request that names none.
+    /// request that names none. Its [`standing`](Review::standing) and
+    /// [`refused`](Review::refused) are [`Grants::approvable`]'s answer.
     pub fn review_proposal(&self, p: &Proposal, chosen: Option<&Path>) -> Review {
         let (alias, to, proposed) = p.change.target();
         let (kind, from) = match &p.change {
@@ -95,14 +133,47 @@ impl Grants {
             Proposed::Change { from, .. } => (self.kind_of(alias).unwrap_or_default(), Some(*from)),
         };
         let folder = proposed.or(chosen);
-        self.review(Planned {
+        let mut review = self.review(Planned {
             alias,
             kind,
             path: folder,
             from,
             to,
             exact: proposed.is_some() && matches!(p.change, Proposed::New { .. }),
-        })
+        });
+        review.standing = self.standing(p, chosen);
+        review.refused = match &review.standing {
+            Standing::Refused(why) => Some(why.clone()),
+            _ => None,
+        };
+        review
+    }
+
+    /// The proposal `p` at a glance, with the folder `chosen` for a request that names none.
+    pub fn glance(&self, p: &Proposal, chosen: Option<&Path>) -> Glance {
+        let (_, _, proposed) = p.change.target();
+        let home = crate::accounts::own_home();
+        let warnings = proposed
+            .or(chosen)
+            .map(|path| risk::path_warnings(path, home.as_deref()))
+            .unwrap_or_default();
+        Glance {
+            standing: self.standing(p, chosen),
+            warnings,
+        }
+    }
+
+    /// Whether the proposal `p` can be approved as it stands ([`Grants::approvable`]).
+    fn standing(&self, p: &Proposal, chosen: Option<&Path>) -> Standing {
+        let (_, _, proposed) = p.change.target();
+        let new = matches!(p.change, Proposed::New { .. });
+        if new && proposed.is_none() && chosen.is_none() {
+            return Standing::NeedsFolder;
+        }
+        match self.approvable(&p.request.id, chosen) {
+            Ok(()) => Standing::Approvable,
+            Err(e) => Standing::Refused(e.message().to_string()),
+        }
     }
 
     /// The review of adding the grant `alias` of `kind` for the folder `path` with `access`
@@ -161,6 +232,7 @@ impl Grants {
             folder: None,
             warnings: Vec::new(),
             refused: None,
+            standing: Standing::NeedsFolder,
         };
         let Some(path) = plan.path else {
             return review;
@@ -176,6 +248,7 @@ impl Grants {
             Err(e) => {
                 review.warnings = risk::path_warnings(path, home.as_deref());
                 review.refused = Some(e.to_string());
+                review.standing = Standing::Refused(e.to_string());
                 return review;
             }
         };
@@ -198,6 +271,10 @@ impl Grants {
         review.warnings = facts.warnings.clone();
         review.path = Some(canonical.clone());
         review.folder = Some(facts);
+        review.standing = match &review.refused {
+            Some(why) => Standing::Refused(why.clone()),
+            None => Standing::Approvable,
+        };
         review
     }
 

@@ -1150,14 +1150,29 @@ fn a_proposed_path_that_is_not_canonical_needs_an_explicit_path() {
 fn a_request_for_an_existing_alias_cannot_move_it() {
     let w = World::new();
     w.add("proj", "proj", Access::ReadOnly).unwrap();
-    let r = w
+    // Regression: a request naming another folder was filed, and its folder silently put
+    // aside; a request for the access the grant has was filed to change nothing. Both are
+    // refused to the agent, saying what to ask instead.
+    let moved = w
         .grants
-        .request("proj", Access::ReadWrite, "", Some(&w.p("other")), "agent")
-        .unwrap();
-    assert_eq!(
-        code(w.grants.approve(&r.id, None, "a reason", "alice")),
-        Code::AliasTaken
+        .request("proj", Access::ReadWrite, "", Some(&w.p("other")), "agent");
+    let Err(e) = moved else { panic!("filed") };
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(
+        e.to_string().contains("a request cannot move a grant"),
+        "{e}"
     );
+    let same = w
+        .grants
+        .request("proj", Access::ReadOnly, "", None, "agent");
+    let Err(e) = same else { panic!("filed") };
+    assert!(e.to_string().contains("would change nothing"), "{e}");
+    assert!(w.grants.proposals().unwrap().is_empty(), "nothing filed");
+    // The grant's own folder, spelled another way, is no move.
+    let spelled = std::path::PathBuf::from(format!("{}//", w.p("proj").display()));
+    w.grants
+        .request("proj", Access::ReadWrite, "", Some(&spelled), "agent")
+        .unwrap();
     let r = w
         .grants
         .request("proj", Access::ReadWrite, "", None, "agent")
@@ -2017,4 +2032,59 @@ fn every_change_of_the_humans_needs_a_reason() {
             assert!(!change.reason.trim().is_empty(), "{change:?}");
         }
     }
+}
+
+/// Regression: a request whose approval would be refused (here: its folder holds the state
+/// root) looked approvable on every screen until the human had typed a reason. One answer,
+/// [`Grants::approvable`] — the checks approving makes, on a copy — is what the review, the
+/// glance a list shows, and approving itself all say.
+#[test]
+fn one_answer_says_whether_a_request_can_be_approved_as_it_stands() {
+    use safe_lanes::grants::Standing;
+    let w = World::new();
+    let covering = w
+        .grants
+        .request("all", Access::ReadOnly, "", Some(w.tmp.path()), "agent")
+        .unwrap();
+    let p = w.grants.proposal(&covering.id).unwrap();
+    let review = w.grants.review_proposal(&p, None);
+    let Standing::Refused(why) = &review.standing else {
+        panic!("{review:?}")
+    };
+    assert!(why.contains("state root"), "{why}");
+    assert_eq!(review.refused.as_ref(), Some(why));
+    assert_eq!(w.grants.glance(&p, None).standing, review.standing);
+    let dry = w.grants.approvable(&covering.id, None).unwrap_err();
+    let real = w
+        .grants
+        .approve(&covering.id, None, "a reason", "alice")
+        .unwrap_err();
+    assert_eq!(
+        (dry.code(), dry.to_string()),
+        (real.code(), real.to_string())
+    );
+
+    // A request that names no folder needs one; with one chosen, it can be approved.
+    let pathless = w
+        .grants
+        .request("docs", Access::ReadOnly, "", None, "agent")
+        .unwrap();
+    let p = w.grants.proposal(&pathless.id).unwrap();
+    assert_eq!(w.grants.glance(&p, None).standing, Standing::NeedsFolder);
+    assert_eq!(
+        w.grants.review_proposal(&p, None).standing,
+        Standing::NeedsFolder
+    );
+    let docs = w.p("proj/docs");
+    assert_eq!(
+        w.grants.review_proposal(&p, Some(&docs)).standing,
+        Standing::Approvable
+    );
+    assert!(
+        w.grants.proposal(&pathless.id).is_ok(),
+        "the dry run changed nothing"
+    );
+    w.grants
+        .approve(&pathless.id, Some(&docs), "the docs", "alice")
+        .unwrap();
 }
