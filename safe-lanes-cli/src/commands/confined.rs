@@ -94,6 +94,9 @@ fn ending(out: &CommandReport, text: &mut String) {
             let _ = write!(text, "[killed by signal {}]", signal.unwrap_or(0));
         }
     }
+    if let Some(hint) = &out.hint {
+        let _ = write!(text, "\n[hint: {hint}]");
+    }
 }
 
 /// Run `confined`, copying its output to this process's stdout and stderr as it comes.

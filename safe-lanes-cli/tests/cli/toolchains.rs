@@ -375,3 +375,65 @@ fn a_cache_the_kernel_cannot_overlay_refuses_the_command_naming_it() {
         "nothing was written in the human's cache"
     );
 }
+
+/// Regression: `shell_exec "cargo build"` said only `sh: cargo: not found`, with no hint of
+/// tool grants. A command whose shell cannot find a program (exit 127) now gets a hint naming
+/// where the program is and the tool grants that would let it in — in the JSON result and on
+/// the human's screen.
+#[test]
+fn a_program_a_shell_cannot_find_is_named_with_the_tool_grants_that_would_let_it_in() {
+    let _ = rustup();
+    let env = project();
+    let real_home = std::env::var("HOME").unwrap();
+    let args = [
+        "--json",
+        "exec",
+        "--cwd",
+        "proj",
+        "--",
+        "sh",
+        "-c",
+        "cargo build --offline",
+    ];
+    let run = env.run_env(&args, b"", &[("HOME", &real_home)]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let json = run.json();
+    assert_eq!(json["exit_code"], 127, "{json}");
+    assert!(
+        json["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("cargo: not found"),
+        "{json}"
+    );
+    let hint = json["hint"].as_str().expect("a hint");
+    assert!(
+        hint.starts_with("cargo: the program is not in the sandbox"),
+        "{hint}"
+    );
+    assert!(hint.contains("(rustup and cargo)"), "{hint}");
+    assert!(
+        hint.contains("the tool grants rust-cargo and rust-rustup would"),
+        "{hint}"
+    );
+    let text = env.run_env(&args[1..], b"", &[("HOME", &real_home)]);
+    assert!(
+        text.stdout
+            .contains("[hint: cargo: the program is not in the sandbox"),
+        "{text:?}"
+    );
+    // A program no toolchain has: the hint says what the sandbox holds.
+    let args = ["--json", "exec", "--", "sh", "-c", "no-such-tool-x"];
+    let json = env.run_env(&args, b"", &[("HOME", &real_home)]).json();
+    assert!(
+        json["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("no-such-tool-x: the program is not in the sandbox, which holds /usr"),
+        "{json}"
+    );
+    // A command that exits 127 on its own, or misses a path, gets none.
+    let args = ["--json", "exec", "--", "sh", "-c", "/nope/x; exit 127"];
+    let json = env.run_env(&args, b"", &[("HOME", &real_home)]).json();
+    assert!(json.get("hint").is_none(), "{json}");
+}

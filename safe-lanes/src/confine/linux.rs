@@ -87,6 +87,7 @@ impl Confined {
         // whole doing, to decide now.
         let changes = layers.map(|l| l.finish(session)).unwrap_or_default();
         Ok(ConfinedOutcome {
+            hint: missing_program_hint(&outcome),
             outcome,
             grants,
             changes,
@@ -225,25 +226,24 @@ fn spawn_failure(e: Error, program: &OsStr) -> Error {
 /// missing: the per-user toolchain of the gateway's home that has it, if one does.
 fn missing_program(program: &OsStr) -> Error {
     let name = Path::new(program).file_name().unwrap_or(program);
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let found =
-        home.and_then(|home| crate::grants::detect::providing(&home, &name.to_string_lossy()));
-    let why = match found {
-        Some((toolchain, bin)) => format!(
-            "the program is not in the sandbox: it is in {} ({}), which no tool grant lets in; \
-             `safe-lanes doctor` prints the commands that would",
-            Shown::path(&bin),
-            toolchain.what
-        ),
-        None => "the program is not in the sandbox, which holds /usr, /bin, /lib*, /etc, the \
-                 granted folders and the approved tools only; a toolchain installed for one \
-                 user must be approved as a tool (`safe-lanes doctor` proposes the commands)"
-            .to_owned(),
-    };
     Error::NotFound {
         path: Shown::path(Path::new(program)),
-        why: why.into(),
+        why: crate::grants::detect::not_in_sandbox(&name.to_string_lossy()).into(),
     }
+}
+
+/// What a command that ended as a shell ends when it cannot find a program (exit status 127,
+/// `sh: 1: cargo: not found`) is told: where that program is and which tool grant would let
+/// it in.
+fn missing_program_hint(outcome: &crate::Outcome) -> Option<String> {
+    if outcome.exit_code != Some(127) {
+        return None;
+    }
+    let name = crate::grants::detect::not_found_in(&outcome.stderr)?;
+    Some(format!(
+        "{name}: {}",
+        crate::grants::detect::not_in_sandbox(name)
+    ))
 }
 
 /// The `PATH` of a confined command: the bin folder of each available tool, in the

@@ -94,6 +94,11 @@ pub struct ConfinedOutcome {
     pub grants: Vec<(Alias, Access)>,
     /// What became of its changes to its read-write grants.
     pub changes: crate::changes::Summary,
+    /// What to do about how it ended, when the library knows: a program the command's shell
+    /// could not find (exit status 127) is named with the toolchain that has it and the tool
+    /// grant that would let it in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl Confined {

@@ -189,6 +189,10 @@ pub struct CommandReport {
     /// configuration, start-up files, links out of the folder, the user's own edits made
     /// meanwhile). A held change is not in the folder.
     pub changes: crate::changes::Summary,
+    /// What to do about how it ended, when known (once it has finished): a program its shell
+    /// could not find, with the tool grant that would let it in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// Whether a command is still running.
@@ -221,14 +225,15 @@ impl CommandReport {
             recorded: out.recorded,
             grants: done.grants,
             changes: done.changes,
+            hint: done.hint,
         }
     }
 
     /// A background job's report: its new output, and how it ended once it has.
     pub(crate) fn job(report: JobReport) -> Self {
-        let (outcome, grants, changes) = match report.ended {
-            Some(done) => (Some(done.outcome), done.grants, done.changes),
-            None => (None, Vec::new(), crate::changes::Summary::default()),
+        let (outcome, grants, changes, hint) = match report.ended {
+            Some(done) => (Some(done.outcome), done.grants, done.changes, done.hint),
+            None => (None, Vec::new(), crate::changes::Summary::default(), None),
         };
         Self {
             status: if outcome.is_some() {
@@ -248,6 +253,7 @@ impl CommandReport {
             stopped: outcome.and_then(|o| o.stopped),
             grants,
             changes,
+            hint,
         }
     }
 

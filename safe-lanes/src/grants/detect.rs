@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::proposal::quote;
 use super::toolchain::{Kind, Toolchain};
 use crate::beneath::{Ambient, Anchor, Symlinks};
+use crate::error::Shown;
 use crate::input::{Name, RelPath};
 
 /// A toolchain found in a home folder.
@@ -327,9 +328,78 @@ pub fn providing(home: &Path, program: &str) -> Option<(FoundToolchain, PathBuf)
     })
 }
 
+/// Why `program` (a plain name) cannot be found in a sandbox, naming the approval that is
+/// missing: the toolchain of the gateway's home (`$HOME`) that has it and the tool grants
+/// that would let it in (as `safe-lanes doctor` proposes them), or what a sandbox holds.
+pub(crate) fn not_in_sandbox(program: &str) -> String {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match home.and_then(|home| providing(&home, program)) {
+        Some((toolchain, bin)) => {
+            let tools: Vec<&str> = toolchain
+                .grants
+                .iter()
+                .filter(|g| g.kind == Kind::Tool)
+                .map(|g| g.alias.as_str())
+                .collect();
+            format!(
+                "the program is not in the sandbox: it is in {} ({}), which no tool grant lets \
+                 in; the tool {} {} would (`safe-lanes doctor` prints the commands; an agent \
+                 asks with `folder_access_request` and `kind: tool`)",
+                Shown::path(&bin),
+                toolchain.what,
+                if tools.len() == 1 { "grant" } else { "grants" },
+                tools.join(" and "),
+            )
+        }
+        None => "the program is not in the sandbox, which holds /usr, /bin, /lib*, /etc, the \
+                 granted folders and the approved tools only; a toolchain installed for one \
+                 user must be approved as a tool (`safe-lanes doctor` proposes the commands)"
+            .to_owned(),
+    }
+}
+
+/// The program a shell said it could not find, in its last such line: `sh: 1: cargo: not
+/// found` (dash), `bash: line 1: cargo: command not found`, `zsh: command not found: cargo`.
+/// Only a plain name (no `/`): a path that is missing is the command's own business.
+pub(crate) fn not_found_in(stderr: &str) -> Option<&str> {
+    stderr.lines().rev().find_map(|line| {
+        let name = if let Some(rest) = line
+            .strip_suffix(": command not found")
+            .or_else(|| line.strip_suffix(": not found"))
+        {
+            rest.rsplit(": ").next()?
+        } else {
+            line.split_once("command not found: ")?.1
+        };
+        let plain = !name.is_empty()
+            && name.len() <= 255
+            && !name.contains('/')
+            && !name.chars().any(|c| c.is_whitespace() || c.is_control());
+        plain.then_some(name)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_program_a_shell_could_not_find_is_read_from_what_it_said() {
+        assert_eq!(not_found_in("sh: 1: cargo: not found\n"), Some("cargo"));
+        assert_eq!(
+            not_found_in("bash: line 1: npm: command not found"),
+            Some("npm")
+        );
+        assert_eq!(not_found_in("bash: go: command not found"), Some("go"));
+        assert_eq!(not_found_in("zsh: command not found: uv"), Some("uv"));
+        assert_eq!(
+            not_found_in("a\nsh: 1: x: not found\nsh: 2: y: not found"),
+            Some("y")
+        );
+        assert_eq!(not_found_in("sh: 1: /opt/x: not found"), None, "a path");
+        assert_eq!(not_found_in("sh: 1: a b: not found"), None);
+        assert_eq!(not_found_in("error: everything is fine"), None);
+    }
 
     /// Every toolchain known, installed in a fake home: each is found, each suggested grant is
     /// one the rules accept with a command that names it, and a program in a toolchain's bin
