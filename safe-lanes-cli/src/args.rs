@@ -69,6 +69,13 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: Option<ChangesCommand>,
     },
+    /// The confined commands running now (the agent's commands and background jobs, your
+    /// own `exec`): command line, folder, elapsed time, the last lines of output. Without a
+    /// subcommand, the list.
+    Jobs {
+        #[command(subcommand)]
+        command: Option<JobsCommand>,
+    },
     /// Apply a unified diff to one file beneath a read-write grant.
     Patch {
         /// The grant's alias.
@@ -383,6 +390,24 @@ pub(crate) enum ChangesCommand {
         #[arg(long)]
         digest: Option<String>,
         /// Why, for the audit log.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the audit log (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+}
+
+/// `jobs list | stop`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum JobsCommand {
+    /// The commands running now, oldest first.
+    List,
+    /// Stop a running command and everything it started, within a tenth of a second.
+    Stop {
+        /// Its id (see `jobs`).
+        id: String,
+        /// Why, for the audit log (asked on a terminal when not given).
         #[arg(long, default_value = "")]
         reason: String,
         /// Who, for the audit log (default: the OS user).

@@ -83,6 +83,28 @@ pub(crate) async fn deny(State(app): State<Arc<App>>, Posted(f): Posted<DenyForm
     )
 }
 
+/// The stop form of a running command.
+#[derive(Deserialize)]
+pub(crate) struct StopForm {
+    id: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /running/stop`: stop a running command, with a reason for the audit log.
+pub(crate) async fn stop(State(app): State<Arc<App>>, Posted(f): Posted<StopForm>) -> Response {
+    let done = app
+        .blocking(move |app| {
+            safe_lanes::running::stop(&app.root, &f.id, &f.reason, &app.actor).map(|()| f.id)
+        })
+        .await;
+    app.report_to(
+        "/running",
+        done.map(|id| format!("Stopping {id}: it ends within a tenth of a second"))
+            .map_err(Refusal::from),
+    )
+}
+
 /// The forms that act on one grant.
 #[derive(Deserialize)]
 pub(crate) struct GrantForm {

@@ -119,6 +119,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/pick", get(pages::pick))
         .route("/review", get(crate::review::review))
         .route("/downloads", get(pages::downloads))
+        .route("/running", get(pages::running))
+        .route("/running/stop", post(actions::stop))
         .route("/changes", get(held::list))
         .route("/changes/review", get(held::review))
         .route("/changes/confirm", get(held::confirm))

@@ -281,6 +281,23 @@ pub(crate) async fn downloads(
     }
 }
 
+/// `GET /running`: the confined commands running now, each with its last output and a stop.
+pub(crate) async fn running(State(app): State<Arc<App>>, human: Human) -> Response {
+    let read = app
+        .blocking(|app| safe_lanes::running::running(&app.root))
+        .await;
+    match read {
+        Ok(jobs) => {
+            let page = view::RunningPage {
+                chrome: app.chrome(&human, "Running", "running"),
+                jobs: jobs.iter().map(view::JobRow::of).collect(),
+            };
+            Html(view::render(&page)).into_response()
+        }
+        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
 /// `GET /uploads`: the upload roots and the entries ignored.
 pub(crate) async fn uploads(State(app): State<Arc<App>>, human: Human) -> Response {
     let loaded = app.blocking(|app| UploadSource::load(&app.root)).await;

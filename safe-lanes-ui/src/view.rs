@@ -3,6 +3,7 @@
 //! HTML-escaped by the template engine, so no name, path or reason can pass for page text.
 
 use std::path::Path;
+use std::time::Duration;
 
 use askama::Template;
 use safe_lanes::audit::TailCheck;
@@ -311,6 +312,55 @@ impl FileRow {
             warning: recorded.and_then(|r| r.warning.clone()),
         }
     }
+}
+
+/// One running command as the Running page shows it.
+#[derive(Debug)]
+pub(crate) struct JobRow {
+    pub(crate) id: String,
+    pub(crate) actor: String,
+    pub(crate) command: String,
+    pub(crate) cwd: String,
+    pub(crate) started: String,
+    pub(crate) elapsed: String,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) stopping: bool,
+}
+
+impl JobRow {
+    pub(crate) fn of(j: &safe_lanes::running::Running) -> Self {
+        let words = |s: u64| safe_lanes::audit_view::duration_in_words(Duration::from_secs(s));
+        let timeout = j
+            .timeout_s
+            .map(|t| format!(" of {}", words(t)))
+            .unwrap_or_default();
+        Self {
+            id: j.id.clone(),
+            actor: j.actor.clone(),
+            command: j.command.clone(),
+            cwd: j.cwd.clone().unwrap_or_else(|| "a scratch folder".into()),
+            started: j.local.clone(),
+            elapsed: format!("{}{timeout}", words(j.elapsed_s)),
+            stdout: last_lines(&j.stdout),
+            stderr: last_lines(&j.stderr),
+            stopping: j.stopping,
+        }
+    }
+}
+
+/// The last lines of a stream, as the Running page shows them.
+fn last_lines(stream: &str) -> String {
+    let lines: Vec<&str> = stream.lines().collect();
+    lines[lines.len().saturating_sub(10)..].join("\n")
+}
+
+/// `/running`: the confined commands running now.
+#[derive(Template)]
+#[template(path = "running.html")]
+pub(crate) struct RunningPage {
+    pub(crate) chrome: Chrome,
+    pub(crate) jobs: Vec<JobRow>,
 }
 
 /// `/downloads`: the files of the download lane.

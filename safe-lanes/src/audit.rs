@@ -885,6 +885,21 @@ impl AuditLog {
     ///
     /// `io` when the log cannot be read.
     pub fn records_from(&self, offset: u64) -> Result<(Vec<serde_json::Value>, u64)> {
+        self.read_from(offset, usize::MAX)
+    }
+
+    /// The record that begins at byte `offset` of the log, if a whole one does (reading that
+    /// one line only).
+    ///
+    /// # Errors
+    ///
+    /// `io` when the log cannot be read.
+    pub(crate) fn record_at(&self, offset: u64) -> Result<Option<serde_json::Value>> {
+        Ok(self.read_from(offset, 1)?.0.pop())
+    }
+
+    /// At most `most` records from byte `offset` on, and where reading stopped.
+    fn read_from(&self, offset: u64, most: usize) -> Result<(Vec<serde_json::Value>, u64)> {
         let fd = {
             let inner = crate::sync::lock(&self.inner);
             inner
@@ -896,7 +911,7 @@ impl AuditLog {
         reader.get_mut().skip(offset);
         let (mut records, mut end) = (Vec::new(), offset);
         let mut line = Vec::new();
-        loop {
+        while records.len() < most {
             line.clear();
             let n = reader
                 .read_until(b'\n', &mut line)

@@ -141,6 +141,19 @@ impl Control {
         (new, next)
     }
 
+    /// The last `max` bytes of each stream so far (lossy UTF-8), and how many bytes both hold
+    /// in all (which grows with every output kept).
+    pub(crate) fn tails(&self, max: usize) -> (String, String, usize) {
+        let output = lock(&self.inner.output);
+        let end =
+            |s: &[u8]| String::from_utf8_lossy(&s[s.len().saturating_sub(max)..]).into_owned();
+        (
+            end(&output.stdout),
+            end(&output.stderr),
+            output.stdout.len() + output.stderr.len(),
+        )
+    }
+
     /// Wait, at most `timeout`, until there is output past `mark` or the output has ended:
     /// woken when it happens, so a caller copying a command's output as it comes learns of
     /// its end at once rather than at its next look.

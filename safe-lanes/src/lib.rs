@@ -117,6 +117,7 @@ cfg_if::cfg_if! {
         mod random;
         pub mod risk;
         pub mod root;
+        pub mod running;
         mod sync;
         pub mod upload;
         pub mod upload_roots;

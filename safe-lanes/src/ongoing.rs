@@ -12,6 +12,12 @@
 //! 3. [`Started::end`] appends `<op>.end` with the same id and how it ended, then removes the
 //!    entry. A [`Started`] dropped without an end (an error, a panic) ends as `unknown`.
 //!
+//! While it runs, the entry is also how the human sees and stops it from another process
+//! ([`crate::running`]): after its two header lines, the process keeps the last lines of the
+//! command's output there ([`Started::publish_tail`], one JSON line, rewritten at most once a
+//! second), and the human asks it to stop by taking the write permission off the entry
+//! ([`stop_mode`]): the process looks at its entry's mode every watch period (100 ms).
+//!
 //! An entry whose lock is free belongs to a process that died between 1 and 3. The next
 //! process to start an effect (or to open the deposit) closes it: if the log holds no
 //! `<op>.end` with its id after its start, it appends `<op>.ended_unknown` ("the gateway
@@ -34,8 +40,12 @@ use crate::held::{self, Held, Holder};
 use crate::input::Name;
 use crate::root::ONGOING_DIR;
 
-/// The most an entry holds (its kind and an offset).
+/// The most an entry's header holds (its kind and an offset).
 const MAX_ENTRY: u64 = 256;
+/// The most of each stream's end an entry keeps for the human to see.
+pub(crate) const MAX_TAIL: usize = 2048;
+/// The mode of an entry the human asked to stop (0600 otherwise).
+pub(crate) const STOP_MODE: u32 = 0o400;
 
 /// The registry of effects in flight of one state root.
 #[derive(Debug, Clone)]
@@ -51,6 +61,8 @@ pub(crate) struct Started {
     op: &'static str,
     actor: Actor,
     held: Option<Held<std::os::fd::OwnedFd>>,
+    /// Where the tail goes in the entry: after its header.
+    header: u64,
 }
 
 impl Ongoing {
@@ -75,13 +87,15 @@ impl Ongoing {
         let held = Held::create_file(&self.dir)?;
         // The kind first: an entry whose process died before the offset was written is still
         // known for what it is.
-        write_all(held.entry.as_fd(), format!("{op}\n").as_bytes())
+        let kind = format!("{op}\n");
+        write_all(held.entry.as_fd(), kind.as_bytes())
             .map_err(|e| Error::io("write", ONGOING_DIR, e))?;
         let mut started = Started {
             ongoing: self.clone(),
             op,
             actor,
             held: Some(held),
+            header: kind.len() as u64,
         };
         let id = started.id().to_owned();
         let offset = match self
@@ -97,7 +111,10 @@ impl Ongoing {
         };
         if let Some(held) = &started.held {
             // Where the start is in the log; without it, a dead entry is closed all the same.
-            let _ = write_all(held.entry.as_fd(), format!("{offset}\n").as_bytes());
+            let line = format!("{offset}\n");
+            if write_all(held.entry.as_fd(), line.as_bytes()).is_ok() {
+                started.header += line.len() as u64;
+            }
         }
         Ok(started)
     }
@@ -149,6 +166,19 @@ impl Ongoing {
     }
 }
 
+/// The end of `text`: at most [`MAX_TAIL`] bytes, from a line's start when one is in reach.
+fn tail(text: &str) -> &str {
+    if text.len() <= MAX_TAIL {
+        return text;
+    }
+    let mut start = text.len() - MAX_TAIL;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let end = &text[start..];
+    end.find('\n').map_or(end, |n| &end[n + 1..])
+}
+
 /// A duration as an end record holds it (`duration_ms`): whole milliseconds.
 pub(crate) fn millis(elapsed: std::time::Duration) -> u64 {
     u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
@@ -158,6 +188,27 @@ impl Started {
     /// The effect's id, in both of its records.
     pub(crate) fn id(&self) -> &str {
         self.held.as_ref().map_or("", |h| h.name.as_str())
+    }
+
+    /// Whether the human asked the effect to stop ([`crate::running::stop`] took the write
+    /// permission off its entry).
+    pub(crate) fn stop_asked(&self) -> bool {
+        self.held.as_ref().is_some_and(|held| {
+            rustix::fs::fstat(&held.entry).is_ok_and(|st| st.st_mode & 0o777 == STOP_MODE)
+        })
+    }
+
+    /// Keep the ends of the command's output in the entry, for the human to see while it
+    /// runs: one JSON line after the header (`{"stdout": …, "stderr": …}`, each at most
+    /// [`MAX_TAIL`] bytes of the stream's end). Best effort: a failure leaves the last one.
+    pub(crate) fn publish_tail(&self, stdout: &str, stderr: &str) {
+        let Some(held) = &self.held else { return };
+        let mut line = json!({ "stdout": tail(stdout), "stderr": tail(stderr) }).to_string();
+        line.push('\n');
+        let fd = held.entry.as_fd();
+        if crate::fd::write_all_at(fd, line.as_bytes(), self.header).is_ok() {
+            let _ = rustix::fs::ftruncate(fd, self.header + line.len() as u64);
+        }
     }
 
     /// Record how the effect ended (`fields`, a JSON object), then forget it.

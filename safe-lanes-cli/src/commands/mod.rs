@@ -7,6 +7,7 @@ mod changes;
 mod confined;
 mod download;
 mod grant;
+mod jobs;
 mod reference;
 mod root;
 mod ui;
@@ -43,6 +44,7 @@ pub(crate) fn run(cli: Cli) -> Result<Report> {
             confined::exec(root, cli.manifest.as_deref(), exec, command)
         }
         Command::Changes { command } => changes::run(root, cli.manifest.as_deref(), command),
+        Command::Jobs { command } => jobs::run(root, command),
         Command::Patch { alias, file, diff } => {
             confined::patch(root, cli.manifest.as_deref(), &alias, &file, diff)
         }

@@ -9,6 +9,7 @@ mod desktop;
 mod download;
 mod grant;
 mod hostile;
+mod jobs;
 mod process;
 mod reference;
 mod root;

@@ -14,6 +14,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 import unittest
 from pathlib import Path
 
@@ -255,6 +257,7 @@ class Screens(Page):
         self.request("projects", "read_write", "to run the tests")
         for page, ready in [("/", "requests-h"), ("/pick?access=read_only", "here"),
                             ("/changelog", "main"), ("/audit", "chain"), ("/downloads", "main"),
+                            ("/running", "running-h"),
                             ("/uploads", "main"), ("/changes", "held-h")]:
             self.browser.get(self.url.split("/session")[0] + page)
             self.wait_for(By.ID, ready)
@@ -492,6 +495,72 @@ class Judging(Page):
         events = [json.loads(l)["event"] for l in (self.root / "audit.jsonl").read_text().splitlines()]
         self.assertEqual([e for e in events if e.startswith("upload_roots.")],
                          ["upload_roots.add", "upload_roots.remove"])
+
+
+class Running(Page):
+    """The agent's running commands, seen and stopped by the human."""
+
+    def test_a_background_job_is_seen_running_and_stopped_by_the_human(self):
+        site = self.home / "projects/alpha"
+        self.cli("grant", "add", "--alias", "alpha", "--path", str(site), "--access",
+                 "read_only", "--reason", "the site")
+        started, finished, report = threading.Event(), threading.Event(), {}
+
+        async def agent():
+            params = StdioServerParameters(command=SERVER, args=["--root", str(self.root)],
+                                           env=self.env)
+            with open(os.devnull, "w") as devnull:
+                async with stdio_client(params, errlog=devnull) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        ran = await session.call_tool("shell_exec", {
+                            "command": "echo building; echo 'step 2 of 9'; sleep 300",
+                            "cwd": "alpha", "background": True})
+                        job = ran.structured_content["job_id"]
+                        started.set()
+                        for _ in range(4 * WAIT):
+                            polled = await session.call_tool(
+                                "shell_job_status", {"job_id": job, "wait_s": 1})
+                            if polled.structured_content["status"] == "finished":
+                                report.update(polled.structured_content)
+                                break
+                        finished.set()
+
+        thread = threading.Thread(target=lambda: anyio.run(agent), daemon=True)
+        thread.start()
+        self.addCleanup(thread.join, WAIT)
+        self.assertTrue(started.wait(WAIT), "the job started")
+        base = self.url.split("/session")[0]
+        # Its output is kept for the human once a second: look until it shows.
+        for _ in range(4 * WAIT):
+            self.browser.get(base + "/running")
+            shown = self.browser.find_elements(By.CSS_SELECTOR, ".job pre.stdout")
+            if shown and "step 2 of 9" in shown[0].text:
+                break
+            time.sleep(0.25)
+        card = self.wait_for(By.CSS_SELECTOR, "article.job")
+        self.assertIn("echo building; echo", card.find_element(By.CSS_SELECTOR, "h2").text)
+        self.assertIn("alpha", card.text)
+        self.assertIn("agent", card.text)
+        self.assertEqual(card.find_element(By.CSS_SELECTOR, "pre.stdout").text,
+                         "building\nstep 2 of 9")
+        self.shot("running", whole=True)
+        job = card.get_attribute("id").removeprefix("job-")
+        self.browser.find_element(By.ID, f"job-{job}-stop").click()  # no reason: not sent
+        self.assertTrue(self.browser.execute_script(
+            "return document.getElementById(arguments[0]).validity.valueMissing",
+            f"job-{job}-reason"))
+        self.browser.find_element(By.ID, f"job-{job}-reason").send_keys("it hangs")
+        self.press(self.browser.find_element(By.ID, f"job-{job}-stop"))
+        self.assertIn("Stopping", self.flash())
+        self.assertTrue(finished.wait(WAIT), "the agent saw it end")
+        self.assertEqual(report["stopped"], "stopped by the human")
+        self.browser.get(base + "/running")
+        self.wait_for(By.ID, "no-jobs")
+        stops = [json.loads(line) for line in subprocess.run(
+            [CLI, "--root", str(self.root), "--json", "audit", "show", "--op", "exec.stop"],
+            capture_output=True, env=self.env, check=True, text=True).stdout.splitlines()]
+        self.assertEqual([s["reason"] for s in stops], ["it hangs"])
 
 
 class Held(Page):

@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::audit::AuditLog;
 use crate::error::{Result, Shown};
 
-mod words;
+pub(crate) mod words;
 
 pub use words::in_words as duration_in_words;
 
@@ -369,9 +369,17 @@ impl Starts {
         }
     }
 
-    /// The start of the effect `record` ends, if known.
+    /// The start of the effect `record` ends or stops, if known.
     fn start_of(&self, record: &Value) -> Option<&Value> {
-        Self::ends(record).and_then(|id| self.0.get(id))
+        let stops = record["event"]
+            .as_str()
+            .is_some_and(|e| e.ends_with(".stop"));
+        let id = if stops {
+            record["id"].as_str()
+        } else {
+            Self::ends(record)
+        };
+        id.and_then(|id| self.0.get(id))
     }
 
     /// The id of the effect `record` ends (`<op>.end`, `<op>.ended_unknown`).

@@ -55,7 +55,14 @@ impl Confined {
         let started = ongoing
             .start("exec", session.actor(), fields)
             .map_err(Failure::Before)?;
-        let watch = || still_granted(session, &prepared.used);
+        let tail = Tail::new();
+        let watch = || {
+            if started.stop_asked() {
+                return Some(crate::running::STOPPED_BY_HUMAN.to_owned());
+            }
+            tail.publish(&started, control);
+            still_granted(session, &prepared.used)
+        };
         let began = std::time::Instant::now();
         let ran = run(&mut command, self.limits, control, Some(&watch))
             .map_err(|e| spawn_failure(e, &self.program));
@@ -244,6 +251,36 @@ fn missing_program_hint(outcome: &crate::Outcome) -> Option<String> {
         "{name}: {}",
         crate::grants::detect::not_in_sandbox(name)
     ))
+}
+
+/// How often a running command's output tail is rewritten for the human to see.
+const TAIL_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What the human was last shown of a running command's output ([`crate::running`]).
+struct Tail {
+    last: std::sync::Mutex<(std::time::Instant, usize)>,
+}
+
+impl Tail {
+    fn new() -> Self {
+        Self {
+            last: std::sync::Mutex::new((std::time::Instant::now(), 0)),
+        }
+    }
+
+    /// Keep the end of `control`'s output in `started`'s entry, when there is more than was
+    /// shown and a second has passed.
+    fn publish(&self, started: &crate::ongoing::Started, control: &Control) {
+        let mut last = crate::sync::lock(&self.last);
+        if last.0.elapsed() < TAIL_EVERY {
+            return;
+        }
+        let (stdout, stderr, total) = control.tails(crate::ongoing::MAX_TAIL);
+        if total != last.1 {
+            started.publish_tail(&stdout, &stderr);
+        }
+        *last = (std::time::Instant::now(), total);
+    }
 }
 
 /// The `PATH` of a confined command: the bin folder of each available tool, in the
