@@ -98,9 +98,30 @@ impl Args {
     }
 }
 
+/// The server; a failure to start is said on one line (`safe-lanes-mcp: --uploader:
+/// invalid_argument: …`), never as a backtrace, whatever `RUST_BACKTRACE` says, with exit
+/// status 2.
 #[cfg(unix)]
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let served = match runtime {
+        Ok(runtime) => runtime.block_on(serve()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot start the runtime")),
+    };
+    match served {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "safe-lanes-mcp: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(unix)]
+async fn serve() -> Result<()> {
     // First, before anything is read or started: no core file, no same-user tracing.
     let hardening = safe_lanes::harden();
     // Diagnostics through a bounded queue: a stuck or full stderr never holds up a call.

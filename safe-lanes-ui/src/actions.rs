@@ -83,6 +83,34 @@ pub(crate) async fn deny(State(app): State<Arc<App>>, Posted(f): Posted<DenyForm
     )
 }
 
+/// The remove form of a download.
+#[derive(Deserialize)]
+pub(crate) struct RemoveForm {
+    name: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /downloads/remove`: remove a file of the download lane, with a reason for the audit
+/// log.
+pub(crate) async fn remove_download(
+    State(app): State<Arc<App>>,
+    Posted(f): Posted<RemoveForm>,
+) -> Response {
+    let done = app
+        .blocking(move |app| {
+            safe_lanes::DownloadLane::open(&app.root)?
+                .with_actor(safe_lanes::Actor::human())
+                .remove(&f.name, &f.reason)
+        })
+        .await;
+    app.report_to(
+        "/downloads",
+        done.map(|e| format!("Removed {} from the download lane", Shown::text(&e.name)))
+            .map_err(Refusal::from),
+    )
+}
+
 /// The stop form of a running command.
 #[derive(Deserialize)]
 pub(crate) struct StopForm {

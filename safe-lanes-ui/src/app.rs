@@ -119,6 +119,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/pick", get(pages::pick))
         .route("/review", get(crate::review::review))
         .route("/downloads", get(pages::downloads))
+        .route("/downloads/view", get(pages::view_download))
+        .route("/downloads/remove", post(actions::remove_download))
         .route("/running", get(pages::running))
         .route("/running/stop", post(actions::stop))
         .route("/changes", get(held::list))

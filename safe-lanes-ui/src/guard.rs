@@ -21,6 +21,12 @@ const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; i
                       connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
                       base-uri 'none'";
 
+/// What a download shown in the browser may do: nothing. It is its own sandboxed origin (no
+/// script, no form, no cookie of the page's), loads nothing, and cannot be framed; the browser
+/// shows an image, a PDF or text as it is.
+pub(crate) const PREVIEW_POLICY: &str = "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; \
+     frame-ancestors 'none'";
+
 /// Refuse a request with the wrong `Host` (DNS rebinding), a state change from another origin,
 /// and any method but `GET`, `HEAD` and `POST`; note the request for the idle timer; add the
 /// security headers to every response.
@@ -75,7 +81,10 @@ fn secure(headers: &mut HeaderMap) {
     let set = |headers: &mut HeaderMap, name: HeaderName, value: &'static str| {
         headers.insert(name, HeaderValue::from_static(value));
     };
-    set(headers, header::CONTENT_SECURITY_POLICY, POLICY);
+    // A response that brings its own, stricter policy (a download's preview) keeps it.
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        set(headers, header::CONTENT_SECURITY_POLICY, POLICY);
+    }
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     set(headers, header::X_FRAME_OPTIONS, "DENY");
     // Never a Referer to another site (and `no-referrer` would make the browser send

@@ -13,7 +13,7 @@ use safe_lanes::upload::UploadSource;
 use serde::Deserialize;
 
 use crate::app::{App, refused};
-use crate::guard::{Human, cookie_name};
+use crate::guard::{Human, PREVIEW_POLICY, cookie_name};
 use crate::session::SignIn;
 use crate::view::{
     self, AddForm, Audit, ChangeRow, Changelog, Chrome, GrantRow, Overview, Pick, PickRow,
@@ -278,6 +278,74 @@ pub(crate) async fn downloads(
             Html(view::render(&page)).into_response()
         }
         Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// The most of a download the page shows (a larger one is opened from the folder).
+const MAX_PREVIEW: u64 = 32 << 20;
+
+/// The type a browser is told a download is, when it can show it without running anything:
+/// a raster image, a PDF, plain text. Never HTML, SVG or anything else that holds script.
+pub(crate) fn preview_type(name: &str) -> Option<&'static str> {
+    let extension = name.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match extension.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        "txt" | "md" | "csv" | "log" | "json" | "yaml" | "yml" | "toml" => {
+            "text/plain; charset=utf-8"
+        }
+        _ => return None,
+    })
+}
+
+/// Which download to show.
+#[derive(Deserialize)]
+pub(crate) struct Named {
+    name: String,
+}
+
+/// `GET /downloads/view?name=…`: one file of the download lane, shown by the browser as what
+/// it is — with a type that cannot run script, in a sandbox of its own ([`PREVIEW_POLICY`]).
+pub(crate) async fn view_download(
+    State(app): State<Arc<App>>,
+    _human: Human,
+    Query(q): Query<Named>,
+) -> Response {
+    use std::io::Read;
+    let Some(kind) = preview_type(&q.name) else {
+        return refused(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "The page shows images, PDFs and text only; open other files from the folder.",
+        );
+    };
+    let read = app
+        .blocking(move |app| {
+            let (file, entry) = safe_lanes::DownloadLane::open(&app.root)?.read(&q.name)?;
+            let mut bytes = Vec::new();
+            file.take(MAX_PREVIEW + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| safe_lanes::Error::io("read", &entry.name, e))?;
+            Ok::<_, safe_lanes::Error>(bytes)
+        })
+        .await;
+    match read {
+        Ok(bytes) if bytes.len() as u64 > MAX_PREVIEW => refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "This file is too large to show here; open it from the folder.",
+        ),
+        Ok(bytes) => (
+            [
+                (header::CONTENT_TYPE, kind),
+                (header::CONTENT_SECURITY_POLICY, PREVIEW_POLICY),
+                (header::CONTENT_DISPOSITION, "inline"),
+            ],
+            bytes,
+        )
+            .into_response(),
+        Err(e) => refused(StatusCode::NOT_FOUND, &e.to_string()),
     }
 }
 

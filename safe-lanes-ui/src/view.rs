@@ -294,6 +294,10 @@ pub(crate) struct FileRow {
     pub(crate) hint: Option<String>,
     /// The sign of an attack in that name.
     pub(crate) warning: Option<String>,
+    /// The link that shows it in the browser, when a browser can show it safely.
+    pub(crate) view: Option<String>,
+    /// The name as the remove form sends it back (lossless for the names the lane gives).
+    pub(crate) raw: String,
 }
 
 impl FileRow {
@@ -310,6 +314,9 @@ impl FileRow {
                 .to_owned(),
             hint: recorded.and_then(|r| r.hint.clone()),
             warning: recorded.and_then(|r| r.warning.clone()),
+            view: crate::pages::preview_type(&f.name)
+                .map(|_| format!("/downloads/view?{}", query(&[("name", &f.name)]))),
+            raw: f.name.clone(),
         }
     }
 }

@@ -143,6 +143,7 @@ impl Control {
 
     /// The last `max` bytes of each stream so far (lossy UTF-8), and how many bytes both hold
     /// in all (which grows with every output kept).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn tails(&self, max: usize) -> (String, String, usize) {
         let output = lock(&self.inner.output);
         let end =

@@ -30,7 +30,53 @@
 //! folders the agent can write. The attacker does not control the human's CLI, the state root
 //! or the kernel. See `docs/threat-model.md`.
 //!
-//! ## Example
+//! ## The two sides
+//!
+//! A gateway is two doors onto one state root:
+//!
+//! - **The agent's side**, [`desk::AgentDesk`]: everything an agent may ask for, one method
+//!   each (save, upload, list and request grants, patch, run a confined command, background
+//!   jobs), taking the agent's raw input and answering one serializable report. An MCP server
+//!   or an agent runtime builds one and only moves input in and reports out.
+//! - **The human's side**, [`Grants`] (and [`changes::HeldChanges`], [`running`],
+//!   [`audit_view`]): approving, denying, revoking, the held changes, the running commands,
+//!   the audit log. Only the human's own tools (the `safe-lanes` CLI, the approval page,
+//!   `safe_lanes.human` in Python) call it.
+//!
+//! The agent asks; the human decides:
+//!
+//! ```
+//! use safe_lanes::desk::{AccessAsk, AgentDesk, DeskOptions};
+//! use safe_lanes::grants::Kind;
+//! use safe_lanes::{Access, Grants, StateRoot};
+//! # let tmp = tempfile::tempdir().unwrap();
+//! # let docs = tmp.path().join("docs");
+//! # std::fs::create_dir(&docs).unwrap();
+//! let state = tmp.path().join("state");
+//!
+//! // The agent's side (a gateway): a request, which grants nothing.
+//! let desk = AgentDesk::open(StateRoot::open(&state)?, DeskOptions::default())?;
+//! let asked = desk.request_access(&AccessAsk {
+//!     alias: "docs".into(),
+//!     access: Access::ReadOnly,
+//!     reason: "to read the spec".into(),
+//!     path: Some(docs.to_string_lossy().into_owned()),
+//!     kind: Kind::Folder,
+//!     vars: Vec::new(),
+//!     bin: None,
+//! })?;
+//! assert_eq!(asked.status, "pending");
+//!
+//! // The human's side (the CLI, the page): the same request, judged, then approved.
+//! let grants = Grants::open(&StateRoot::open(&state)?, None)?;
+//! let proposal = grants.proposal(&asked.request.id)?;
+//! assert!(grants.review_proposal(&proposal, None).standing.is_approvable());
+//! grants.approve(&asked.request.id, None, "the agent reads the spec", "alice")?;
+//! assert_eq!(desk.grants()?.grants[0].alias, "docs");
+//! # Ok::<(), safe_lanes::Error>(())
+//! ```
+//!
+//! ## Example: the download lane
 //!
 //! ```
 //! use safe_lanes::{DownloadLane, StateRoot};

@@ -167,6 +167,7 @@ impl Ongoing {
 }
 
 /// The end of `text`: at most [`MAX_TAIL`] bytes, from a line's start when one is in reach.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn tail(text: &str) -> &str {
     if text.len() <= MAX_TAIL {
         return text;
@@ -192,15 +193,18 @@ impl Started {
 
     /// Whether the human asked the effect to stop ([`crate::running::stop`] took the write
     /// permission off its entry).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn stop_asked(&self) -> bool {
         self.held.as_ref().is_some_and(|held| {
-            rustix::fs::fstat(&held.entry).is_ok_and(|st| st.st_mode & 0o777 == STOP_MODE)
+            rustix::fs::fstat(&held.entry)
+                .is_ok_and(|st| crate::beneath::permissions(&st) == STOP_MODE)
         })
     }
 
     /// Keep the ends of the command's output in the entry, for the human to see while it
     /// runs: one JSON line after the header (`{"stdout": …, "stderr": …}`, each at most
     /// [`MAX_TAIL`] bytes of the stream's end). Best effort: a failure leaves the last one.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn publish_tail(&self, stdout: &str, stderr: &str) {
         let Some(held) = &self.held else { return };
         let mut line = json!({ "stdout": tail(stdout), "stderr": tail(stderr) }).to_string();

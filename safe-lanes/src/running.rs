@@ -2,7 +2,7 @@
 //! commands and background jobs run by a gateway, the human's own `exec` — and the human's
 //! way to stop one.
 //!
-//! Each running command has its entry in `<root>/.ongoing` ([`crate::ongoing`]), held by the
+//! Each running command has its entry in `<root>/.ongoing` (ADR 0018), held by the
 //! process that runs it. [`running`] lists the held `exec` entries: the command as its start
 //! record says (command line, folder, timeout, who), how long it has run, and the last lines
 //! of its output, which the running process keeps in the entry. [`stop`] records the human's
@@ -39,7 +39,7 @@ pub struct Running {
     pub id: String,
     /// Who runs it, for a person (`agent`, `alice (uid:1000)`).
     pub actor: String,
-    /// Its command line, each word quoted once, escaped.
+    /// Its command line, each word quoted once (as a POSIX shell reads it), escaped.
     pub command: String,
     /// The grant it runs in, if any (else a private scratch folder).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,7 +100,7 @@ pub fn running(root: &StateRoot) -> Result<Vec<Running>> {
             timeout_s: start["timeout_s"].as_u64(),
             stdout: by_lines(&entry.stdout),
             stderr: by_lines(&entry.stderr),
-            stopping: st.st_mode & 0o777 == STOP_MODE,
+            stopping: crate::beneath::permissions(&st) == STOP_MODE,
         });
     }
     found.sort_by(|a, b| a.started.cmp(&b.started).then(a.id.cmp(&b.id)));
@@ -145,7 +145,7 @@ pub fn stop(root: &StateRoot, id: &str, reason: &str, actor: &str) -> Result<()>
         actor,
         serde_json::json!({ "id": id, "reason": reason }),
     )?;
-    rustix::fs::fchmod(&fd, Mode::from_raw_mode(STOP_MODE))
+    rustix::fs::fchmod(&fd, crate::beneath::mode_bits(STOP_MODE))
         .map_err(|e| Error::io("fchmod", ONGOING_DIR, e))
 }
 

@@ -361,7 +361,7 @@ fn log_text(log: &[Change]) -> String {
             Shown::text(&c.at),
             c.action,
             c.alias,
-            Shown::text(&c.actor),
+            safe_lanes::Actor::shown(&c.actor),
             if c.reason.is_empty() {
                 String::new()
             } else {

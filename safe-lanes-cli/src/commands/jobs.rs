@@ -57,7 +57,7 @@ fn list_text(jobs: &[Running]) -> String {
         );
         let _ = writeln!(
             text,
-            "  {} in {}",
+            "  `{}` in {}",
             j.command,
             j.cwd.as_deref().unwrap_or("a scratch folder")
         );

@@ -404,6 +404,20 @@ fn the_changelog_says_from_what_to_what_and_which_side() {
         actor.starts_with("uid:") && actor.ends_with("(agent)"),
         "{actor}"
     );
+    // Regression: the text said `uid:0` where the audit log says `root (uid:0)`: both name
+    // the account as `audit show` does.
+    let text = env.run(&["grant", "log"], b"").stdout;
+    let audit = env
+        .run(&["audit", "show", "--op", "grant.approve"], b"")
+        .stdout;
+    let shown = audit.split("  ").nth(1).expect("the actor column");
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains(&format!("by {shown}")),
+        "{text}\n{audit}"
+    );
 }
 
 /// Approving needs a reason (raising a grant's access included): refused without one, asked

@@ -69,7 +69,7 @@ fn the_human_sees_a_running_command_and_stops_it() {
         );
         std::thread::sleep(Duration::from_millis(200));
     };
-    assert_eq!(job["command"], format!("`sh -c {}`", shell_quoted(script)));
+    assert_eq!(job["command"], format!("sh -c {}", shell_quoted(script)));
     assert_eq!(job["cwd"], "site");
     assert_eq!(job["stdout"], "line 1\nline 2\nline 3\nline 4");
     assert_eq!(job["stderr"], "oops");

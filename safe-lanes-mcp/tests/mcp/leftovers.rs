@@ -1078,14 +1078,23 @@ async fn an_uploader_template_never_runs_a_received_name() {
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert!(stderr.contains("whole argument"), "{who}: {stderr}");
         // So is `{name}` inside the script of a shell.
+        // Regression: with RUST_BACKTRACE=1 the refusal came with a backtrace. It is one
+        // line, `safe-lanes-mcp: --uploader: invalid_argument: …`, exit status 2.
         let refused = lab
             .server_command(&["--uploader", "sh -c 'echo uploading {name}' sh {file}"])
+            .env("RUST_BACKTRACE", "1")
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
-        assert!(!refused.status.success(), "{who}: {refused:?}");
+        assert_eq!(refused.status.code(), Some(2), "{who}: {refused:?}");
         let stderr = String::from_utf8_lossy(&refused.stderr);
-        assert!(stderr.contains("invalid_argument"), "{who}: {stderr}");
+        let said: Vec<&str> = stderr.lines().filter(|l| !l.contains(" WARN ")).collect();
+        assert_eq!(said.len(), 1, "{who}: {stderr}");
+        assert!(
+            said[0].starts_with("safe-lanes-mcp: --uploader: invalid_argument: "),
+            "{who}: {stderr}"
+        );
+        assert!(!stderr.contains("backtrace"), "{who}: {stderr}");
 
         let out = lab.p("outside");
         let uploader = format!(

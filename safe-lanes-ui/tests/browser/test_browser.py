@@ -335,6 +335,10 @@ class Judging(Page):
         self.assertIn("state root", refused)
         self.assertEqual(self.browser.find_elements(By.ID, f"{rid}-approve"), [])
         self.assertTrue(card.find_element(By.ID, f"{rid}-deny").is_displayed())
+        # Its heading without backticks, its time local with the offset, as on every tab.
+        self.assertTrue(card.find_element(By.TAG_NAME, "h2").text.startswith(
+            "new grant everything read_only at"))
+        self.assertRegex(card.text, r"Filed\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d by")
         self.shot("cannot-approve", whole=True)
         base = self.url.split("/session")[0]
         self.browser.get(f"{base}/review?request={rid}")
@@ -446,6 +450,29 @@ class Judging(Page):
         self.assertIn(saved["sha256"], table)
         self.shot("downloads", whole=True)
 
+    def test_a_download_is_previewed_and_removed_with_a_reason(self):
+        png = bytes.fromhex(
+            "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+            "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db40000000049454e44ae426082")
+        subprocess.run([CLI, "--root", str(self.root), "download", "save", "--name", "dot.png"],
+                       input=png, capture_output=True, env=self.env, check=True)
+        base = self.url.split("/session")[0]
+        self.browser.get(base + "/downloads")
+        view = self.wait_for(By.ID, "view-1")
+        self.browser.get(view.get_attribute("href"))
+        image = self.wait_for(By.TAG_NAME, "img")
+        self.assertEqual(self.browser.execute_script("return arguments[0].naturalWidth", image), 1)
+        self.browser.get(base + "/downloads")
+        self.wait_for(By.ID, "remove-open-1").click()
+        self.wait_for(By.ID, "remove-reason-1").send_keys("not needed any more")
+        self.press(self.browser.find_element(By.ID, "remove-1"))
+        self.assertIn("Removed dot.png", self.flash())
+        self.wait_for(By.ID, "no-files")
+        removed = json.loads(subprocess.run(
+            [CLI, "--root", str(self.root), "--json", "audit", "show", "--op", "download.remove"],
+            capture_output=True, env=self.env, check=True, text=True).stdout)
+        self.assertEqual((removed["reason"], removed["subject"]), ("not needed any more", "dot.png"))
+
     def test_the_changelog_is_readable_and_paged(self):
         docs = self.home / "docs"
         self.cli("grant", "add", "--alias", "docs", "--path", str(docs), "--access", "read_only",
@@ -539,7 +566,8 @@ class Running(Page):
                 break
             time.sleep(0.25)
         card = self.wait_for(By.CSS_SELECTOR, "article.job")
-        self.assertIn("echo building; echo", card.find_element(By.CSS_SELECTOR, "h2").text)
+        heading = card.find_element(By.CSS_SELECTOR, "h2").text
+        self.assertTrue(heading.startswith("/bin/sh -c 'echo building; echo"), heading)
         self.assertIn("alpha", card.text)
         self.assertIn("agent", card.text)
         self.assertEqual(card.find_element(By.CSS_SELECTOR, "pre.stdout").text,

@@ -4,6 +4,7 @@
 mod actions;
 mod changelog;
 mod client;
+mod downloads;
 mod guard;
 mod held;
 mod uploads;

@@ -85,19 +85,19 @@ pub(super) fn say(event: &str, record: &Value, start: Option<&Value>) -> Option<
     }
 }
 
-/// A command's start record as its command line (each word quoted once), in backticks.
+/// A command's start record as its command line, each word quoted once.
 pub(crate) fn command_line(start: &Value) -> String {
     let mut words = vec![quoted(text(start, "program"))];
     if let Some(args) = start["args"].as_array() {
         words.extend(args.iter().map(|a| quoted(a.as_str().unwrap_or(""))));
     }
-    format!("`{}`", words.join(" "))
+    words.join(" ")
 }
 
 /// A command's start record as its command line and folder, and with `limits` its timeout
 /// and network.
 fn command(start: &Value, limits: bool) -> String {
-    let mut said = command_line(start);
+    let mut said = format!("`{}`", command_line(start));
     match start["cwd"].as_str() {
         Some(alias) => said.push_str(&format!(" in {alias}")),
         None => said.push_str(" in a scratch folder"),

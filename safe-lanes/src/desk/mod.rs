@@ -17,6 +17,24 @@
 //! injection): names are sanitized, paths checked against the allowlist, aliases against the
 //! grants, commands confined. The desk is the agent's side only; the human's decisions
 //! (approving, revoking) are [`Grants`](crate::Grants)', never the desk's.
+//!
+//! ```
+//! use safe_lanes::StateRoot;
+//! use safe_lanes::desk::{AgentDesk, DeskOptions};
+//! # let tmp = tempfile::tempdir().unwrap();
+//! let root = StateRoot::open(&tmp.path().join("state"))?;
+//! let desk = AgentDesk::open(root, DeskOptions::default())?;
+//!
+//! // A name an attacker chose becomes one safe name in the download lane.
+//! let saved = desk.save("../../.bashrc", &b"echo pwned"[..])?;
+//! assert_eq!(saved.name, "bashrc");
+//! // A path outside the human's upload roots is refused, with a stable code.
+//! let refused = desk.check_upload("/etc/shadow").unwrap_err();
+//! assert_eq!(refused.code(), safe_lanes::Code::OutsideAllowlist);
+//! // What the agent may use: nothing, until the human grants it.
+//! assert!(desk.grants()?.grants.is_empty());
+//! # Ok::<(), safe_lanes::Error>(())
+//! ```
 
 pub mod report;
 

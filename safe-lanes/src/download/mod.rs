@@ -655,6 +655,78 @@ impl DownloadLane {
         Ok(out)
     }
 
+    /// The file `name` of the lane, opened to read (never through a link, only a regular file
+    /// the lane lists), with its entry: what a screen previews.
+    ///
+    /// # Errors
+    ///
+    /// `not_found` when the lane lists no such file (a name with a `/`, a link, a directory,
+    /// a save not yet published); `io`.
+    pub fn read(&self, name: &str) -> Result<(std::fs::File, Entry)> {
+        let not_listed = || Error::NotFound {
+            path: Shown::text(name),
+            why: "no such file in the download lane".into(),
+        };
+        let entry = Name::new(name).map_err(|_| not_listed())?;
+        let fd = self
+            .dir
+            .open(
+                entry.as_rel(),
+                rustix::fs::OFlags::RDONLY
+                    | rustix::fs::OFlags::NOFOLLOW
+                    | rustix::fs::OFlags::NONBLOCK
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+                Symlinks::Deny,
+            )
+            .map_err(|e| match e.code() {
+                crate::Code::Io => e,
+                _ => not_listed(),
+            })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", name, e))?;
+        if !is_listed(std::ffi::OsStr::new(name), &st) {
+            return Err(not_listed());
+        }
+        let listed = self.entry(std::ffi::OsString::from(name), &st);
+        Ok((std::fs::File::from(fd), listed))
+    }
+
+    /// Remove the file `name` of the lane (the human's decision), recorded as
+    /// `download.remove` with its name, size and `reason`: only the very file that was looked
+    /// at (same device and inode), never through a link.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_argument` without a reason; `not_found` when the lane lists no such file (or it
+    /// was replaced meanwhile); `io`.
+    pub fn remove(&self, name: &str, reason: &str) -> Result<Entry> {
+        let reason = reason.trim();
+        if reason.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: Shown::text(name),
+                why: "a reason is needed: the audit log keeps why a download was removed".into(),
+            });
+        }
+        let (_, entry) = self.read(name)?;
+        let same = |st: &Stat| crate::beneath::stat_identity(st) == entry.id;
+        if !self.dir.remove_file_if(Name::new(name)?, same)? {
+            return Err(Error::NotFound {
+                path: Shown::text(name),
+                why: "the file changed while it was being removed; nothing was removed".into(),
+            });
+        }
+        self.audit.append(
+            "download.remove",
+            self.actor,
+            serde_json::json!({
+                "name": entry.shown().to_string(),
+                "bytes": entry.bytes,
+                "reason": reason,
+            }),
+        )?;
+        Ok(entry)
+    }
+
     /// The files [`DownloadLane::prune`] would remove now: those last modified more than `age`
     /// ago. Nothing is removed (the dry run of a prune).
     ///

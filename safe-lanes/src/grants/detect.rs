@@ -331,6 +331,7 @@ pub fn providing(home: &Path, program: &str) -> Option<(FoundToolchain, PathBuf)
 /// Why `program` (a plain name) cannot be found in a sandbox, naming the approval that is
 /// missing: the toolchain of the gateway's home (`$HOME`) that has it and the tool grants
 /// that would let it in (as `safe-lanes doctor` proposes them), or what a sandbox holds.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn not_in_sandbox(program: &str) -> String {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     match home.and_then(|home| providing(&home, program)) {
@@ -361,6 +362,7 @@ pub(crate) fn not_in_sandbox(program: &str) -> String {
 /// The program a shell said it could not find, in its last such line: `sh: 1: cargo: not
 /// found` (dash), `bash: line 1: cargo: command not found`, `zsh: command not found: cargo`.
 /// Only a plain name (no `/`): a path that is missing is the command's own business.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn not_found_in(stderr: &str) -> Option<&str> {
     stderr.lines().rev().find_map(|line| {
         let name = if let Some(rest) = line
