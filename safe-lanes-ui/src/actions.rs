@@ -51,15 +51,7 @@ fn approve_shown(app: &App, f: &ApproveForm) -> Result<Recorded<Grant>, Refusal>
             Code::NotFound => Refusal::Stale,
             _ => Refusal::Library(e),
         })?;
-    // Only a request that names no folder takes the human's choice; otherwise the folder is
-    // the one shown, and `seen` binds the approval to it.
-    let chosen = proposal
-        .change
-        .target()
-        .2
-        .is_none()
-        .then(|| seen.path.clone())
-        .flatten();
+    let chosen = crate::review::chosen_folder(&proposal, Some(&f.path));
     Ok(app
         .grants
         .approve_seen(&f.request, &seen, chosen.as_deref(), &f.reason, &app.actor)?)
@@ -106,8 +98,18 @@ pub(crate) async fn remove_download(
         .await;
     app.report_to(
         "/downloads",
-        done.map(|e| format!("Removed {} from the download lane", Shown::text(&e.name)))
-            .map_err(Refusal::from),
+        done.map(|r| {
+            let unrecorded = if r.recorded {
+                ""
+            } else {
+                " (the audit log could not record it: see the server's log)"
+            };
+            format!(
+                "Removed {} from the download lane{unrecorded}",
+                Shown::text(&r.entry.name)
+            )
+        })
+        .map_err(Refusal::from),
     )
 }
 

@@ -23,7 +23,7 @@ const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; i
 
 /// What a download shown in the browser may do: nothing. It is its own sandboxed origin (no
 /// script, no form, no cookie of the page's), loads nothing, and cannot be framed; the browser
-/// shows an image, a PDF or text as it is.
+/// shows an image or text as it is.
 pub(crate) const PREVIEW_POLICY: &str = "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; \
      frame-ancestors 'none'";
 

@@ -285,7 +285,9 @@ pub(crate) async fn downloads(
 const MAX_PREVIEW: u64 = 32 << 20;
 
 /// The type a browser is told a download is, when it can show it without running anything:
-/// a raster image, a PDF, plain text. Never HTML, SVG or anything else that holds script.
+/// a raster image or plain text. Never HTML, SVG or anything else that holds script; not a
+/// PDF either (Chromium will not start its viewer in a sandboxed document, and the sandbox
+/// is not loosened for it).
 pub(crate) fn preview_type(name: &str) -> Option<&'static str> {
     let extension = name.rsplit_once('.')?.1.to_ascii_lowercase();
     Some(match extension.as_str() {
@@ -293,7 +295,6 @@ pub(crate) fn preview_type(name: &str) -> Option<&'static str> {
         "jpg" | "jpeg" => "image/jpeg",
         "gif" => "image/gif",
         "webp" => "image/webp",
-        "pdf" => "application/pdf",
         "txt" | "md" | "csv" | "log" | "json" | "yaml" | "yml" | "toml" => {
             "text/plain; charset=utf-8"
         }
@@ -318,7 +319,7 @@ pub(crate) async fn view_download(
     let Some(kind) = preview_type(&q.name) else {
         return refused(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "The page shows images, PDFs and text only; open other files from the folder.",
+            "The page shows images and text only; open other files from the folder.",
         );
     };
     let read = app

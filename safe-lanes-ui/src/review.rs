@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
-use safe_lanes::grants::Review;
+use safe_lanes::grants::{Proposal, Review};
 use safe_lanes::{Access, Shown};
 use serde::Deserialize;
 
@@ -57,11 +57,7 @@ fn page_of(app: &App, q: &ReviewQuery) -> safe_lanes::Result<ReviewPage> {
     }
     let id = q.request.as_deref().unwrap_or_default();
     let proposal = app.grants.proposal(id)?;
-    let chosen = q
-        .path
-        .as_deref()
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from);
+    let chosen = chosen_folder(&proposal, q.path.as_deref());
     let review = app.grants.review_proposal(&proposal, chosen.as_deref());
     let mut page = ReviewPage::of(&review, proposal.change.headline());
     let (alias, access, proposed) = proposal.change.target();
@@ -82,6 +78,15 @@ fn page_of(app: &App, q: &ReviewQuery) -> safe_lanes::Result<ReviewPage> {
     ];
     page.confirm = "Approve this change";
     Ok(page)
+}
+
+/// The folder the human chose on the page for `proposal`: only a request that names no
+/// folder takes one (the page carries a proposed folder as shown, which it never approves by;
+/// the proposal binds it). What the review judges and what the approval grants.
+pub(crate) fn chosen_folder(proposal: &Proposal, path: Option<&str>) -> Option<PathBuf> {
+    let names_one = proposal.change.target().2.is_some();
+    path.filter(|p| !p.is_empty() && !names_one)
+        .map(PathBuf::from)
 }
 
 impl ReviewPage {

@@ -49,13 +49,21 @@ pub(crate) struct Streams {
     /// Whether the output ended: both pipes were read to their end, or the operation
     /// returned without starting a process.
     pub(crate) ended: bool,
+    /// The latest bytes of each stream, kept past the cap too (at most [`LATEST`] each): what
+    /// a person watching the command sees last.
+    latest: [Vec<u8>; 2],
+    /// Every byte the command printed, kept or not.
+    seen: usize,
 }
+
+/// How much of each stream's latest output is kept for [`Control::tails`].
+const LATEST: usize = 4096;
 
 /// Which stream of a command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stream {
-    Stdout,
-    Stderr,
+    Stdout = 0,
+    Stderr = 1,
 }
 
 /// How much of each stream a reader has seen (from [`Control::output_since`]).
@@ -141,17 +149,17 @@ impl Control {
         (new, next)
     }
 
-    /// The last `max` bytes of each stream so far (lossy UTF-8), and how many bytes both hold
-    /// in all (which grows with every output kept).
+    /// The last `max` bytes (at most 4 KiB) of each stream so far, past the cap too (lossy
+    /// UTF-8), and how many bytes the command printed in all (which grows with every output).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn tails(&self, max: usize) -> (String, String, usize) {
         let output = lock(&self.inner.output);
         let end =
             |s: &[u8]| String::from_utf8_lossy(&s[s.len().saturating_sub(max)..]).into_owned();
         (
-            end(&output.stdout),
-            end(&output.stderr),
-            output.stdout.len() + output.stderr.len(),
+            end(&output.latest[Stream::Stdout as usize]),
+            end(&output.latest[Stream::Stderr as usize]),
+            output.seen,
         )
     }
 
@@ -235,6 +243,11 @@ impl Control {
         let room = cap.saturating_sub(kept.len());
         kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
         output.truncated |= bytes.len() > room;
+        let latest = &mut output.latest[stream as usize];
+        latest.extend_from_slice(&bytes[bytes.len().saturating_sub(LATEST)..]);
+        let over = latest.len().saturating_sub(LATEST);
+        latest.drain(..over);
+        output.seen += bytes.len();
         drop(output);
         self.inner.changed.notify_all();
     }
@@ -288,6 +301,32 @@ fn text_since(bytes: &[u8], from: usize) -> (String, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the latest output a person watching sees froze once a stream reached its
+    /// cap (the kept part ends there); it follows the command past the cap.
+    #[test]
+    fn the_latest_output_follows_past_the_cap() {
+        let control = Control::new();
+        control.keep(Stream::Stdout, b"early\n", 10);
+        control.keep(Stream::Stdout, b"later line\n", 10);
+        control.keep(Stream::Stderr, b"oops\n", 10);
+        let (stdout, stderr, seen) = control.tails(17);
+        assert_eq!(
+            (stdout.as_str(), stderr.as_str()),
+            ("early\nlater line\n", "oops\n")
+        );
+        assert_eq!(seen, 22);
+        control.keep(Stream::Stdout, &vec![b'x'; 3 * LATEST], 10);
+        control.keep(Stream::Stdout, b"\nlast\n", 10);
+        let (stdout, _, seen) = control.tails(8);
+        assert_eq!(stdout, "xx\nlast\n");
+        assert_eq!(seen, 22 + 3 * LATEST + 6);
+        assert_eq!(
+            control.output().stdout,
+            b"early\nlate",
+            "the kept part stays capped"
+        );
+    }
 
     #[test]
     fn new_output_is_read_once_and_a_split_character_waits_for_its_end() {

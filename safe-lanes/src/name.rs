@@ -456,7 +456,8 @@ pub enum AttackSign {
     /// A `..` component: the hint climbed out of a folder.
     DotDot,
     /// A character rule 2 drops (a control, bidi, zero-width, private-use or unassigned one)
-    /// or a byte that is not UTF-8: the hint reads as something it is not.
+    /// or a byte that is not UTF-8 (or U+FFFD, what such a byte becomes as text): the hint
+    /// reads as something it is not.
     Hidden,
 }
 
@@ -479,6 +480,8 @@ impl AttackSign {
 /// assert_eq!(attack_signs("../../.bashrc"), [AttackSign::Separator, AttackSign::DotDot]);
 /// assert_eq!(attack_signs("invoice\u{202E}fdp.exe"), [AttackSign::Hidden]);
 /// assert!(attack_signs("Q3 report: final?.pdf").is_empty());
+/// assert_eq!(attack_signs(b"report\xff.pdf"), [AttackSign::Hidden]);
+/// assert_eq!(attack_signs(String::from_utf8_lossy(b"report\xff.pdf").as_bytes()), [AttackSign::Hidden]);
 /// ```
 pub fn attack_signs(hint: impl AsRef<[u8]>) -> Vec<AttackSign> {
     let hint = hint.as_ref();
@@ -489,9 +492,14 @@ pub fn attack_signs(hint: impl AsRef<[u8]>) -> Vec<AttackSign> {
     if hint.split(|b| b"/\\".contains(b)).any(|c| c == b"..") {
         signs.push(AttackSign::DotDot);
     }
-    let hidden = hint
-        .utf8_chunks()
-        .any(|chunk| !chunk.invalid().is_empty() || chunk.valid().chars().any(is_invisible));
+    // U+FFFD too: it is what a byte that is not UTF-8 became in a record kept as text.
+    let hidden = hint.utf8_chunks().any(|chunk| {
+        !chunk.invalid().is_empty()
+            || chunk
+                .valid()
+                .chars()
+                .any(|c| is_invisible(c) || c == char::REPLACEMENT_CHARACTER)
+    });
     if hidden {
         signs.push(AttackSign::Hidden);
     }

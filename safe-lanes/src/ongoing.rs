@@ -44,8 +44,10 @@ use crate::root::ONGOING_DIR;
 const MAX_ENTRY: u64 = 256;
 /// The most of each stream's end an entry keeps for the human to see.
 pub(crate) const MAX_TAIL: usize = 2048;
-/// The mode of an entry the human asked to stop (0600 otherwise).
+/// The mode of an entry the human asked to stop.
 pub(crate) const STOP_MODE: u32 = 0o400;
+/// The mode of every other entry, set when it is made, whatever the umask.
+const RUN_MODE: u32 = 0o600;
 
 /// The registry of effects in flight of one state root.
 #[derive(Debug, Clone)]
@@ -85,6 +87,10 @@ impl Ongoing {
     pub(crate) fn start(&self, op: &'static str, actor: Actor, fields: Value) -> Result<Started> {
         self.close_dead();
         let held = Held::create_file(&self.dir)?;
+        // Its mode says whether the human asked it to stop ([`STOP_MODE`]): set it whatever
+        // the umask made of it.
+        rustix::fs::fchmod(&held.entry, crate::beneath::mode_bits(RUN_MODE))
+            .map_err(|e| Error::io("fchmod", ONGOING_DIR, e))?;
         // The kind first: an entry whose process died before the offset was written is still
         // known for what it is.
         let kind = format!("{op}\n");
@@ -177,7 +183,12 @@ fn tail(text: &str) -> &str {
         start += 1;
     }
     let end = &text[start..];
-    end.find('\n').map_or(end, |n| &end[n + 1..])
+    // From the first line that starts within reach, unless the only line end is the last
+    // character (one long last line: then its end).
+    match end.find('\n') {
+        Some(n) if n + 1 < end.len() => &end[n + 1..],
+        _ => end,
+    }
 }
 
 /// A duration as an end record holds it (`duration_ms`): whole milliseconds.
@@ -272,16 +283,28 @@ fn with_id(id: &str, fields: Value) -> Value {
 /// The kind and start offset an entry holds (the offset is missing when its process died
 /// around its start record).
 fn read_entry(fd: &std::os::fd::OwnedFd) -> Option<(String, Option<u64>)> {
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     ReadAt::new(fd.as_fd())
         .take(MAX_ENTRY)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .ok()?;
-    let mut lines = text.lines();
-    let op = lines.next()?.to_owned();
-    let offset = lines.next().and_then(|o| o.parse().ok());
-    let known = op.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
-    (known && !op.is_empty()).then_some((op, offset))
+    header(&bytes)
+}
+
+/// The kind and start offset an entry's first bytes hold. Bytes, not text: what follows the
+/// header (a command's output) may be cut inside a character anywhere.
+pub(crate) fn header(bytes: &[u8]) -> Option<(String, Option<u64>)> {
+    let mut lines = bytes.split(|b| *b == b'\n');
+    let op = lines.next()?;
+    let known = op.iter().all(|b| b.is_ascii_lowercase() || *b == b'_');
+    if !known || op.is_empty() {
+        return None;
+    }
+    let offset = lines
+        .next()
+        .and_then(|o| std::str::from_utf8(o).ok())
+        .and_then(|o| o.parse().ok());
+    Some((String::from_utf8_lossy(op).into_owned(), offset))
 }
 
 /// Open `<root>/.ongoing` of the state root `root` at `root_path`.
@@ -296,4 +319,51 @@ pub(crate) fn open(
 ) -> Result<Ongoing> {
     let dir = crate::root::private_dir(root, root_path, ONGOING_DIR)?;
     Ok(Ongoing::new(dir, audit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: an entry holds its command's output after the header, read only to its
+    /// first 256 bytes; a character cut there made the whole read fail as text, and the entry
+    /// of a dead gateway was removed without its `ended_unknown` record.
+    #[test]
+    fn the_header_is_read_whatever_follows_it() {
+        // Offsets of every width, so that for some the cut falls inside a character.
+        let mut cut_inside = 0;
+        for offset in [
+            1_u64, 12, 123, 1234, 12345, 123456, 1234567, 12345678, 123456789,
+        ] {
+            let mut entry = format!("exec\n{offset}\n").into_bytes();
+            let tail = json!({ "stdout": "\u{2713} done ".repeat(40), "stderr": "" });
+            entry.extend_from_slice(tail.to_string().as_bytes());
+            let cut = &entry[..MAX_ENTRY as usize];
+            cut_inside += usize::from(std::str::from_utf8(cut).is_err());
+            assert_eq!(header(cut), Some(("exec".to_owned(), Some(offset))));
+        }
+        assert!(cut_inside > 0, "some cut falls inside a character");
+        assert_eq!(header(b"exec\n"), Some(("exec".to_owned(), None)));
+        assert_eq!(header(b"EXEC\n1\n"), None);
+        assert_eq!(header(b""), None);
+    }
+
+    #[test]
+    fn a_tail_starts_at_a_line_and_is_never_empty_for_a_long_last_line() {
+        let lines: String = (0..400).map(|n| format!("line {n}\n")).collect();
+        let shown = tail(&lines);
+        assert!(
+            shown.len() <= MAX_TAIL && shown.starts_with("line "),
+            "{shown}"
+        );
+        assert!(shown.ends_with("line 399\n"));
+        let one = "x".repeat(3 * MAX_TAIL) + "\n";
+        assert_eq!(
+            tail(&one).len(),
+            MAX_TAIL,
+            "a long last line is cut, not dropped"
+        );
+        let wide = "\u{2713}".repeat(MAX_TAIL);
+        assert!(tail(&wide).len() <= MAX_TAIL && !tail(&wide).is_empty());
+    }
 }

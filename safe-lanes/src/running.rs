@@ -170,20 +170,22 @@ fn live_entry(dir: &Anchor, name: &str) -> Option<Entry> {
         // Nobody holds it: its process ended (the next one closes it).
         return None;
     }
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     ReadAt::new(fd.as_fd())
         .take(MAX_READ)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .ok()?;
-    let mut lines = text.lines();
-    if lines.next()? != "exec" {
+    let (op, offset) = crate::ongoing::header(&bytes)?;
+    if op != "exec" {
         return None;
     }
-    let offset = lines.next()?.parse().ok()?;
+    let offset = offset?;
     // The tail, if a whole one is there (one being rewritten is skipped this time).
-    let tail: Value = lines
-        .next()
-        .and_then(|l| serde_json::from_str(l).ok())
+    let tail: Value = bytes
+        .splitn(3, |b| *b == b'\n')
+        .nth(2)
+        .and_then(|rest| rest.split(|b| *b == b'\n').next())
+        .and_then(|line| serde_json::from_slice(line).ok())
         .unwrap_or_default();
     let stream = |key: &str| tail[key].as_str().unwrap_or("").to_owned();
     Some(Entry {

@@ -25,7 +25,7 @@ pub(crate) fn show(
 ) -> Result<Report> {
     let root = StateRoot::open_default(flag)?;
     let log = root.audit();
-    let (entries, mut offset) = audit_view::show(&log, filter)?;
+    let (entries, mut watch) = audit_view::follow(&log, filter)?;
     if !follow {
         let text = if entries.is_empty() {
             "no records".to_owned()
@@ -44,9 +44,7 @@ pub(crate) fn show(
     print(&entries, json)?;
     loop {
         std::thread::sleep(FOLLOW_EVERY);
-        let (newer, end) = audit_view::newer(&log, filter, offset)?;
-        offset = end;
-        print(&newer, json)?;
+        print(&watch.newer(&log)?, json)?;
     }
 }
 

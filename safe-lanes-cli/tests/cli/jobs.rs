@@ -139,3 +139,25 @@ fn the_human_sees_a_running_command_and_stops_it() {
 fn shell_quoted(script: &str) -> String {
     format!("'{}'", script.replace('\'', r"'\''"))
 }
+
+/// Regression: a stop is asked by the entry's mode, which the umask made at creation: under
+/// `umask 0277` every command was stopped at once, "by the human". The entry's mode is set
+/// whatever the umask.
+#[test]
+fn a_strict_umask_stops_nothing() {
+    let env = Env::new();
+    let command = format!(
+        "umask 277; exec {} --root {} --json exec -- sh -c 'sleep 0.4; echo done'",
+        env!("CARGO_BIN_EXE_safe-lanes"),
+        env.root().display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &command])
+        .env("HOME", env.home())
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["exit_code"], 0, "{json}");
+    assert_eq!(json["stdout"], "done\n", "{json}");
+    assert!(json["stopped"].is_null(), "{json}");
+}

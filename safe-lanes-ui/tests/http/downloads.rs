@@ -4,8 +4,8 @@
 use crate::client::Page;
 
 /// Regression: the Downloads tab had no preview. A file a browser can show safely (an image,
-/// a PDF, text) is served with its own type, in a sandbox of its own (no script, nothing
-/// loaded), never sniffed; HTML, SVG and unknown types are not shown; nothing outside the lane,
+/// text) is served with its own type, in a sandbox of its own (no script, nothing
+/// loaded), never sniffed; HTML, SVG, PDF and unknown types are not shown; nothing outside the lane,
 /// no link and no half-written save is served.
 #[test]
 fn a_download_is_shown_in_a_sandbox_with_a_type_that_runs_nothing() {
@@ -45,6 +45,7 @@ fn a_download_is_shown_in_a_sandbox_with_a_type_that_runs_nothing() {
     for (name, status) in [
         ("page.html", 415),
         ("logo.svg", 415),
+        ("paper.pdf", 415),
         ("link.txt", 404),
         ("..%2F..%2Fetc%2Fhostname.txt", 404),
         ("missing.txt", 404),

@@ -303,6 +303,16 @@ impl Filter {
 ///
 /// `io` when the log cannot be read.
 pub fn show(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, u64)> {
+    let (entries, follow) = follow(log, filter)?;
+    Ok((entries, follow.offset))
+}
+
+/// [`show`], and the [`Follow`] that goes on from there: for watching the log.
+///
+/// # Errors
+///
+/// `io` when the log cannot be read.
+pub fn follow(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, Follow)> {
     let (records, end) = log.records_from(0)?;
     let mut starts = Starts::default();
     let mut entries: Vec<Entry> = records
@@ -314,11 +324,46 @@ pub fn show(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, u64)> {
         let skip = entries.len().saturating_sub(limit);
         entries.drain(..skip);
     }
-    Ok((entries, end))
+    let follow = Follow {
+        filter: filter.clone(),
+        offset: end,
+        starts,
+    };
+    Ok((entries, follow))
+}
+
+/// The log watched from where [`follow`] left it: each look reads only what was appended
+/// since, and joins each end with its start, wherever that start was.
+#[derive(Debug)]
+pub struct Follow {
+    filter: Filter,
+    offset: u64,
+    /// The starts of the effects not ended yet.
+    starts: Starts,
+}
+
+impl Follow {
+    /// The entries recorded since the last look that the filter admits (its limit not
+    /// applied).
+    ///
+    /// # Errors
+    ///
+    /// `io` when the log cannot be read.
+    pub fn newer(&mut self, log: &AuditLog) -> Result<Vec<Entry>> {
+        let (records, end) = log.records_from(self.offset)?;
+        self.offset = end;
+        let entries = records
+            .iter()
+            .map(|r| self.starts.entry(r))
+            .filter(|e| self.filter.admits(e))
+            .collect();
+        Ok(entries)
+    }
 }
 
 /// The entries recorded after byte `offset` that `filter` admits (its limit not applied), and
-/// where the next look starts: for watching the log.
+/// where the next look starts. An end whose start came before `offset` is said without what
+/// ran ([`Follow`] knows it).
 ///
 /// # Errors
 ///
@@ -326,26 +371,16 @@ pub fn show(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, u64)> {
 pub fn newer(log: &AuditLog, filter: &Filter, offset: u64) -> Result<(Vec<Entry>, u64)> {
     let (records, end) = log.records_from(offset)?;
     let mut starts = Starts::default();
-    let unmatched = records.iter().any(|r| {
-        starts.note(r);
-        starts.start_of(r).is_none() && Starts::ends(r).is_some()
-    });
-    if unmatched && offset > 0 {
-        // An end whose start came before `offset`: look for the starts from the beginning.
-        let (earlier, _) = log.records_from(0)?;
-        starts = Starts::default();
-        earlier.iter().for_each(|r| starts.note(r));
-    }
     let entries = records
         .iter()
-        .map(|r| Entry::joined(r, starts.start_of(r)))
+        .map(|r| starts.entry(r))
         .filter(|e| filter.admits(e))
         .collect();
     Ok((entries, end))
 }
 
 /// The start records of effects (`exec.start`, `upload.start`) by id, to join each end with.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Starts(std::collections::HashMap<String, Value>);
 
 impl Starts {

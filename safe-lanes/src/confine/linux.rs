@@ -275,7 +275,8 @@ impl Tail {
         if last.0.elapsed() < TAIL_EVERY {
             return;
         }
-        let (stdout, stderr, total) = control.tails(crate::ongoing::MAX_TAIL);
+        // With room before the kept end, so it can start at a line.
+        let (stdout, stderr, total) = control.tails(2 * crate::ongoing::MAX_TAIL);
         if total != last.1 {
             started.publish_tail(&stdout, &stderr);
         }

@@ -141,6 +141,15 @@ pub struct Saved {
     pub recorded: bool,
 }
 
+/// A file the human removed from the lane ([`DownloadLane::remove`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct Removed {
+    /// The file, as it was.
+    pub entry: Entry,
+    /// Whether the audit log holds the removal (the file is gone either way).
+    pub recorded: bool,
+}
+
 /// What the audit log records of a save or a recovery: the file and its identity.
 #[derive(Serialize)]
 pub(crate) struct FileRecord<'a> {
@@ -693,13 +702,14 @@ impl DownloadLane {
 
     /// Remove the file `name` of the lane (the human's decision), recorded as
     /// `download.remove` with its name, size and `reason`: only the very file that was looked
-    /// at (same device and inode), never through a link.
+    /// at (same device and inode), never through a link. A removal whose record cannot be
+    /// written is still a removal: [`Removed::recorded`] says so (as a prune does).
     ///
     /// # Errors
     ///
     /// `invalid_argument` without a reason; `not_found` when the lane lists no such file (or it
-    /// was replaced meanwhile); `io`.
-    pub fn remove(&self, name: &str, reason: &str) -> Result<Entry> {
+    /// was replaced meanwhile); `io` when it cannot be removed (nothing was).
+    pub fn remove(&self, name: &str, reason: &str) -> Result<Removed> {
         let reason = reason.trim();
         if reason.is_empty() {
             return Err(Error::InvalidArgument {
@@ -715,7 +725,7 @@ impl DownloadLane {
                 why: "the file changed while it was being removed; nothing was removed".into(),
             });
         }
-        self.audit.append(
+        let recorded = self.audit.append(
             "download.remove",
             self.actor,
             serde_json::json!({
@@ -723,8 +733,14 @@ impl DownloadLane {
                 "bytes": entry.bytes,
                 "reason": reason,
             }),
-        )?;
-        Ok(entry)
+        );
+        if let Err(e) = &recorded {
+            tracing::warn!(error = %e, "removed a download, but its record could not be written");
+        }
+        Ok(Removed {
+            entry,
+            recorded: recorded.is_ok(),
+        })
     }
 
     /// The files [`DownloadLane::prune`] would remove now: those last modified more than `age`

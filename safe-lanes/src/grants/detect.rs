@@ -376,7 +376,9 @@ pub(crate) fn not_found_in(stderr: &str) -> Option<&str> {
         let plain = !name.is_empty()
             && name.len() <= 255
             && !name.contains('/')
-            && !name.chars().any(|c| c.is_whitespace() || c.is_control());
+            && !name
+                .chars()
+                .any(|c| c.is_whitespace() || crate::error::is_hidden(c));
         plain.then_some(name)
     })
 }
@@ -400,6 +402,11 @@ mod tests {
         );
         assert_eq!(not_found_in("sh: 1: /opt/x: not found"), None, "a path");
         assert_eq!(not_found_in("sh: 1: a b: not found"), None);
+        assert_eq!(
+            not_found_in("sh: 1: car\u{202e}go: not found"),
+            None,
+            "a hidden character"
+        );
         assert_eq!(not_found_in("error: everything is fine"), None);
     }
 

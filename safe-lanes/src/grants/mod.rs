@@ -831,7 +831,8 @@ impl Grants {
             if let Some(seen) = seen {
                 check_seen(doc, request_id, seen, given.as_ref())?;
             }
-            let (grant, from, request) = self.approving(doc, request_id, given.clone())?;
+            let (grant, from, request) =
+                self.approving(doc, request_id, given.clone(), Look::Open)?;
             let approved = Approved { grant, request };
             changelog.add(doc, &approved, |c| {
                 c.path = Some(approved.grant.path.clone());
@@ -855,7 +856,21 @@ impl Grants {
     pub fn approvable(&self, request_id: &str, chosen: Option<&Path>) -> Result<()> {
         let given = chosen.map(|p| self.canonical_folder(p)).transpose()?;
         let (_, mut doc) = self.manifest.load()?;
-        self.approving(&mut doc, request_id, given).map(drop)
+        self.approving(&mut doc, request_id, given, Look::Open)
+            .map(drop)
+    }
+
+    /// [`Grants::approvable`] from what is written alone: the request's folder is judged as it
+    /// is written (approving would also open it, to check it is canonical and there), so no
+    /// path an agent chose is opened, followed or mounted by a list of requests.
+    ///
+    /// # Errors
+    ///
+    /// As [`Grants::approvable`], but for what only opening the folder tells.
+    pub(crate) fn approvable_as_written(&self, request_id: &str) -> Result<()> {
+        let (_, mut doc) = self.manifest.load()?;
+        self.approving(&mut doc, request_id, None, Look::AsWritten)
+            .map(drop)
     }
 
     /// Approve the request `request_id` in `doc`, with the folder `given` by the human (else
@@ -866,12 +881,22 @@ impl Grants {
         doc: &mut Document,
         request_id: &str,
         given: Option<PathBuf>,
+        look: Look,
     ) -> Result<(Grant, Option<Access>, Request)> {
         refuse_expired(doc, request_id)?;
         let request = take_request(doc, request_id)?;
-        let folder = match given {
-            Some(given) => Some(given),
-            None => self.proposed_folder(&request)?,
+        let folder = match (given, look) {
+            (Some(given), _) => Some(given),
+            (None, Look::Open) => self.proposed_folder(&request)?,
+            (None, Look::AsWritten) => match &request.path {
+                Some(path) => {
+                    self.rules()
+                        .placement(path)
+                        .map_err(|why| why.refusal(path))?;
+                    Some(path.clone())
+                }
+                None => None,
+            },
         };
         let (grant, from) = self.grant_for(doc, &request, folder)?;
         Ok((grant, from, request))
@@ -1294,7 +1319,10 @@ fn widen(
     request: &Request,
     folder: Option<&Path>,
 ) -> Result<Grant> {
-    if let Some(folder) = folder.filter(|f| *f != existing.path) {
+    if existing.access == request.access {
+        return Err(unchanged(existing, request.access));
+    }
+    if let Some(folder) = folder.filter(|f| moves(existing, f)) {
         return Err(Error::AliasTaken {
             alias: Shown::text(request.alias.as_str()),
             why: format!(
@@ -1308,33 +1336,49 @@ fn widen(
     Ok(find(doc, &request.alias)?.clone())
 }
 
+/// How approving looks at a request's folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Look {
+    /// Open it (following links): it must be canonical and there.
+    Open,
+    /// Judge it as written, opening nothing.
+    AsWritten,
+}
+
 /// A request for the grant `existing` must change it, and can change only its access: one
 /// asking for the access it has would be approved to no effect, and one naming another folder
 /// cannot move the grant (`invalid_argument`, saying what to ask instead).
 fn changes_something(existing: &Grant, access: Access, path: Option<&Path>) -> Result<()> {
-    let refused = |why: String| Error::InvalidArgument {
-        what: Shown::text(existing.alias.as_str()),
-        why,
-    };
-    let elsewhere = |p: &&Path| {
-        AbsPath::normalized(p)
-            .ok()
-            .is_none_or(|p| p.as_path() != existing.path)
-    };
-    if let Some(path) = path.filter(elsewhere) {
-        return Err(refused(format!(
-            "the grant is for {}, not for {}: a request cannot move a grant; ask for the other \
-             folder under a new alias",
-            Shown::path(&existing.path),
-            Shown::path(path)
-        )));
+    if let Some(path) = path.filter(|p| moves(existing, p)) {
+        return Err(Error::InvalidArgument {
+            what: Shown::text(existing.alias.as_str()),
+            why: format!(
+                "the grant is for {}, not for {}: a request cannot move a grant; ask for the \
+                 other folder under a new alias",
+                Shown::path(&existing.path),
+                Shown::path(path)
+            ),
+        });
     }
     if existing.access == access {
-        return Err(refused(format!(
-            "the grant already has {access} access: the request would change nothing"
-        )));
+        return Err(unchanged(existing, access));
     }
     Ok(())
+}
+
+/// Whether `folder` (as written: its text, normalized) is not the folder of `existing`.
+fn moves(existing: &Grant, folder: &Path) -> bool {
+    AbsPath::normalized(folder)
+        .ok()
+        .is_none_or(|p| p.as_path() != existing.path)
+}
+
+/// The refusal of a change to `existing` that gives it the access it has.
+fn unchanged(existing: &Grant, access: Access) -> Error {
+    Error::InvalidArgument {
+        what: Shown::text(existing.alias.as_str()),
+        why: format!("the grant already has {access} access: the request would change nothing"),
+    }
 }
 
 /// Give the grant `alias` this `host`, and an approval time if it has none; checked against

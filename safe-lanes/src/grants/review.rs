@@ -132,14 +132,18 @@ impl Grants {
             Proposed::New { kind, .. } => (*kind, None),
             Proposed::Change { from, .. } => (self.kind_of(alias).unwrap_or_default(), Some(*from)),
         };
-        let folder = proposed.or(chosen);
+        // The folder approving would grant: the human's choice, else the one proposed (as
+        // `Grants::approve` takes them).
+        let folder = chosen.or(proposed);
         let mut review = self.review(Planned {
             alias,
             kind,
             path: folder,
             from,
             to,
-            exact: proposed.is_some() && matches!(p.change, Proposed::New { .. }),
+            exact: chosen.is_none()
+                && proposed.is_some()
+                && matches!(p.change, Proposed::New { .. }),
         });
         review.standing = self.standing(p, chosen);
         review.refused = match &review.standing {
@@ -149,7 +153,9 @@ impl Grants {
         review
     }
 
-    /// The proposal `p` at a glance, with the folder `chosen` for a request that names none.
+    /// The proposal `p` at a glance, with the folder `chosen` for a request that names none:
+    /// its folder is judged as written (nothing the agent named is opened); the review judges
+    /// it whole.
     pub fn glance(&self, p: &Proposal, chosen: Option<&Path>) -> Glance {
         let (_, _, proposed) = p.change.target();
         let home = crate::accounts::own_home();
@@ -157,10 +163,16 @@ impl Grants {
             .or(chosen)
             .map(|path| risk::path_warnings(path, home.as_deref()))
             .unwrap_or_default();
-        Glance {
-            standing: self.standing(p, chosen),
-            warnings,
-        }
+        let (_, _, proposed) = p.change.target();
+        let standing = match (proposed, chosen) {
+            (None, None) if matches!(p.change, Proposed::New { .. }) => Standing::NeedsFolder,
+            (_, Some(_)) => self.standing(p, chosen),
+            _ => match self.approvable_as_written(&p.request.id) {
+                Ok(()) => Standing::Approvable,
+                Err(e) => Standing::Refused(e.message().to_string()),
+            },
+        };
+        Glance { standing, warnings }
     }
 
     /// Whether the proposal `p` can be approved as it stands ([`Grants::approvable`]).

@@ -2063,6 +2063,12 @@ fn one_answer_says_whether_a_request_can_be_approved_as_it_stands() {
         (dry.code(), dry.to_string()),
         (real.code(), real.to_string())
     );
+    // A folder the human names instead is what the review judges, as approving takes it.
+    let other = w.p("other");
+    let p = w.grants.proposal(&covering.id).unwrap();
+    let instead = w.grants.review_proposal(&p, Some(&other));
+    assert_eq!(instead.standing, Standing::Approvable, "{instead:?}");
+    assert_eq!(instead.path.as_deref(), Some(other.as_path()));
 
     // A request that names no folder needs one; with one chosen, it can be approved.
     let pathless = w
