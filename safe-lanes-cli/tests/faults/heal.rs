@@ -3,10 +3,12 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::process::Stdio;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::Lab;
+use crate::server::Server;
 
 /// How a piece is broken.
 enum Break {
@@ -22,6 +24,8 @@ enum Break {
     Foreign,
     /// A regular file of 200 MiB (sparse).
     Huge,
+    /// A directory anyone may write to (0777).
+    Loose,
 }
 
 impl Break {
@@ -55,6 +59,10 @@ impl Break {
             Self::Huge => {
                 let file = std::fs::File::create(path).unwrap();
                 file.set_len(200 << 20).unwrap();
+            }
+            Self::Loose => {
+                std::fs::create_dir(path).unwrap();
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
             }
         }
     }
@@ -172,5 +180,54 @@ fn every_broken_piece_of_the_root_disables_only_its_feature_and_init_repairs_it(
         check(&lab, &fine, "repaired");
         let (_, verified) = runs(&lab, &["audit", "verify"], b"");
         assert_eq!(verified["intact"], true, "{piece}: {verified}");
+    }
+}
+
+/// The answer to a tool call: whether it succeeded, and its result.
+fn called(server: &mut Server, id: i64, tool: &str, arguments: Value) -> (bool, Value) {
+    server.call(id, tool, arguments);
+    let answer = server.answer(id);
+    let result = answer["result"].clone();
+    (result["isError"] == false, result)
+}
+
+/// Regression (the fault pass): a broken `.downloads` (a file, a link, a FIFO, a directory
+/// others may write, another user's) stopped the MCP server from starting at all, taking
+/// commands, grants and requests with it. The server starts; only the lane's tools refuse
+/// (`insecure_root`), and once `init` repairs the lane they work again in the same server.
+#[test]
+fn a_broken_download_lane_refuses_only_the_lane_in_a_running_server() {
+    for how in [
+        Break::File,
+        Break::Link,
+        Break::Fifo,
+        Break::Loose,
+        Break::Foreign,
+    ] {
+        let lab = Lab::new();
+        lab.grant("first", "read_only");
+        how.apply(&lab, &lab.root().join(".downloads"));
+        let mut server = Server::start(&lab, &[], Stdio::null());
+        let (listed, out) = called(&mut server, 1, "folder_grants_list", json!({}));
+        assert!(listed, "{out}");
+        assert_eq!(
+            out["structuredContent"]["grants"][0]["alias"], "first",
+            "{out}"
+        );
+        let (ran, out) = called(&mut server, 2, "shell_exec", json!({"command": "echo hi"}));
+        assert!(ran && out["structuredContent"]["stdout"] == "hi\n", "{out}");
+        let ask = json!({"alias": "more", "access": "read_only", "reason": "to read"});
+        let (asked, out) = called(&mut server, 3, "folder_access_request", ask);
+        assert!(asked, "{out}");
+        let save = json!({"filename": "a.txt", "text": "a"});
+        let (saved, out) = called(&mut server, 4, "download_save", save.clone());
+        assert!(!saved, "{out}");
+        assert_eq!(out["_meta"]["safe-lanes/code"], "insecure_root", "{out}");
+        let (listed, out) = called(&mut server, 5, "downloads_list", json!({}));
+        assert!(!listed, "{out}");
+        let (initialized, out) = runs(&lab, &["init"], b"");
+        assert!(initialized, "init: {out}");
+        let (saved, out) = called(&mut server, 6, "download_save", save);
+        assert!(saved, "after init, in the same server: {out}");
     }
 }

@@ -143,7 +143,9 @@ pub struct AgentDesk {
 #[derive(Debug)]
 struct Shared {
     root: StateRoot,
-    lane: DownloadLane,
+    /// The download lane, opened once it can be: a broken lane refuses only its own
+    /// operations (`insecure_root`), and is opened again at the next one after `init`.
+    lane: Mutex<Option<Arc<DownloadLane>>>,
     options: DeskOptions,
     folders: Mutex<Option<Arc<Folders>>>,
     #[cfg(all(target_os = "linux", feature = "fetch"))]
@@ -183,15 +185,14 @@ impl UploadCheck {
 }
 
 impl AgentDesk {
-    /// The desk of `root` with `options`. The folder-grant side opens now if it can, or at
-    /// the first grant operation.
+    /// The desk of `root` with `options`. The download lane and the folder-grant side open
+    /// now if they can, or at their first operation: a broken piece of the root refuses only
+    /// what needs it.
     ///
     /// # Errors
     ///
-    /// As [`DownloadLane::open`]: the download lane must open; `invalid_argument` for a fetch
-    /// policy's malformed host entry.
+    /// `invalid_argument` for a fetch policy's malformed host entry.
     pub fn open(root: StateRoot, options: DeskOptions) -> Result<Self> {
-        let lane = DownloadLane::open(&root)?.with_max_bytes(options.max_bytes);
         let client = options.client.as_deref().map(Arc::from);
         #[cfg(all(target_os = "linux", feature = "fetch"))]
         let fetcher = options
@@ -201,12 +202,15 @@ impl AgentDesk {
             .transpose()?;
         let shared = Shared {
             root,
-            lane,
+            lane: Mutex::new(None),
             options,
             folders: Mutex::new(None),
             #[cfg(all(target_os = "linux", feature = "fetch"))]
             fetcher,
         };
+        if let Err(e) = shared.lane() {
+            tracing::warn!("the download lane is unavailable until it is repaired: {e}");
+        }
         if let Err(e) = shared.folders() {
             tracing::warn!("folder grants are unavailable until the manifest is fixed: {e}");
         }
@@ -252,7 +256,7 @@ impl AgentDesk {
     /// it reads), recorded as refused; `io`; what `content` fails with otherwise. Nothing is
     /// left.
     pub fn save(&self, name_hint: impl AsRef<[u8]>, content: impl Read) -> Result<Saved> {
-        self.shared.lane.save(name_hint, content)
+        self.shared.lane()?.save(name_hint, content)
     }
 
     /// Fetch `url` straight into the download lane — the bytes never pass through the agent —
@@ -274,7 +278,7 @@ impl AgentDesk {
                 what: "fetching",
                 why: "the gateway was started without it (`safe-lanes-mcp --fetch`)".into(),
             })?;
-        fetcher.fetch(&self.shared.lane, url, filename_hint)
+        fetcher.fetch(&*self.shared.lane()?, url, filename_hint)
     }
 
     /// Whether fetching is configured ([`DeskOptions::fetch`]).
@@ -292,7 +296,7 @@ impl AgentDesk {
     ///
     /// `invalid_argument` for a cursor no page gave; `io`.
     pub fn downloads(&self, cursor: Option<&str>, limit: usize) -> Result<DownloadList> {
-        self.shared.lane.listing(cursor, limit)
+        self.shared.lane()?.listing(cursor, limit)
     }
 
     /// Check that the file at `path` (absolute, as the agent gave it) may be uploaded, and open
@@ -472,6 +476,25 @@ impl AgentDesk {
 
 impl Shared {
     /// The folder-grant side, opened now if it could not be before.
+    /// The download lane, opened now if it was not yet.
+    fn lane(&self) -> Result<Arc<DownloadLane>> {
+        let mut held = crate::sync::lock(&self.lane);
+        if let Some(open) = &*held {
+            return Ok(Arc::clone(open));
+        }
+        let lane = match DownloadLane::open(&self.root) {
+            // The root saw the lane broken when it was opened: look again, it may have been
+            // repaired since (`init`).
+            Err(Error::InsecureRoot { .. }) => {
+                DownloadLane::open(&StateRoot::open(self.root.path())?)?
+            }
+            other => other?,
+        };
+        let open = Arc::new(lane.with_max_bytes(self.options.max_bytes));
+        *held = Some(Arc::clone(&open));
+        Ok(open)
+    }
+
     fn folders(&self) -> Result<Arc<Folders>> {
         let mut folders = crate::sync::lock(&self.folders);
         if let Some(open) = &*folders {
