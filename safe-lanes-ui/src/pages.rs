@@ -131,6 +131,10 @@ pub(crate) async fn overview(
 /// How many changes, records or files one page shows.
 const PER_PAGE: usize = 50;
 
+/// How many of the newest audit records the audit tab pages through (older ones:
+/// `safe-lanes audit show --since …`).
+const AUDIT_SHOWN: usize = 20 * PER_PAGE;
+
 /// A page number, and filters of the audit page.
 #[derive(Deserialize, Default)]
 pub(crate) struct Paging {
@@ -196,9 +200,12 @@ pub(crate) async fn audit(
 ) -> Response {
     let log = app.root.audit();
     let path = log.path().to_path_buf();
+    // The newest records that match, read from the log's end: the page's memory and time are
+    // those of what it can show, whatever the log's size.
     let filter = safe_lanes::audit_view::Filter {
         refused: q.refused.as_deref() == Some("1"),
         op: q.op.clone().filter(|op| !op.is_empty()),
+        limit: Some(AUDIT_SHOWN),
         ..Default::default()
     };
     let read = app

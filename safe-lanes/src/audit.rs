@@ -888,6 +888,24 @@ impl AuditLog {
         self.read_from(offset, usize::MAX)
     }
 
+    /// A descriptor of the log to read (its own offset untouched: read it with `pread`), and
+    /// its size now.
+    ///
+    /// # Errors
+    ///
+    /// `io` when the log cannot be examined.
+    pub(crate) fn reader(&self) -> Result<(OwnedFd, u64)> {
+        let inner = crate::sync::lock(&self.inner);
+        let fd = inner
+            .fd
+            .try_clone()
+            .map_err(|e| Error::io("dup", &self.path, e))?;
+        let size = rustix::fs::fstat(&fd)
+            .map(|st| u64::try_from(st.st_size).unwrap_or(0))
+            .map_err(|e| Error::io("fstat", &self.path, e))?;
+        Ok((fd, size))
+    }
+
     /// The record that begins at byte `offset` of the log, if a whole one does (reading that
     /// one line only).
     ///

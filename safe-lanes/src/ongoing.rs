@@ -65,6 +65,9 @@ pub(crate) struct Started {
     held: Option<Held<std::os::fd::OwnedFd>>,
     /// Where the tail goes in the entry: after its header.
     header: u64,
+    /// Where its start record begins in the log: its end record says so (`start_at`), so a
+    /// reader of the log joins the two without reading what lies between.
+    start_at: Option<u64>,
 }
 
 impl Ongoing {
@@ -102,6 +105,7 @@ impl Ongoing {
             actor,
             held: Some(held),
             header: kind.len() as u64,
+            start_at: None,
         };
         let id = started.id().to_owned();
         let offset = match self
@@ -115,6 +119,7 @@ impl Ongoing {
                 return Err(e);
             }
         };
+        started.start_at = Some(offset);
         if let Some(held) = &started.held {
             // Where the start is in the log; without it, a dead entry is closed all the same.
             let line = format!("{offset}\n");
@@ -162,11 +167,14 @@ impl Ongoing {
         if self.audit.followed_by(offset, &format!("{op}.end"), id)? {
             return Ok(());
         }
-        let fields = json!({
+        let mut fields = json!({
             "id": id,
             "why": "the process running it ended before recording how it ended (killed, or the \
                     machine stopped); what it did is unknown",
         });
+        if self.audit.record_at(offset)?.is_some_and(|r| r["id"] == id) {
+            fields["start_at"] = offset.into();
+        }
         self.audit
             .append(&format!("{op}.ended_unknown"), "safe-lanes", fields)
     }
@@ -246,9 +254,11 @@ impl Started {
 
     fn record_end(&self, fields: Value) -> Result<()> {
         let event = format!("{}.end", self.op);
-        self.ongoing
-            .audit
-            .append(&event, self.actor, with_id(self.id(), fields))
+        let mut fields = with_id(self.id(), fields);
+        if let (Some(at), Value::Object(map)) = (self.start_at, &mut fields) {
+            map.insert("start_at".into(), at.into());
+        }
+        self.ongoing.audit.append(&event, self.actor, fields)
     }
 
     /// Remove the entry (while still locked).

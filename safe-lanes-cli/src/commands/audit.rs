@@ -89,8 +89,11 @@ pub(crate) fn summary(flag: Option<&Path>, since: Option<SystemTime>) -> Result<
         let _ = write!(
             text,
             "\n\nrefused ({}): what was tried and not let through",
-            summary.refused.len()
+            summary.refused_count
         );
+        if summary.refused.len() < summary.refused_count {
+            let _ = write!(text, " (the newest {} listed)", summary.refused.len());
+        }
         for e in &summary.refused {
             let _ = write!(text, "\n  {}", e.line());
         }

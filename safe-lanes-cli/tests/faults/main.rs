@@ -11,6 +11,7 @@
 //! - a root whose pieces were broken by hand is repaired by `init` (`heal`), and a server whose
 //!   stderr cannot be written still answers (`server`).
 
+mod bounds;
 mod changes;
 mod effects;
 mod heal;

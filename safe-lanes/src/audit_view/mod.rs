@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::audit::AuditLog;
 use crate::error::{Result, Shown};
 
+mod lines;
 pub(crate) mod words;
 
 pub use words::in_words as duration_in_words;
@@ -309,27 +310,90 @@ pub fn show(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, u64)> {
 
 /// [`show`], and the [`Follow`] that goes on from there: for watching the log.
 ///
+/// With a limit, the log is read from its end, a block at a time, and only until the newest
+/// `limit` entries the filter admits are found (or one older than `since`): the memory is that
+/// of the entries shown, whatever the log's size. Without one, it is read from its start, a
+/// line at a time.
+///
 /// # Errors
 ///
 /// `io` when the log cannot be read.
 pub fn follow(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, Follow)> {
-    let (records, end) = log.records_from(0)?;
-    let mut starts = Starts::default();
-    let mut entries: Vec<Entry> = records
-        .iter()
-        .map(|r| starts.entry(r))
-        .filter(|e| filter.admits(e))
-        .collect();
-    if let Some(limit) = filter.limit {
-        let skip = entries.len().saturating_sub(limit);
-        entries.drain(..skip);
-    }
+    let (entries, offset) = match filter.limit {
+        Some(limit) => newest(log, filter, limit)?,
+        None => {
+            let (fd, _) = log.reader()?;
+            let mut starts = Starts::default();
+            let mut entries = Vec::new();
+            let mut end = 0;
+            for line in lines::forwards(fd, 0) {
+                let (at, line) = line?;
+                end = at + line.len() as u64 + 1;
+                let Some(record) = parsed(&line) else {
+                    continue;
+                };
+                let entry = starts.entry(log, &record);
+                if filter.admits(&entry) {
+                    entries.push(entry);
+                }
+            }
+            (entries, end)
+        }
+    };
     let follow = Follow {
         filter: filter.clone(),
-        offset: end,
-        starts,
+        offset,
+        starts: Starts::default(),
     };
     Ok((entries, follow))
+}
+
+/// The newest `limit` entries `filter` admits, oldest first, read from the log's end; and
+/// where the log's whole lines end.
+fn newest(log: &AuditLog, filter: &Filter, limit: usize) -> Result<(Vec<Entry>, u64)> {
+    let (fd, size) = log.reader()?;
+    let lines = lines::Backwards::new(fd, size)?;
+    let end = lines.end();
+    let mut entries = Vec::new();
+    if limit == 0 {
+        return Ok((entries, end));
+    }
+    for line in lines {
+        let (_, line) = line?;
+        let Some(record) = parsed(&line) else {
+            continue;
+        };
+        let entry = Entry::joined(&record, start_at(log, &record).as_ref());
+        if let (Some(since), Some(at)) = (filter.since, entry.at())
+            && at < since
+        {
+            break;
+        }
+        if filter.admits(&entry) {
+            entries.push(entry);
+            if entries.len() == limit {
+                break;
+            }
+        }
+    }
+    entries.reverse();
+    Ok((entries, end))
+}
+
+/// A line of the log as a record, if it is one.
+fn parsed(line: &[u8]) -> Option<Value> {
+    match serde_json::from_slice(line) {
+        Ok(record @ Value::Object(_)) => Some(record),
+        _ => None,
+    }
+}
+
+/// The start record an end record names (`start_at`: where it begins in the log), if it does
+/// and it is there.
+fn start_at(log: &AuditLog, record: &Value) -> Option<Value> {
+    let at = record["start_at"].as_u64()?;
+    let start = log.record_at(at).ok().flatten()?;
+    (start["id"] == record["id"]).then_some(start)
 }
 
 /// The log watched from where [`follow`] left it: each look reads only what was appended
@@ -354,7 +418,7 @@ impl Follow {
         self.offset = end;
         let entries = records
             .iter()
-            .map(|r| self.starts.entry(r))
+            .map(|r| self.starts.entry(log, r))
             .filter(|e| self.filter.admits(e))
             .collect();
         Ok(entries)
@@ -373,21 +437,24 @@ pub fn newer(log: &AuditLog, filter: &Filter, offset: u64) -> Result<(Vec<Entry>
     let mut starts = Starts::default();
     let entries = records
         .iter()
-        .map(|r| starts.entry(r))
+        .map(|r| starts.entry(log, r))
         .filter(|e| filter.admits(e))
         .collect();
     Ok((entries, end))
 }
 
-/// The start records of effects (`exec.start`, `upload.start`) by id, to join each end with.
+/// The start records of effects (`exec.start`, `upload.start`) by id, to join each end with
+/// when the end does not say where its start is (`start_at`, written since ends say it).
 #[derive(Debug, Default)]
 struct Starts(std::collections::HashMap<String, Value>);
 
 impl Starts {
-    /// The entry of `record`, joined with its start; a start is kept for its end.
-    fn entry(&mut self, record: &Value) -> Entry {
+    /// The entry of `record`, joined with its start; a start is kept for its end (until the
+    /// end says where it is).
+    fn entry(&mut self, log: &AuditLog, record: &Value) -> Entry {
         self.note(record);
-        let entry = Entry::joined(record, self.start_of(record));
+        let named = start_at(log, record);
+        let entry = Entry::joined(record, named.as_ref().or(self.start_of(record)));
         if let Some(id) = Self::ends(record) {
             self.0.remove(id);
         }
@@ -444,9 +511,15 @@ pub struct Summary {
     pub records: usize,
     /// Per operation and outcome, by operation.
     pub counts: Vec<Count>,
-    /// Every refusal, oldest first: what was tried and not let through.
+    /// The refusals, oldest first: what was tried and not let through (the newest
+    /// [`MAX_REFUSED_LISTED`] of them; `refused_count` says how many there were).
     pub refused: Vec<Entry>,
+    /// How many refusals there were.
+    pub refused_count: usize,
 }
+
+/// The most refusals a summary lists (it counts them all).
+pub const MAX_REFUSED_LISTED: usize = 1000;
 
 /// The summary of the records of `log` from `since` on (all without it).
 ///
@@ -454,17 +527,40 @@ pub struct Summary {
 ///
 /// `io` when the log cannot be read.
 pub fn summary(log: &AuditLog, since: Option<SystemTime>) -> Result<Summary> {
-    let filter = Filter {
-        since,
-        ..Filter::default()
-    };
-    let (entries, _) = show(log, &filter)?;
+    let (fd, _) = log.reader()?;
     let mut counts: std::collections::BTreeMap<(String, Outcome), usize> = Default::default();
-    for e in &entries {
-        *counts.entry((e.operation.clone(), e.outcome)).or_default() += 1;
+    let mut refused = std::collections::VecDeque::new();
+    let (mut records, mut refused_count) = (0, 0);
+    // A line at a time, each record looked at for what the summary needs: the memory is the
+    // counts and the refusals listed, whatever the log's size.
+    for line in lines::forwards(fd, 0) {
+        let (_, line) = line?;
+        let Ok(head) = serde_json::from_slice::<Head<'_>>(&line) else {
+            continue;
+        };
+        if let Some(since) = since {
+            let at = DateTime::parse_from_rfc3339(&head.ts).ok();
+            if at.is_none_or(|at| SystemTime::from(at) < since) {
+                continue;
+            }
+        }
+        records += 1;
+        let (operation, outcome) = split_event(&head.event);
+        *counts
+            .entry((Shown::message(operation).to_string(), outcome))
+            .or_default() += 1;
+        if outcome == Outcome::Refused {
+            refused_count += 1;
+            if let Some(record) = parsed(&line) {
+                refused.push_back(Entry::of(&record));
+                if refused.len() > MAX_REFUSED_LISTED {
+                    refused.pop_front();
+                }
+            }
+        }
     }
     Ok(Summary {
-        records: entries.len(),
+        records,
         counts: counts
             .into_iter()
             .map(|((operation, outcome), count)| Count {
@@ -473,11 +569,18 @@ pub fn summary(log: &AuditLog, since: Option<SystemTime>) -> Result<Summary> {
                 count,
             })
             .collect(),
-        refused: entries
-            .into_iter()
-            .filter(|e| e.outcome == Outcome::Refused)
-            .collect(),
+        refused: refused.into(),
+        refused_count,
     })
+}
+
+/// What a summary reads of a record.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(default, borrow)]
+    event: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    ts: std::borrow::Cow<'a, str>,
 }
 
 /// What the audit log recorded of a file of the download lane when it was saved.

@@ -27,7 +27,8 @@
 //! save until it is dropped; an entry whose lock is free was left by a process that died.
 //! Before its first save or listing, a handle that finds one (or a registry that does not know
 //! what happened before it, see `savers.rs`) reads the lane: each marked file is recorded as
-//! `download.recovered` and unmarked, and hidden staging files older than an hour are removed.
+//! `download.recovered` and unmarked, and hidden staging files whose saver is gone (nobody holds
+//! their lock; older than ten seconds) are removed.
 //! Otherwise the lane is not read. A read that could not record everything (a full disk) is
 //! tried again at a later save or listing, at most once a second.
 //!
@@ -83,6 +84,8 @@ const UNRECORDED_MARK: u32 = 0o1000;
 const PARTIAL_PREFIX: &str = ".partial-";
 /// A hidden temporary file older than this is a crash leftover and is swept.
 const STALE_AFTER: Duration = Duration::from_secs(3600);
+/// A staging file younger than this may belong to a saver that has not locked it yet.
+const STAGING_GRACE: Duration = Duration::from_secs(10);
 /// How many published collisions one save tolerates before giving up (only reachable when
 /// another process fills the same names as fast as we probe them).
 const MAX_COLLISIONS: u32 = 10_000;
@@ -978,7 +981,7 @@ impl DownloadLane {
     }
 
     /// What a process that died mid-save left (reading the whole lane is O(n)): hidden staging
-    /// files older than [`STALE_AFTER`] are removed, and a file published but never recorded (a
+    /// files whose saver is gone are removed ([`DownloadLane::remove_abandoned`]), and a file published but never recorded (a
     /// lane file, see [`is_listed`], that carries the mark, see [`is_marked`]) is recorded now
     /// as recovered (records written since the log offset `since` are looked at first, so a
     /// file recorded already is only unmarked). Whether every such file was recorded.
@@ -986,21 +989,16 @@ impl DownloadLane {
         let Ok(entries) = self.dir.entries() else {
             return false;
         };
-        // Stale staging names first: a crash between the `link` and the `unlink` of the
+        // Dead savers' staging names first: a crash between the `link` and the `unlink` of the
         // fallback publish leaves the file under both names, and only a single-link file is
         // recovered.
-        let cutoff = SystemTime::now()
-            .checked_sub(STALE_AFTER)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
         for (name, st) in &entries {
-            let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(st.st_mtime.max(0) as u64);
             if name
                 .as_encoded_bytes()
                 .starts_with(PARTIAL_PREFIX.as_bytes())
                 && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                && mtime < cutoff
             {
-                let _ = Name::new(name).and_then(|name| self.dir.remove_file(name));
+                let _ = Name::new(name).and_then(|name| self.remove_abandoned(name, st));
             }
         }
         let mut complete = true;
@@ -1019,6 +1017,33 @@ impl DownloadLane {
 }
 
 impl DownloadLane {
+    /// Remove the staging file `name` (its `lstat` is `st`) if its saver is gone: nobody holds
+    /// its lock, and it was made more than [`STAGING_GRACE`] ago (a saver locks its file right
+    /// after making it; the grace covers that instant). One older than [`STALE_AFTER`] goes
+    /// whatever its lock.
+    fn remove_abandoned(&self, name: Name<'_>, st: &Stat) -> Result<()> {
+        use rustix::fs::FlockOperation;
+        let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(st.st_mtime.max(0) as u64);
+        let age = SystemTime::now().duration_since(mtime).unwrap_or_default();
+        if age < STAGING_GRACE {
+            return Ok(());
+        }
+        if age < STALE_AFTER {
+            let fd = self.dir.open_read(name.as_rel(), Symlinks::Deny)?;
+            if rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive).is_err() {
+                // Its saver is alive.
+                return Ok(());
+            }
+            // Removed while locked: a saver cannot take it in between.
+            let same = |now: &Stat| {
+                crate::beneath::stat_identity(now) == crate::beneath::stat_identity(st)
+            };
+            self.dir.remove_file_if(name, same)?;
+            return Ok(());
+        }
+        self.dir.remove_file(name)
+    }
+
     /// Record the marked file `name` as recovered (its content hashed now) and clear the mark
     /// — unless its saver is alive (it holds the file's lock, and records it itself), or its
     /// record is in the log after `since` already (then only the mark is cleared).

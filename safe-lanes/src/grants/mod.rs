@@ -329,12 +329,7 @@ impl Grants {
             .collect();
         let now = std::time::SystemTime::now();
         let outcomes = doc.outcomes(now);
-        let requests = doc
-            .requests
-            .iter()
-            .filter(|r| !doc.expired(r, now))
-            .cloned()
-            .collect();
+        let requests = doc.pending(now).into_iter().cloned().collect();
         Ok(Listing {
             grants,
             requests,
@@ -798,8 +793,11 @@ impl Grants {
     pub fn proposals(&self) -> Result<Vec<Proposal>> {
         let (_, doc) = self.manifest.load()?;
         let now = std::time::SystemTime::now();
-        let live = doc.requests.iter().filter(|r| !doc.expired(r, now));
-        Ok(live.map(|r| Proposal::of(r, &doc.grants)).collect())
+        Ok(doc
+            .pending(now)
+            .into_iter()
+            .map(|r| Proposal::of(r, &doc.grants))
+            .collect())
     }
 
     /// The pending request `request_id` with the change approving it would make now.

@@ -85,10 +85,29 @@ impl Document {
         self.requests.retain(|r| !expired_by(r, ttl, now));
     }
 
-    /// Every pending request and the most recent decided ones, as their requester may know
-    /// them.
+    /// The pending requests a reader is shown: those not expired at `now`, at most
+    /// [`MAX_PENDING_REQUESTS`](super::MAX_PENDING_REQUESTS) — the last filed — whatever the
+    /// manifest holds (filing never makes more; a hand-edited manifest may hold any number).
+    pub fn pending(&self, now: SystemTime) -> Vec<&Request> {
+        let ttl = self.request_ttl();
+        let mut live: Vec<&Request> = self
+            .requests
+            .iter()
+            .filter(|r| !expired_by(r, ttl, now))
+            .collect();
+        let over = live.len().saturating_sub(super::MAX_PENDING_REQUESTS);
+        live.drain(..over);
+        live
+    }
+
+    /// The pending requests (at most [`MAX_PENDING_REQUESTS`](super::MAX_PENDING_REQUESTS),
+    /// the last filed) and the most recent decided ones, as their requester may know them.
     pub fn outcomes(&self, now: SystemTime) -> Vec<Outcome> {
-        let pending = self.requests.iter().map(|r| Outcome {
+        let over = self
+            .requests
+            .len()
+            .saturating_sub(super::MAX_PENDING_REQUESTS);
+        let pending = self.requests[over..].iter().map(|r| Outcome {
             id: r.id.clone(),
             alias: r.alias.clone(),
             access: Some(r.access),

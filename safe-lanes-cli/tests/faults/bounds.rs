@@ -1,0 +1,169 @@
+//! Caps that hold on every read, whatever a hand-edited state file holds.
+
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::Lab;
+use crate::server::Server;
+
+/// The bound on pending requests that filing keeps (`MAX_PENDING_REQUESTS`).
+const PENDING: usize = 64;
+
+/// Regression (the fault pass): with 10,000 pending requests in a hand-edited manifest,
+/// `folder_grants_list` answered 5.9 MB: the 64-request cap held only when a request was
+/// filed. Every read shows at most 64 (the last filed), to the agent and to the human.
+#[test]
+fn a_manifest_holding_ten_thousand_requests_shows_at_most_the_cap() {
+    let lab = Lab::new();
+    lab.grant("first", "read_only");
+    let manifest = lab.root().join("workflow.json");
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let requests: Vec<Value> = (0..10_000)
+        .map(|n| {
+            json!({"id": format!("req_{n:016x}"), "alias": format!("a{n}"),
+                   "access": "read_only", "reason": "more", "requested_at": now,
+                   "requested_by": "agent"})
+        })
+        .collect();
+    doc["folder_access_requests"] = Value::Array(requests);
+    std::fs::write(&manifest, serde_json::to_vec(&doc).unwrap()).unwrap();
+
+    let mut server = Server::start(&lab, &[], Stdio::null());
+    server.call(1, "folder_grants_list", json!({}));
+    let answer = server.answer(1);
+    let listed = &answer["result"]["structuredContent"];
+    let requests = listed["requests"].as_array().expect("requests");
+    assert_eq!(requests.len(), PENDING, "{}", requests.len());
+    assert_eq!(requests[PENDING - 1]["alias"], "a9999", "the last filed");
+    let outcomes = listed["outcomes"].as_array().map_or(0, Vec::len);
+    assert!(outcomes <= 2 * PENDING, "{outcomes}");
+    let bytes = answer.to_string().len();
+    assert!(bytes < 64 << 10, "the answer is {bytes} bytes");
+
+    let (signal, shown) = lab.run(&["grant", "requests"], None, b"");
+    assert_eq!(signal, None);
+    assert_eq!(
+        shown["requests"].as_array().unwrap().len(),
+        PENDING,
+        "{signal:?}"
+    );
+}
+
+/// Regression (the fault pass): on a root without `O_TMPFILE`, saves killed mid-way left their
+/// hidden partial files (43 files, 7 MB in one storm), which no later save or listing removed
+/// within the hour. The next listing after a saver died removes every partial file whose
+/// saver is gone (its lock is free), and the dead saver's registry entry; a partial file whose
+/// saver lives (it holds the lock) stays.
+#[test]
+fn a_dead_savers_partial_file_goes_at_the_next_listing() {
+    let lab = Lab::new();
+    lab.run(
+        &["download", "save", "--name", "first.txt", "-"],
+        None,
+        b"first",
+    );
+    let lane = lab.root().join(".downloads");
+    let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    let plant = |name: &str| {
+        let path = lane.join(name);
+        std::fs::write(&path, vec![b'p'; 1 << 20]).unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(minute_ago).unwrap();
+        path
+    };
+    let dead = plant(".partial-00000000000000000000000000000dea");
+    let alive = plant(".partial-000000000000000000000000000a11fe");
+    // A saver that died: its registry entry, unlocked.
+    let entry = lab.root().join(".savers/0000000000000000000000000000dead");
+    std::fs::write(&entry, b"").unwrap();
+    // A saver that lives: it holds its partial file's lock.
+    let mut holder = std::process::Command::new("flock")
+        .arg(&alive)
+        .args(["sleep", "30"])
+        .spawn()
+        .expect("flock (util-linux)");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+
+    let (signal, listed) = lab.run(&["download", "list"], None, b"");
+    assert_eq!(signal, None, "{listed}");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(!dead.exists(), "the dead saver's partial file is gone");
+    assert!(alive.exists(), "a live saver's partial file stays");
+    assert!(!entry.exists(), "the dead saver's registry entry is gone");
+    // The stand-in saver was no registered saver: its file is the test's to remove.
+    std::fs::remove_file(&alive).unwrap();
+    lab.check_invariants();
+}
+
+/// Regression (the fault pass): `audit show --limit 20` on a 1,000,000-record log took 31 s and
+/// 3.0 GB, `audit summary` 20 s and 3.0 GB: each read the whole log into memory. Under a 64 MiB
+/// heap limit, on a 300,000-record log (about 120 MB), both answer: the newest entries read
+/// from the end, the summary a line at a time.
+#[test]
+fn the_audit_views_answer_on_a_large_log_in_bounded_memory() {
+    use std::io::Write;
+    let lab = Lab::new();
+    lab.run(&["init"], None, b"");
+    let log = lab.root().join("audit.jsonl");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&log).unwrap());
+    let mut offset = 0u64;
+    for n in 0..150_000u64 {
+        let start = json!({"seq": 2 * n + 1, "ts": "2026-12-01T10:00:00.000Z",
+            "event": "exec.start", "actor": "agent", "id": format!("{n:032x}"),
+            "program": "/bin/sh", "args": ["-c", "cargo test --offline -p a-crate-of-ours"],
+            "cwd": "site", "timeout_s": 60, "prev": "0".repeat(64), "hash": "0".repeat(64)});
+        let end = json!({"seq": 2 * n + 2, "ts": "2026-12-01T10:00:01.000Z",
+            "event": if n % 2 == 0 { "exec.end" } else { "upload.refused" },
+            "actor": "agent", "id": format!("{n:032x}"), "exit_code": 0, "duration_ms": 1200,
+            "start_at": offset, "code": "outside_allowlist",
+            "prev": "0".repeat(64), "hash": "0".repeat(64)});
+        for record in [start, end] {
+            let line = format!("{record}\n");
+            offset += line.len() as u64;
+            out.write_all(line.as_bytes()).unwrap();
+        }
+    }
+    out.flush().unwrap();
+    drop(out);
+    let limited = |args: &[&str]| {
+        let command = lab.command(args);
+        let out = std::process::Command::new("prlimit")
+            .arg(format!("--data={}", 64 << 20))
+            .arg(command.get_program())
+            .args(command.get_args())
+            .env_clear()
+            .env("HOME", lab.tmp.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("prlimit (util-linux)");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let shown = limited(&["audit", "show", "--limit", "20"]);
+    let entries: Vec<Value> = shown
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 20);
+    assert_eq!(entries[19]["seq"], 300_000);
+    let ended = entries.iter().find(|e| e["event"] == "exec.end").unwrap();
+    assert!(
+        ended["words"]
+            .as_str()
+            .unwrap()
+            .contains("cargo test --offline"),
+        "an end joined with its start by where the start is: {ended}"
+    );
+    let summary: Value = serde_json::from_slice(&limited(&["audit", "summary"])).unwrap();
+    assert_eq!(summary["records"], 300_000, "{}", summary["counts"]);
+    assert_eq!(summary["refused_count"], 75_000);
+    assert_eq!(summary["refused"].as_array().unwrap().len(), 1000);
+}
