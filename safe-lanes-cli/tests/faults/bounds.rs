@@ -167,3 +167,82 @@ fn the_audit_views_answer_on_a_large_log_in_bounded_memory() {
     assert_eq!(summary["refused_count"], 75_000);
     assert_eq!(summary["refused"].as_array().unwrap().len(), 1000);
 }
+
+/// Regression (the fault pass): a forward clock jump during one call silently dropped the
+/// other pending requests as expired, with no record; a request filed with the clock set back
+/// was answered "pending" although it had already expired by the time the manifest records.
+/// Expiry is recorded (in the record of the change that drops them), and a change is made at
+/// the clock's time but never before a time the manifest records.
+#[test]
+fn expiry_is_recorded_and_a_clock_set_back_files_nothing_already_expired() {
+    let lab = Lab::new();
+    lab.grant("first", "read_only");
+    let manifest = lab.root().join("workflow.json");
+    let day = std::time::Duration::from_secs(86_400);
+    let stamp = |t: std::time::SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+    let now = std::time::SystemTime::now();
+    let edit = |requests: Value, changelog_at: Option<String>| {
+        let mut doc: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+        doc["folder_access_requests"] = requests;
+        if let Some(at) = changelog_at {
+            for entry in doc["folder_access_changelog"].as_array_mut().unwrap() {
+                entry["at"] = json!(at);
+            }
+        }
+        std::fs::write(&manifest, serde_json::to_vec(&doc).unwrap()).unwrap();
+    };
+    // Four requests filed 30 days ago: expired by now.
+    let old: Vec<Value> = (0..4)
+        .map(|n| {
+            json!({"id": format!("req_{n:016x}"), "alias": format!("old{n}"),
+                        "access": "read_only", "reason": "long ago",
+                        "requested_at": stamp(now - 30 * day), "requested_by": "agent"})
+        })
+        .collect();
+    edit(Value::Array(old), None);
+    let (signal, filed) = lab.run(
+        &[
+            "grant",
+            "request",
+            "--alias",
+            "new",
+            "--access",
+            "read_only",
+            "--reason",
+            "now",
+        ],
+        None,
+        b"",
+    );
+    assert_eq!(signal, None, "{filed}");
+    let record = lab
+        .records()
+        .into_iter()
+        .rev()
+        .find(|r| r["event"] == "grant.request")
+        .expect("the filing's record");
+    let expired: Vec<&str> = record["expired"]
+        .as_array()
+        .map(|e| e.iter().map(|r| r["alias"].as_str().unwrap()).collect())
+        .unwrap_or_default();
+    assert_eq!(expired, ["old0", "old1", "old2", "old3"], "{record}");
+
+    // The manifest records a time 400 days ahead of this clock: this clock was set back.
+    let ahead = stamp(now + 400 * day);
+    edit(json!([]), Some(ahead.clone()));
+    let (_, filed) = lab.run(
+        &[
+            "grant",
+            "request",
+            "--alias",
+            "later",
+            "--access",
+            "read_only",
+            "--reason",
+            "x",
+        ],
+        None,
+        b"",
+    );
+    assert_eq!(filed["requested_at"], ahead.as_str(), "{filed}");
+}

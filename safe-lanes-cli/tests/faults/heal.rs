@@ -231,3 +231,50 @@ fn a_broken_download_lane_refuses_only_the_lane_in_a_running_server() {
         assert!(saved, "after init, in the same server: {out}");
     }
 }
+
+/// Regression (the fault pass): a broken cache layer (`<root>/caches/<alias>` a link or a
+/// file) refused every confined command, not only those that need the cache, and a linked
+/// layer broke `grant list`. A command runs without that cache (which it does not see:
+/// never the human's folder without its layer), one that starts in the cache is refused, and
+/// `grant list` lists it.
+#[test]
+fn a_broken_cache_layer_leaves_out_only_that_cache() {
+    for how in [Break::Link, Break::File] {
+        let lab = Lab::new();
+        lab.grant("first", "read_only");
+        let npm = lab.folder("npm-cache");
+        let add = [
+            "grant",
+            "add",
+            "--alias",
+            "npm",
+            "--path",
+            &npm,
+            "--kind",
+            "cache",
+            "--reason",
+            "the cache",
+        ];
+        let (added, out) = runs(&lab, &add, b"");
+        assert!(added, "{out}");
+        let (ran, out) = runs(&lab, &["exec", "--", "true"], b"");
+        assert!(ran, "a command makes the layer: {out}");
+        how.apply(&lab, &lab.root().join("caches/npm"));
+        let (ran, out) = runs(&lab, &["exec", "--", "sh", "-c", "echo ran"], b"");
+        assert!(ran, "a command without the broken cache: {out}");
+        assert_eq!(out["stdout"], "ran\n", "{out}");
+        let used: Vec<&str> = out["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g[0].as_str().unwrap())
+            .collect();
+        assert_eq!(used, ["first"], "the broken cache is left out: {out}");
+        let (ran, out) = runs(&lab, &["exec", "--cwd", "npm", "--", "true"], b"");
+        assert!(!ran, "{out}");
+        assert_eq!(out["error"]["code"], "insecure_root", "{out}");
+        let (listed, out) = runs(&lab, &["grant", "list"], b"");
+        assert!(listed, "grant list: {out}");
+        assert_eq!(out["grants"].as_array().unwrap().len(), 2, "{out}");
+    }
+}

@@ -108,7 +108,22 @@ impl Confined {
             Some(alias) => Some(snapshot.folder(alias, Want::Read)?),
             None => None,
         };
-        let grants: Vec<_> = snapshot.available().collect();
+        let available: Vec<_> = snapshot.available().collect();
+        // A cache whose private layer is broken is left out of the command (never its folder
+        // without the layer); only a command that starts in it is refused.
+        let (caches, broken) = cache_layers(session, &available);
+        for (alias, e) in broken {
+            if self.cwd.as_ref() == Some(&alias) {
+                return Err(e);
+            }
+            tracing::warn!(error = %e, "cache `{alias}` is left out of the command until `safe-lanes init` repairs its layer");
+        }
+        let grants: Vec<&Effective> = available
+            .into_iter()
+            .filter(|g| {
+                g.toolchain.kind != Kind::Cache || caches.iter().any(|(c, _)| c.alias == g.alias)
+            })
+            .collect();
         let aliases: Vec<Alias> = grants.iter().map(|g| g.alias.clone()).collect();
         let masked = masked_now()?;
         let layout =
@@ -128,7 +143,6 @@ impl Confined {
                 session, origin, &layered,
             )?)
         };
-        let caches = cache_layers(session, &grants)?;
         let scratch = limits::Scratch::reserve();
         let processes = limits::ProcessLimit::for_command()?;
         let mut overlays = overlays(&caches)?;
@@ -353,25 +367,40 @@ fn prepare(
 }
 
 /// The private layer of each cache among `grants`, with a work directory for one command.
+/// The layer of each cache of `grants`, and the caches whose layer cannot be had (the
+/// `caches` directory, or the cache's own, broken), each with why.
+#[allow(clippy::type_complexity)]
 fn cache_layers<'g>(
     session: &Session,
     grants: &[&'g Effective],
-) -> Result<Vec<(&'g Effective, crate::caches::Layer)>> {
+) -> (
+    Vec<(&'g Effective, crate::caches::Layer)>,
+    Vec<(Alias, Error)>,
+) {
     let cache_grants: Vec<&Effective> = grants
         .iter()
         .copied()
         .filter(|g| g.toolchain.kind == Kind::Cache)
         .collect();
+    let (mut layers, mut broken) = (Vec::new(), Vec::new());
     if cache_grants.is_empty() {
-        return Ok(Vec::new());
+        return (layers, broken);
     }
-    let caches =
-        crate::caches::Caches::open(session.grants().root(), session.grants().root_path())?;
-    let mut out = Vec::new();
+    let caches = crate::caches::Caches::open(session.grants().root(), session.grants().root_path());
     for g in cache_grants {
-        out.push((g, caches.layer(g.alias.as_str(), &g.id)?));
+        let layer = match &caches {
+            Ok(caches) => caches.layer(g.alias.as_str(), &g.id),
+            Err(e) => Err(Error::InsecureRoot {
+                path: Shown::text(g.alias.as_str()),
+                why: format!("its layer cannot be had: {}", e.message()),
+            }),
+        };
+        match layer {
+            Ok(layer) => layers.push((g, layer)),
+            Err(e) => broken.push((g.alias.clone(), e)),
+        }
     }
-    Ok(out)
+    (layers, broken)
 }
 
 /// The overlays of the cache layers `caches`.

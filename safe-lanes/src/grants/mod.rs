@@ -354,7 +354,15 @@ impl Grants {
                 Some(dir) => dir,
                 None => opened.insert(crate::caches::Caches::open(&self.root, &self.state_root)?),
             };
-            view.private_layer = dir.size(view.grant.alias.as_str())?;
+            // A broken layer is not measured (`doctor` names it; commands leave its cache out):
+            // the listing stays.
+            view.private_layer = match dir.size(view.grant.alias.as_str()) {
+                Ok(size) => size,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the private layer of cache `{}` cannot be measured", view.grant.alias);
+                    None
+                }
+            };
         }
         Ok(())
     }
@@ -715,7 +723,9 @@ impl Grants {
         }
         let reason = clean_reason(reason);
         let filed = self.change(Action::Request, actor, &reason, |doc, changelog| {
-            doc.drop_expired(std::time::SystemTime::now());
+            // One reading of the clock for the whole change, never before what is recorded.
+            let now = doc.clock(std::time::SystemTime::now());
+            let expired = doc.drop_expired(now);
             if let Ok(existing) = find(doc, &alias) {
                 changes_something(existing, access, path)?;
             }
@@ -726,7 +736,7 @@ impl Grants {
                 path,
                 toolchain: toolchain.clone(),
             };
-            let filed = Filed(new_request(&alias, asked, &reason, actor));
+            let filed = Filed(new_request(&alias, asked, &reason, actor, now), expired);
             match doc.requests.iter().position(|r| r.alias == alias) {
                 // An update goes to the audit log only: a requester re-filing in a loop must not
                 // grow the manifest.
@@ -747,7 +757,7 @@ impl Grants {
             }
             Ok(filed)
         })?;
-        Ok(filed.map(|Filed(request)| request))
+        Ok(filed.map(|Filed(request, _)| request))
     }
 
     /// Approve a pending request (the human's action): with the proposed path, or `path` when
@@ -1162,9 +1172,9 @@ impl Changelog<'_> {
 enum Made<'a> {
     /// A grant added, changed, revoked or adopted: recorded as `{reason, grant}`.
     Grant(&'a Grant),
-    /// A request as an agent filed it: recorded as `{request}`, whose reason is the request's
-    /// own.
-    Filed(&'a Request),
+    /// A request as an agent filed it, and the pending requests filing it found expired and
+    /// dropped: recorded as `{request, expired?}`, whose reason is the request's own.
+    Filed(&'a Request, &'a [Request]),
     /// A request the human denied: recorded as `{reason, request}`.
     Denied(&'a Request),
     /// A request the human approved, and the grant as it is then: recorded as
@@ -1177,7 +1187,7 @@ impl<'a> Made<'a> {
     fn alias(self) -> &'a Alias {
         match self {
             Made::Grant(grant) | Made::Approved(grant, _) => &grant.alias,
-            Made::Filed(request) | Made::Denied(request) => &request.alias,
+            Made::Filed(request, _) | Made::Denied(request) => &request.alias,
         }
     }
 
@@ -1185,7 +1195,7 @@ impl<'a> Made<'a> {
     fn parts(self) -> (Option<&'a Grant>, Option<&'a Request>) {
         match self {
             Made::Grant(grant) => (Some(grant), None),
-            Made::Filed(request) | Made::Denied(request) => (None, Some(request)),
+            Made::Filed(request, _) | Made::Denied(request) => (None, Some(request)),
             Made::Approved(grant, request) => (Some(grant), Some(request)),
         }
     }
@@ -1195,7 +1205,9 @@ impl<'a> Made<'a> {
         let reason = clean_reason(reason);
         match self {
             Made::Grant(grant) => json!({ "reason": reason, "grant": grant }),
-            Made::Filed(request) => json!({ "request": request }),
+            Made::Filed(request, []) => json!({ "request": request }),
+            // The requests the filing found expired and dropped: their expiry is this record.
+            Made::Filed(request, expired) => json!({ "request": request, "expired": expired }),
             Made::Denied(request) => json!({ "reason": reason, "request": request }),
             Made::Approved(grant, request) => {
                 json!({ "reason": reason, "request": request, "grant": grant })
@@ -1224,11 +1236,11 @@ impl Subject for Request {
 }
 
 /// A request as an agent filed it.
-struct Filed(Request);
+struct Filed(Request, Vec<Request>);
 
 impl Subject for Filed {
     fn made(&self) -> Made<'_> {
-        Made::Filed(&self.0)
+        Made::Filed(&self.0, &self.1)
     }
 }
 
@@ -1449,14 +1461,20 @@ fn storable(path: &Path) -> Result<()> {
 }
 
 /// A new version of a request, with an id of its own.
-fn new_request(alias: &Alias, asked: Asked<'_>, reason: &str, actor: &str) -> Request {
+fn new_request(
+    alias: &Alias,
+    asked: Asked<'_>,
+    reason: &str,
+    actor: &str,
+    at: std::time::SystemTime,
+) -> Request {
     Request {
         id: format!("req_{}", &random_hex()[..16]),
         alias: alias.clone(),
         access: asked.access,
         reason: reason.to_owned(),
         path: asked.path.map(Path::to_path_buf),
-        requested_at: now(),
+        requested_at: humantime::format_rfc3339_seconds(at).to_string(),
         requested_by: Some(actor.to_owned()),
         toolchain: asked.toolchain,
         other_keys: OtherKeys::new(),

@@ -79,10 +79,29 @@ impl Document {
     }
 
     /// Forget the requests that expired by `now` (they no longer count against the bound on
-    /// pending requests; the agent is asking again).
-    pub(crate) fn drop_expired(&mut self, now: SystemTime) {
+    /// pending requests; the agent is asking again), and say which: the change that drops them
+    /// records them.
+    pub(crate) fn drop_expired(&mut self, now: SystemTime) -> Vec<Request> {
         let ttl = self.request_ttl();
-        self.requests.retain(|r| !expired_by(r, ttl, now));
+        let (expired, live) = std::mem::take(&mut self.requests)
+            .into_iter()
+            .partition(|r| expired_by(r, ttl, now));
+        self.requests = live;
+        expired
+    }
+
+    /// The time a change to this document is made at: the clock's `now`, but never before a
+    /// time the document already records (a clock set back would otherwise file a request
+    /// that has already expired, and make expired ones pending again).
+    pub fn clock(&self, now: SystemTime) -> SystemTime {
+        let recorded = self
+            .requests
+            .iter()
+            .map(|r| r.requested_at.as_str())
+            .chain(self.changelog.iter().map(|c| c.at.as_str()))
+            .filter_map(|at| humantime::parse_rfc3339_weak(at).ok())
+            .max();
+        recorded.map_or(now, |latest| now.max(latest))
     }
 
     /// The pending requests a reader is shown: those not expired at `now`, at most
