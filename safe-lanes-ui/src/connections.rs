@@ -8,9 +8,10 @@
 //! - a connection that has not shown the signed-in human's session within [`UNSIGNED`] of
 //!   opening is closed, whether or not it sent anything;
 //! - at most [`MAX_CONNECTIONS`] are open at once: one more closes the oldest connection that
-//!   has not shown the session (the human's own connections, once signed in, are never
-//!   closed for room; a new connection is read at once, so the human's browser, which sends
-//!   its request as it connects, gets in).
+//!   has not shown the session, else the oldest of all (a flood of update streams, or of
+//!   clients holding the session's cookie, cannot keep the human's next page out; a browser's
+//!   own update stream reconnects by itself); a new connection is read at once, so the
+//!   human's browser, which sends its request as it connects, gets in.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,21 +52,23 @@ struct Table {
 }
 
 impl Table {
-    /// Make room for one more: forget the ended, then close the oldest unsigned one when at
-    /// the bound. Whether there is room.
+    /// Make room for one more: forget the ended, then, at the bound, close the oldest
+    /// unsigned one, else the oldest of all (many update streams of the session, or clients
+    /// holding its cookie: the newest connection, the human's page, always gets in).
     fn make_room(&mut self) -> bool {
         self.open.retain(|c| !c.task.is_finished());
         if self.open.len() < MAX_CONNECTIONS {
             return true;
         }
-        let oldest = self
-            .open
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| !c.signed.load(Ordering::Relaxed))
-            .min_by_key(|(_, c)| c.opened)
-            .map(|(at, _)| at);
-        match oldest {
+        let oldest = |signed: bool| {
+            self.open
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| signed || !c.signed.load(Ordering::Relaxed))
+                .min_by_key(|(_, c)| c.opened)
+                .map(|(at, _)| at)
+        };
+        match oldest(false).or_else(|| oldest(true)) {
             Some(at) => {
                 self.open.swap_remove(at).task.abort();
                 true

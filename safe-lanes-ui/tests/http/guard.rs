@@ -341,3 +341,31 @@ fn idle_and_slow_connections_never_starve_the_human() {
     assert_eq!(still_open, 0, "every idle and slow connection was closed");
     assert_eq!(page.get("/", &format!("\r\nCookie: {cookie}")).status, 200);
 }
+
+/// Regression (the fault pass): 200 update streams of the signed-in session, never read (or
+/// 200 looping clients holding the session cookie), filled every connection the page keeps,
+/// and the human's own next page was reset. The newest connection always gets in: at the
+/// bound, the oldest connection goes, the session's own too (a browser's update stream
+/// reconnects by itself).
+#[test]
+fn two_hundred_open_update_streams_never_keep_the_human_out() {
+    use std::io::Write;
+    let page = Page::new();
+    let cookie = page.sign_in();
+    let mut streams = Vec::new();
+    for _ in 0..200 {
+        let mut stream = TcpStream::connect(page.address).unwrap();
+        let head = format!(
+            "GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n",
+            page.host()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        streams.push(stream);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..3 {
+        let overview = page.get("/", &format!("\r\nCookie: {cookie}"));
+        assert_eq!(overview.status, 200, "{overview:?}");
+    }
+    drop(streams);
+}
