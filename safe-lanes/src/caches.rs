@@ -145,6 +145,37 @@ impl Caches {
         })
     }
 
+    /// Put the layer of `alias` right when it is not a private directory of this user (a link
+    /// is removed; anything else is moved aside, nothing lost), saying what was done.
+    ///
+    /// # Errors
+    ///
+    /// `io`.
+    pub(crate) fn repair(&self, alias: &str) -> Result<Option<String>> {
+        Ok(crate::root::repair_dir_entry(&self.dir, alias)?
+            .map(|done| format!("{CACHES_DIR}/{alias}: {done}")))
+    }
+
+    /// What is wrong with the layer of `alias`, if it is there and not a private directory of
+    /// this user.
+    pub(crate) fn problem(&self, alias: &str) -> Option<String> {
+        let st = match self.dir.stat_entry(Name::new(alias).ok()?) {
+            Ok(st) => st,
+            Err(Error::NotFound { .. }) => return None,
+            Err(e) => return Some(e.to_string()),
+        };
+        let directory =
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
+        let own = st.st_uid == rustix::process::geteuid().as_raw();
+        (!directory || !own).then(|| {
+            format!(
+                "{CACHES_DIR}/{alias} is {}{}",
+                crate::beneath::kind_of(&st),
+                if own { "" } else { " of another user" }
+            )
+        })
+    }
+
     /// The size of the layer of `alias`, if there is one.
     ///
     /// # Errors

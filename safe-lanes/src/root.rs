@@ -630,7 +630,7 @@ const PRIVATE_DIRS: [&str; 6] = [
 /// So is a directory another user owns: the root is the current user's, so its entries are
 /// theirs to rename, and the library never uses what another user can change. What was done,
 /// if anything.
-fn repair_dir_entry(root: &Anchor, name: &str) -> Result<Option<String>> {
+pub(crate) fn repair_dir_entry(root: &Anchor, name: &str) -> Result<Option<String>> {
     let st = match root.stat_entry(Name::new(name)?) {
         Ok(st) => st,
         Err(Error::NotFound { .. }) => return Ok(None),

@@ -55,11 +55,16 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
     }
     // The manifest's lock file, which every grant change takes.
     if location.path.exists() {
-        let lock = StateRoot::open(&location.path)
-            .and_then(|root| Grants::open(&root, manifest))
-            .and_then(|grants| grants.pending_record());
-        if let Err(e) = lock {
+        let grants = StateRoot::open(&location.path).and_then(|root| Grants::open(&root, manifest));
+        if let Err(e) = grants
+            .as_ref()
+            .map_err(|e| e.to_string())
+            .and_then(|g| g.pending_record().map_err(|e| e.to_string()))
+        {
             problems.push(format!("grant changes are refused: {e}"));
+        }
+        if let Ok(grants) = &grants {
+            problems.extend(grants.cache_problems());
         }
     }
     let process = safe_lanes::process::status();

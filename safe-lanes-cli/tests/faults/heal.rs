@@ -276,5 +276,19 @@ fn a_broken_cache_layer_leaves_out_only_that_cache() {
         let (listed, out) = runs(&lab, &["grant", "list"], b"");
         assert!(listed, "grant list: {out}");
         assert_eq!(out["grants"].as_array().unwrap().len(), 2, "{out}");
+        // `doctor` names it; `init` repairs it, and says so; commands see the cache again.
+        let (_, doctor) = runs(&lab, &["doctor"], b"");
+        let named = doctor["problems"].as_array().unwrap().iter().any(|p| {
+            p.as_str()
+                .unwrap()
+                .contains("cache `npm`: its private layer is broken")
+        });
+        assert!(named, "{doctor}");
+        let (initialized, out) = runs(&lab, &["init"], b"");
+        assert!(initialized, "{out}");
+        let repaired = out["repaired"].to_string();
+        assert!(repaired.contains("caches/npm"), "{out}");
+        let (ran, out) = runs(&lab, &["exec", "--cwd", "npm", "--", "true"], b"");
+        assert!(ran, "after init: {out}");
     }
 }

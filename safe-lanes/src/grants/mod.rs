@@ -416,7 +416,54 @@ impl Grants {
     ///
     /// `io`.
     pub fn repair(&self) -> Result<Vec<String>> {
-        Ok(self.manifest.repair_lock()?.into_iter().collect())
+        let mut repaired: Vec<String> = self.manifest.repair_lock()?.into_iter().collect();
+        // The private layer of each cache grant.
+        let (_, doc) = self.manifest.load()?;
+        let caches = doc
+            .grants
+            .iter()
+            .filter(|g| g.toolchain.kind == Kind::Cache);
+        let mut opened = None;
+        for grant in caches {
+            let dir = match &opened {
+                Some(dir) => dir,
+                None => opened.insert(crate::caches::Caches::open(&self.root, &self.state_root)?),
+            };
+            repaired.extend(dir.repair(grant.alias.as_str())?);
+        }
+        Ok(repaired)
+    }
+
+    /// What is wrong with the private layer of each cache grant that cannot be used (its
+    /// cache is left out of confined commands until `safe-lanes init` repairs it), in words.
+    pub fn cache_problems(&self) -> Vec<String> {
+        let Ok((_, doc)) = self.manifest.load() else {
+            return Vec::new();
+        };
+        let caches: Vec<&Grant> = doc
+            .grants
+            .iter()
+            .filter(|g| g.toolchain.kind == Kind::Cache)
+            .collect();
+        if caches.is_empty() {
+            return Vec::new();
+        }
+        let dir = match crate::caches::Caches::open(&self.root, &self.state_root) {
+            Ok(dir) => dir,
+            Err(e) => return vec![format!("the caches' layers cannot be used: {e}")],
+        };
+        caches
+            .into_iter()
+            .filter_map(|g| {
+                dir.problem(g.alias.as_str()).map(|why| {
+                    format!(
+                        "cache `{}`: its private layer is broken ({why}): the cache is left out \
+                         of confined commands until `safe-lanes init` repairs it",
+                        g.alias
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Whether a change was made whose audit record is not written yet (the log could not take
