@@ -200,8 +200,8 @@ pub(crate) async fn audit(
 ) -> Response {
     let log = app.root.audit();
     let path = log.path().to_path_buf();
-    // The newest records that match, read from the log's end: the page's memory and time are
-    // those of what it can show, whatever the log's size.
+    // The newest records that match, read from the log's end (the chain's check and the
+    // counts still read the whole log, a line at a time: time, not memory).
     let filter = safe_lanes::audit_view::Filter {
         refused: q.refused.as_deref() == Some("1"),
         op: q.op.clone().filter(|op| !op.is_empty()),

@@ -140,10 +140,11 @@ pub fn stop(root: &StateRoot, id: &str, reason: &str, actor: &str) -> Result<()>
             Symlinks::Deny,
         )
         .map_err(|_| not_running())?;
+    let start_at = live_entry(&dir, id).map(|entry| entry.offset);
     root.audit().append(
         "exec.stop",
         actor,
-        serde_json::json!({ "id": id, "reason": reason }),
+        serde_json::json!({ "id": id, "reason": reason, "start_at": start_at }),
     )?;
     rustix::fs::fchmod(&fd, crate::beneath::mode_bits(STOP_MODE))
         .map_err(|e| Error::io("fchmod", ONGOING_DIR, e))

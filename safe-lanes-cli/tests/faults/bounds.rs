@@ -226,6 +226,7 @@ fn expiry_is_recorded_and_a_clock_set_back_files_nothing_already_expired() {
         .map(|e| e.iter().map(|r| r["alias"].as_str().unwrap()).collect())
         .unwrap_or_default();
     assert_eq!(expired, ["old0", "old1", "old2", "old3"], "{record}");
+    assert_eq!(record["expired_count"], 4, "{record}");
 
     // The manifest records a time 400 days ahead of this clock: this clock was set back.
     let ahead = stamp(now + 400 * day);

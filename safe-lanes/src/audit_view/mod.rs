@@ -319,6 +319,7 @@ pub fn show(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, u64)> {
 ///
 /// `io` when the log cannot be read.
 pub fn follow(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, Follow)> {
+    let mut kept = Starts::default();
     let (entries, offset) = match filter.limit {
         Some(limit) => newest(log, filter, limit)?,
         None => {
@@ -337,13 +338,14 @@ pub fn follow(log: &AuditLog, filter: &Filter) -> Result<(Vec<Entry>, Follow)> {
                     entries.push(entry);
                 }
             }
+            kept = starts;
             (entries, end)
         }
     };
     let follow = Follow {
         filter: filter.clone(),
         offset,
-        starts: Starts::default(),
+        starts: kept,
     };
     Ok((entries, follow))
 }
@@ -363,13 +365,20 @@ fn newest(log: &AuditLog, filter: &Filter, limit: usize) -> Result<(Vec<Entry>, 
         let Some(record) = parsed(&line) else {
             continue;
         };
-        let entry = Entry::joined(&record, start_at(log, &record).as_ref());
-        if let (Some(since), Some(at)) = (filter.since, entry.at())
+        // What the filter looks at does not depend on the join: join only what is shown.
+        let plain = Entry::of(&record);
+        // Records are in time order but for clock jumps: the scan stops at the first one
+        // older than `since`.
+        if let (Some(since), Some(at)) = (filter.since, plain.at())
             && at < since
         {
             break;
         }
-        if filter.admits(&entry) {
+        if filter.admits(&plain) {
+            let entry = match start_at(log, &record) {
+                Some(start) => Entry::joined(&record, Some(&start)),
+                None => plain,
+            };
             entries.push(entry);
             if entries.len() == limit {
                 break;
@@ -604,9 +613,13 @@ pub struct Recorded {
 ///
 /// `io` when the log cannot be read.
 pub fn download_records(log: &AuditLog) -> Result<std::collections::HashMap<String, Recorded>> {
-    let (records, _) = log.records_from(0)?;
+    let (fd, _) = log.reader()?;
     let mut recorded = std::collections::HashMap::new();
-    for r in &records {
+    // A line at a time: the memory is the map, whatever the log's size.
+    for line in lines::forwards(fd, 0) {
+        let (_, line) = line?;
+        let Some(r) = parsed(&line) else { continue };
+        let r = &r;
         let file = match r["event"].as_str() {
             Some("download.save" | "download.fetch") => r,
             Some("download.recovered") => &r["file"],

@@ -366,9 +366,9 @@ fn prepare(
     .emptying(&hidden_files(grants)?)
 }
 
-/// The private layer of each cache among `grants`, with a work directory for one command.
-/// The layer of each cache of `grants`, and the caches whose layer cannot be had (the
-/// `caches` directory, or the cache's own, broken), each with why.
+/// The private layer of each cache among `grants`, with a work directory for one command; and
+/// the caches whose layer cannot be had (the `caches` directory, or the cache's own, broken),
+/// each with why.
 #[allow(clippy::type_complexity)]
 fn cache_layers<'g>(
     session: &Session,

@@ -475,7 +475,6 @@ impl AgentDesk {
 }
 
 impl Shared {
-    /// The folder-grant side, opened now if it could not be before.
     /// The download lane, opened now if it was not yet.
     fn lane(&self) -> Result<Arc<DownloadLane>> {
         let mut held = crate::sync::lock(&self.lane);
@@ -495,6 +494,7 @@ impl Shared {
         Ok(open)
     }
 
+    /// The folder-grant side, opened now if it could not be before.
     fn folders(&self) -> Result<Arc<Folders>> {
         let mut folders = crate::sync::lock(&self.folders);
         if let Some(open) = &*folders {

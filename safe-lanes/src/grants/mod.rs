@@ -1193,8 +1193,13 @@ impl Changelog<'_> {
     fn add<S: Subject>(&self, doc: &mut Document, subject: &S, fill: impl FnOnce(&mut Change)) {
         let made = subject.made();
         let (grant, request) = made.parts();
+        // A filing's entry has the filing's own time (one reading of the clock per change).
+        let at = match made {
+            Made::Filed(request, _) => request.requested_at.clone(),
+            _ => now(),
+        };
         let mut change = Change {
-            at: now(),
+            at,
             action: self.action,
             actor: clean_reason(self.actor),
             reason: clean_reason(self.reason),
@@ -1253,8 +1258,18 @@ impl<'a> Made<'a> {
         match self {
             Made::Grant(grant) => json!({ "reason": reason, "grant": grant }),
             Made::Filed(request, []) => json!({ "request": request }),
-            // The requests the filing found expired and dropped: their expiry is this record.
-            Made::Filed(request, expired) => json!({ "request": request, "expired": expired }),
+            // The requests the filing found expired and dropped: their expiry is this record
+            // (each named, at most MAX_PENDING_REQUESTS of them: the record stays small).
+            Made::Filed(request, expired) => {
+                let named: Vec<serde_json::Value> = expired
+                    .iter()
+                    .take(MAX_PENDING_REQUESTS)
+                    .map(
+                        |r| json!({ "id": r.id, "alias": r.alias, "requested_at": r.requested_at }),
+                    )
+                    .collect();
+                json!({ "request": request, "expired": named, "expired_count": expired.len() })
+            }
             Made::Denied(request) => json!({ "reason": reason, "request": request }),
             Made::Approved(grant, request) => {
                 json!({ "reason": reason, "request": request, "grant": grant })
