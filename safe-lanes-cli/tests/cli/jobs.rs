@@ -104,7 +104,10 @@ fn the_human_sees_a_running_command_and_stops_it() {
     assert_eq!(again.code(), "not_found", "{again:?}");
 
     // Read from the log's end (`--limit`): each record names where its command's start is.
-    let log = env.run(&["--json", "audit", "show", "--op", "exec.", "--limit", "3"], b"");
+    let log = env.run(
+        &["--json", "audit", "show", "--op", "exec.", "--limit", "3"],
+        b"",
+    );
     let records: Vec<Value> = log
         .stdout
         .lines()
