@@ -526,6 +526,9 @@ report! {
         /// What became of its changes to the read-write folders (once it has finished): how
         /// many were published, and which are held for the human.
         changes: Changes = |r| Changes(r.changes.clone()),
+        /// What to do about how it ended, when known (once it has finished): a program its
+        /// shell could not find, with the tool grants that would let it in.
+        hint: Option<String>,
     }
 }
 

@@ -271,3 +271,11 @@ def test_a_direct_grant_is_written_at_once_and_holds_nothing(cw):
     report = cw.desk.run("echo '{}' > .mcp.json", cwd="proj")
     assert [(h.path, h.why) for h in report.changes.held] == [(".mcp.json", "agent_config")]
     assert not cw.p("proj/.mcp.json").exists()
+
+
+def test_a_program_the_shell_cannot_find_comes_with_a_hint(cw):
+    report = cw.desk.run("no-such-tool-x --version", cwd="proj")
+    assert report.exit_code == 127, report.to_dict()
+    assert report.hint.startswith("no-such-tool-x: the program is not in the sandbox"), report.to_dict()
+    assert report.to_dict()["hint"] == report.hint
+    assert cw.desk.run("true", cwd="proj").hint is None

@@ -457,6 +457,9 @@ class CommandReport:
     @property
     def changes(self) -> Changes:
         """What became of its writes to read-write grants (once it has finished)."""
+    @property
+    def hint(self) -> Optional[str]:
+        """A program its shell could not find, with the tool grants that would let it in."""
     def to_dict(self) -> dict[str, Any]: ...
 
 class UploadedContent:
