@@ -39,6 +39,8 @@ pub(crate) struct App {
     pub(crate) sessions: Mutex<Sessions>,
     /// When the last request came (the live-update stream does not count).
     last_request: Mutex<Instant>,
+    /// The session's open update streams, at most [`live::MAX_STREAMS`].
+    pub(crate) streams: Mutex<live::Streams>,
 }
 
 impl App {
@@ -61,6 +63,7 @@ impl App {
             },
             sessions: Mutex::new(Sessions::new()?),
             last_request: Mutex::new(Instant::now()),
+            streams: Mutex::new(live::Streams::default()),
         })
     }
 

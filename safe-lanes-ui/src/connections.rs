@@ -11,7 +11,9 @@
 //!   has not shown the session, else the oldest of all (a flood of update streams, or of
 //!   clients holding the session's cookie, cannot keep the human's next page out; a browser's
 //!   own update stream reconnects by itself); a new connection is read at once, so the
-//!   human's browser, which sends its request as it connects, gets in.
+//!   human's browser, which sends its request as it connects, gets in;
+//! - the session holds at most [`crate::live::MAX_STREAMS`] update streams: one more ends the
+//!   oldest, so clients holding its cookie cannot pile them up.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -34,14 +34,14 @@ use std::fmt::Display;
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use rustix::fs::{FlockOperation, Mode, OFlags, SeekFrom};
 use serde::Serialize;
 
-use crate::beneath::{Anchor, Symlinks};
+use crate::beneath::{Anchor, OwnFile, Symlinks};
 use crate::digest::sha256_hex;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Shown};
 use crate::input::RelPath;
 
 /// `prev` of the first line.
@@ -59,6 +59,9 @@ const WITNESS_FILE: &str = "audit.head";
 const WITNESS_LEN: usize = 4 + 20 + 6 + 64 + 1;
 /// The event of a record saying the log had been cut ([`AuditLog::verify`] reports it).
 const CUT_EVENT: &str = "audit.cut";
+/// The event of a record saying the log was started again by `init` ([`AuditLog::verify`]
+/// reports it).
+const RESTART_EVENT: &str = "audit.restarted";
 /// The actor of the records the log writes about itself.
 const LOG_ITSELF: &str = "safe-lanes";
 /// The line buffer is kept from one append to the next up to this capacity (a rare, larger
@@ -103,7 +106,20 @@ impl Operation {
 #[derive(Debug)]
 pub struct AuditLog {
     path: PathBuf,
-    inner: Mutex<Inner>,
+    /// The log, once it could be opened (it stays open).
+    open: OnceLock<Mutex<Inner>>,
+    /// While it cannot be used, why and where to look again: something other than a regular
+    /// file stands where it belongs (a link, a FIFO, a directory), which `safe-lanes init`
+    /// repairs. Meanwhile nothing that must be recorded can happen, everything else still
+    /// works, and each use looks again, so a running server takes up the repaired log.
+    unusable: Mutex<Option<Unusable>>,
+}
+
+#[derive(Debug)]
+struct Unusable {
+    why: String,
+    root: Anchor,
+    name: String,
 }
 
 #[derive(Debug)]
@@ -139,8 +155,14 @@ pub struct Verification {
     /// Lines read.
     pub lines: u64,
     /// The first line that breaks the chain, if any (a log that ends before its witness is
-    /// broken at the first missing line).
+    /// broken at the first missing line). A break the log recorded itself (one of
+    /// [`Verification::seams`]) is reported when the chain holds otherwise.
     pub broken: Option<BrokenLine>,
+    /// Every line recording that lines are missing before it (`audit.cut`: the log had been cut;
+    /// `audit.restarted`: `safe-lanes init` started a new log in place of what was not one).
+    /// The chain is checked past them: they are evidence the log keeps, not where checking
+    /// stops.
+    pub seams: Vec<BrokenLine>,
     /// What could be checked of the log's end.
     pub tail: TailCheck,
 }
@@ -199,34 +221,72 @@ impl AuditLog {
     /// On a read-only state root the log is opened read-only: it can be verified, and every
     /// append fails with `io`.
     pub fn open(root: &Anchor, root_path: &Path, name: &str) -> Result<Self> {
-        let mode = Mode::from_raw_mode(0o600);
-        let writable = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE;
-        let open = |flags| root.open(RelPath::new(name)?, flags, mode, Symlinks::Deny);
-        let (fd, writable, witness) = match open(writable) {
-            Ok(fd) => (fd, true, open_witness(root)),
-            Err(e) if read_only(&e) => (
-                open(OFlags::RDONLY)?,
-                false,
-                Err("the state root is read-only".to_owned()),
-            ),
-            Err(e) => return Err(e),
+        let path = root_path.join(name);
+        let (open, unusable) = match open_log(root, name)? {
+            Ok(inner) => (OnceLock::from(Mutex::new(inner)), None),
+            Err(why) => {
+                let root = root.try_clone()?;
+                let name = name.to_owned();
+                (OnceLock::new(), Some(Unusable { why, root, name }))
+            }
         };
         Ok(Self {
-            path: root_path.join(name),
-            inner: Mutex::new(Inner {
-                fd,
-                writable,
-                witness,
-                last: None,
-                line: Vec::new(),
-            }),
+            path,
+            open,
+            unusable: Mutex::new(unusable),
         })
+    }
+
+    /// The log, locked; or, when it still cannot be used, `insecure_root` saying why.
+    fn inner(&self) -> Result<MutexGuard<'_, Inner>> {
+        if let Some(open) = self.open.get() {
+            return Ok(crate::sync::lock(open));
+        }
+        let mut unusable = crate::sync::lock(&self.unusable);
+        let why = match unusable.as_mut() {
+            // Opened by another thread meanwhile.
+            None => String::new(),
+            Some(u) => match open_log(&u.root, &u.name)? {
+                Ok(inner) => {
+                    let _ = self.open.set(Mutex::new(inner));
+                    String::new()
+                }
+                Err(why) => {
+                    u.why.clone_from(&why);
+                    why
+                }
+            },
+        };
+        match self.open.get() {
+            Some(open) => {
+                *unusable = None;
+                Ok(crate::sync::lock(open))
+            }
+            None => Err(Error::InsecureRoot {
+                path: Shown::path(&self.path),
+                why: format!(
+                    "{why}: nothing that must be recorded can happen until `safe-lanes init` \
+                     moves it aside and starts a new log"
+                ),
+            }),
+        }
+    }
+
+    /// Why the log cannot be used, when it cannot (something other than a regular file stands
+    /// where it belongs): `doctor` says so, `init` moves it aside and starts a new log.
+    pub fn problem(&self) -> Option<String> {
+        match self.inner() {
+            Ok(_) => None,
+            Err(_) => crate::sync::lock(&self.unusable)
+                .as_ref()
+                .map(|u| format!("the audit log ({}): {}", Shown::path(&self.path), u.why)),
+        }
     }
 
     /// Why the witness cannot be written, when it cannot (a read-only root; `audit.head`
     /// that is not a regular file): `doctor` says so, `init` repairs it.
     pub fn witness_problem(&self) -> Option<String> {
-        let inner = crate::sync::lock(&self.inner);
+        let inner = self.inner().ok()?;
         inner.witness.as_ref().err().cloned()
     }
 
@@ -238,7 +298,9 @@ impl AuditLog {
     ///
     /// `io` when the broken witness cannot be removed or the new one made.
     pub fn repair_witness(&self, root: &Anchor) -> Result<bool> {
-        let mut inner = crate::sync::lock(&self.inner);
+        let Ok(mut inner) = self.inner() else {
+            return Ok(false);
+        };
         if !inner.writable || inner.witness.is_ok() {
             return Ok(false);
         }
@@ -254,6 +316,39 @@ impl AuditLog {
         inner.witness = Ok(witness);
         inner.last = None;
         Ok(true)
+    }
+
+    /// Begin a new chain in this (new) log after what stood where the log belongs was taken
+    /// out of the way (`earlier` says what and how): its first record, `audit.restarted`,
+    /// names the earlier log and the last line its witness had recorded, and
+    /// [`AuditLog::verify`] reports it for as long as the log lives, as it does a cut: the
+    /// lines of the earlier log are not in this one.
+    ///
+    /// # Errors
+    ///
+    /// As [`AuditLog::append`].
+    pub(crate) fn restart(&self, earlier: &str) -> Result<()> {
+        let mut inner = self.inner()?;
+        rustix::fs::flock(&inner.fd, FlockOperation::LockExclusive)
+            .map_err(|e| Error::io("flock", &self.path, e))?;
+        let result = (|| {
+            let size = rustix::fs::seek(&inner.fd, SeekFrom::End(0))
+                .map_err(|e| Error::io("lseek", &self.path, e))?;
+            let mut tail = self.read_tail(inner.fd.as_fd(), size)?;
+            let witnessed = self.read_witness(&inner).ok();
+            let fields = serde_json::json!({
+                "earlier_log": earlier,
+                "witness_seq": witnessed.as_ref().map(|(seq, _)| seq),
+                "witness_hash": witnessed.as_ref().map(|(_, hash)| hash),
+                "why": "what stood where the audit log belongs was not a file; \
+                        `safe-lanes init` took it out of the way and started this log",
+            });
+            self.write_line(&mut inner, &mut tail, RESTART_EVENT, &LOG_ITSELF, fields)?;
+            inner.last = Some(tail);
+            Ok(())
+        })();
+        let _ = rustix::fs::flock(&inner.fd, FlockOperation::Unlock);
+        result
     }
 
     /// The log file.
@@ -282,7 +377,7 @@ impl AuditLog {
         actor: impl Display,
         fields: impl Serialize,
     ) -> Result<u64> {
-        let mut inner = crate::sync::lock(&self.inner);
+        let mut inner = self.inner()?;
         if !inner.writable {
             let read_only = io::Error::other("the state root is read-only, so is its audit log");
             return Err(Error::io("append", &self.path, read_only));
@@ -354,7 +449,7 @@ impl AuditLog {
         matches: impl Fn(&serde_json::Value) -> bool,
     ) -> Result<bool> {
         let fd = {
-            let inner = crate::sync::lock(&self.inner);
+            let inner = self.inner()?;
             inner
                 .fd
                 .try_clone()
@@ -385,7 +480,7 @@ impl AuditLog {
     ///
     /// `io` when the log cannot be examined.
     pub(crate) fn end(&self) -> Result<u64> {
-        let inner = crate::sync::lock(&self.inner);
+        let inner = self.inner()?;
         let size = rustix::fs::fstat(&inner.fd)
             .map(|st| u64::try_from(st.st_size).unwrap_or(0))
             .map_err(|e| Error::io("fstat", &self.path, e))?;
@@ -596,7 +691,22 @@ impl AuditLog {
     ///
     /// `io` when the log cannot be read.
     pub fn verify(&self) -> Result<Verification> {
-        let inner = crate::sync::lock(&self.inner);
+        let inner = match self.inner() {
+            Ok(inner) => inner,
+            Err(e) => {
+                return Ok(Verification {
+                    lines: 0,
+                    seams: Vec::new(),
+                    broken: Some(BrokenLine {
+                        line: 1,
+                        why: e.message().to_string(),
+                    }),
+                    tail: TailCheck::NotWitnessed {
+                        why: "the log cannot be read".into(),
+                    },
+                });
+            }
+        };
         let fd = inner
             .fd
             .try_clone()
@@ -620,6 +730,9 @@ impl AuditLog {
                 }
             }
         };
+        if verification.broken.is_none() {
+            verification.broken = verification.seams.first().cloned();
+        }
         Ok(verification)
     }
 
@@ -648,40 +761,48 @@ impl AuditLog {
     }
 }
 
+/// Open (creating with mode 0600) the log `name` in `root`: the log, or
+/// why it cannot be used (not a regular file). Read-only on a read-only state root.
+fn open_log(root: &Anchor, name: &str) -> Result<std::result::Result<Inner, String>> {
+    let mode = Mode::from_raw_mode(0o600);
+    let name = crate::input::Name::new(name)?;
+    let writable = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE;
+    let (opened, writable, witness) = match root.open_own_file(name, writable, mode) {
+        Ok(opened) => (opened, true, open_witness(root)),
+        Err(e) if read_only(&e) => (
+            root.open_own_file(name, OFlags::RDONLY, mode)?,
+            false,
+            Err("the state root is read-only".to_owned()),
+        ),
+        Err(e) => return Err(e),
+    };
+    let fd = match opened {
+        OwnFile::Open(fd) => fd,
+        OwnFile::Broken(kind) => return Ok(Err(format!("it is {kind}, not a file"))),
+    };
+    Ok(Ok(Inner {
+        fd,
+        writable,
+        witness,
+        last: None,
+        line: Vec::new(),
+    }))
+}
+
 /// The witness `audit.head` in `root`, opened for writing (made when missing), or why it
 /// cannot be: it must be a regular file (a FIFO would not hold it, a directory or a link
 /// cannot be written).
 fn open_witness(root: &Anchor) -> std::result::Result<OwnedFd, String> {
     let mode = Mode::from_raw_mode(0o600);
-    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK;
-    let broken = |kind: &str| {
-        format!("the witness ({WITNESS_FILE}) is {kind}: `safe-lanes init` repairs it")
-    };
-    let opened = RelPath::new(WITNESS_FILE).and_then(|w| root.open(w, flags, mode, Symlinks::Deny));
-    let fd = match opened {
-        Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::ISDIR.raw_os_error()) => {
-            return Err(broken("a directory"));
-        }
-        Err(e) if e.code() == crate::error::Code::SymlinkEscape => {
-            return Err(broken("a symbolic link"));
-        }
-        Err(e) => {
-            return Err(format!(
-                "the witness ({WITNESS_FILE}) cannot be opened: {e}"
-            ));
-        }
-    };
-    match rustix::fs::fstat(&fd) {
-        Ok(st)
-            if rustix::fs::FileType::from_raw_mode(st.st_mode)
-                == rustix::fs::FileType::RegularFile =>
-        {
-            Ok(fd)
-        }
-        Ok(st) => Err(broken(crate::beneath::kind_of(&st))),
+    let opened = crate::input::Name::new(WITNESS_FILE)
+        .and_then(|name| root.open_own_file(name, OFlags::RDWR | OFlags::CREATE, mode));
+    match opened {
+        Ok(OwnFile::Open(fd)) => Ok(fd),
+        Ok(OwnFile::Broken(kind)) => Err(format!(
+            "the witness ({WITNESS_FILE}) is {kind}: `safe-lanes init` repairs it"
+        )),
         Err(e) => Err(format!(
-            "the witness ({WITNESS_FILE}) cannot be examined: {e}"
+            "the witness ({WITNESS_FILE}) cannot be opened: {e}"
         )),
     }
 }
@@ -739,11 +860,15 @@ fn verify_reader(
     let mut prev = GENESIS.to_owned();
     let mut lines = 0u64;
     let mut at_witness = None;
+    let mut seams = Vec::new();
     for line in reader.split(b'\n') {
         let line = line?;
         lines += 1;
         match check_line(&line, lines, &prev) {
-            Ok(hash) => prev = hash,
+            Ok(Checked { hash, seam }) => {
+                prev = hash;
+                seams.extend(seam.map(|why| BrokenLine { line: lines, why }));
+            }
             Err(why) => {
                 let broken = Some(BrokenLine { line: lines, why });
                 let tail = TailCheck::NotWitnessed {
@@ -753,6 +878,7 @@ fn verify_reader(
                     Verification {
                         lines,
                         broken,
+                        seams,
                         tail,
                     },
                     None,
@@ -769,14 +895,23 @@ fn verify_reader(
     let verification = Verification {
         lines,
         broken: None,
+        seams,
         tail,
     };
     Ok((verification, at_witness))
 }
 
-/// Check line number `n` of the chain, which must follow the hash `prev`; its own hash, or
-/// why it breaks the chain.
-fn check_line(line: &[u8], n: u64, prev: &str) -> std::result::Result<String, String> {
+/// A line that holds its place in the chain.
+struct Checked {
+    /// Its hash (the next line's `prev`).
+    hash: String,
+    /// When it records that lines are missing before it, what it says.
+    seam: Option<String>,
+}
+
+/// Check line number `n` of the chain, which must follow the hash `prev`: its hash and what it
+/// records of lines missing before it, or why it breaks the chain.
+fn check_line(line: &[u8], n: u64, prev: &str) -> std::result::Result<Checked, String> {
     let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_owned())?;
     let hash = unseal(text).ok_or("no `hash` field at the end of the line")?;
     let unsealed = format!("{}}}", &text[..text.len() - SEAL_LEN]);
@@ -795,15 +930,37 @@ fn check_line(line: &[u8], n: u64, prev: &str) -> std::result::Result<String, St
             "does not follow the line before it: a line was changed, removed or moved".into(),
         );
     }
-    if value.get("event").and_then(serde_json::Value::as_str) == Some(CUT_EVENT) {
-        let seq = value.get("witness_seq").and_then(serde_json::Value::as_u64);
-        return Err(format!(
+    Ok(Checked {
+        hash: hash.to_owned(),
+        seam: seam(&value),
+    })
+}
+
+/// What a record says of lines missing before it, when it is one the log wrote about itself
+/// for that (a cut; a restart after which lines are known or feared lost).
+fn seam(value: &serde_json::Value) -> Option<String> {
+    let event = value.get("event").and_then(serde_json::Value::as_str)?;
+    let witness_seq = value.get("witness_seq").and_then(serde_json::Value::as_u64);
+    match event {
+        CUT_EVENT => Some(format!(
             "records that the log had been cut: it ended before line {} that its witness \
              recorded",
-            seq.unwrap_or(0)
-        ));
+            witness_seq.unwrap_or(0)
+        )),
+        RESTART_EVENT if witness_seq != Some(0) => {
+            let earlier = value.get("earlier_log").and_then(serde_json::Value::as_str);
+            let lost = witness_seq.map_or_else(
+                || "how many lines it held is not known: it had no readable witness".to_owned(),
+                |seq| format!("its witness had recorded line {seq}"),
+            );
+            Some(format!(
+                "records that the log was started again by `safe-lanes init`: the earlier \
+                 log's lines are not in this one ({}; {lost})",
+                earlier.unwrap_or("what stood there is not said")
+            ))
+        }
+        _ => None,
     }
-    Ok(hash.to_owned())
 }
 
 impl<F: Serialize> Record<'_, F> {
@@ -895,7 +1052,7 @@ impl AuditLog {
     ///
     /// `io` when the log cannot be examined.
     pub(crate) fn reader(&self) -> Result<(OwnedFd, u64)> {
-        let inner = crate::sync::lock(&self.inner);
+        let inner = self.inner()?;
         let fd = inner
             .fd
             .try_clone()
@@ -919,7 +1076,7 @@ impl AuditLog {
     /// At most `most` records from byte `offset` on, and where reading stopped.
     fn read_from(&self, offset: u64, most: usize) -> Result<(Vec<serde_json::Value>, u64)> {
         let fd = {
-            let inner = crate::sync::lock(&self.inner);
+            let inner = self.inner()?;
             inner
                 .fd
                 .try_clone()

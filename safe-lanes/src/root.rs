@@ -19,6 +19,7 @@
 //! root of mode 0500) opens, and what only reads it works.
 
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -264,7 +265,17 @@ impl StateRoot {
                 tracing::warn!("{repair}");
             }
         }
-        let audit = Arc::new(AuditLog::open(&anchor, &path, AUDIT_FILE)?);
+        let mut audit = AuditLog::open(&anchor, &path, AUDIT_FILE)?;
+        if modes == Modes::Repair && audit.problem().is_some() {
+            let st = anchor.stat_entry(Name::new(AUDIT_FILE)?)?;
+            let earlier = set_aside(&anchor, AUDIT_FILE, &st)?;
+            audit = AuditLog::open(&anchor, &path, AUDIT_FILE)?;
+            audit.restart(&earlier)?;
+            repairs.push(format!(
+                "{earlier}, and started a new audit log whose first record says so"
+            ));
+        }
+        let audit = Arc::new(audit);
         if modes == Modes::Repair && audit.repair_witness(&anchor)? {
             repairs.push(
                 "replaced the audit log's witness (audit.head), which was not a regular file, \
@@ -317,6 +328,13 @@ impl StateRoot {
                     Shown::path(&path)
                 ));
             }
+        }
+        if let Some(why) = self.audit.problem() {
+            out.push(format!(
+                "{why}: every recorded operation (saves, uploads, commands, patches, grant \
+                 changes and requests) is refused until `safe-lanes init` moves it aside and \
+                 starts a new log"
+            ));
         }
         if let Some(why) = self.audit.witness_problem().filter(|_| !self.read_only()) {
             out.push(format!(
@@ -641,21 +659,34 @@ pub(crate) fn repair_dir_entry(root: &Anchor, name: &str) -> Result<Option<Strin
     if kind == FileType::Directory && foreign.is_none() {
         return Ok(None);
     }
-    if kind == FileType::Symlink {
+    set_aside(root, name, &st).map(|done| Some(format!("{done}, and made the directory")))
+}
+
+/// Take what stands at `name` in `root` (whose status is `st`) out of the way, untouched: a
+/// symbolic link is removed (saying where it pointed), anything else renamed to
+/// `<name>.broken-<random>` beside it. What was done, in words.
+///
+/// # Errors
+///
+/// `io` when it cannot be removed or renamed.
+pub(crate) fn set_aside(root: &Anchor, name: &str, st: &Stat) -> Result<String> {
+    if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
+        let target = root.read_link(Name::new(name)?)?.unwrap_or_default();
         root.remove_file(Name::new(name)?)?;
-        return Ok(Some(format!(
-            "removed the symbolic link that stood where {name} belongs, and made the directory"
-        )));
+        return Ok(format!(
+            "removed the symbolic link (to {}) that stood where {name} belongs",
+            Shown::path(Path::new(std::ffi::OsStr::from_bytes(&target)))
+        ));
     }
     let aside = format!("{name}.broken-{}", crate::random::random_hex());
     root.rename_new(Name::new(name)?, Name::new(&aside)?)?;
-    let what = match foreign {
-        Some(owner) => format!("{} ({owner})", beneath::kind_of(&st)),
-        None => beneath::kind_of(&st).to_string(),
+    let what = match foreign_owner(st) {
+        Some(owner) => format!("{} ({owner})", beneath::kind_of(st)),
+        None => beneath::kind_of(st).to_string(),
     };
-    Ok(Some(format!(
-        "moved {what} that stood where {name} belongs aside to {aside}, and made the directory"
-    )))
+    Ok(format!(
+        "moved {what} that stood where {name} belongs aside to {aside}"
+    ))
 }
 
 /// The private directory `name` of the state root `root` (at `root_path`), made (0700) when

@@ -64,7 +64,7 @@ pub(crate) fn doctor(flag: Option<&Path>, manifest: Option<&Path>) -> Result<Rep
             problems.push(format!("grant changes are refused: {e}"));
         }
         if let Ok(grants) = &grants {
-            problems.extend(grants.cache_problems());
+            problems.extend(grants.problems());
         }
     }
     let process = safe_lanes::process::status();
@@ -255,6 +255,11 @@ pub(crate) fn audit_verify(flag: Option<&Path>, manifest: Option<&Path>) -> Resu
         ),
         Some(b) => format!("{}: line {}: {}", audit.path().display(), b.line, b.why),
     };
+    for seam in verification.seams.iter().skip(usize::from(
+        verification.broken.as_ref() == verification.seams.first(),
+    )) {
+        let _ = write!(text, "\nalso line {}: {}", seam.line, seam.why);
+    }
     text.push('\n');
     text.push_str(&match &verification.tail {
         TailCheck::Witnessed { seq, after: 0 } => {
@@ -290,6 +295,7 @@ pub(crate) fn audit_verify(flag: Option<&Path>, manifest: Option<&Path>) -> Resu
             "lines": verification.lines,
             "intact": verification.is_intact(),
             "broken": verification.broken,
+            "seams": verification.seams,
             "tail": verification.tail,
             "pending_record": pending.as_ref().ok().copied(),
         }),

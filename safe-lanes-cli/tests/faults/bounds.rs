@@ -247,3 +247,113 @@ fn expiry_is_recorded_and_a_clock_set_back_files_nothing_already_expired() {
     );
     assert_eq!(filed["requested_at"], ahead.as_str(), "{filed}");
 }
+
+/// Regression (the fault pass): a request filed again for the same alias got a new id and a
+/// record each time, but the changelog kept only the first (144 records against 64 entries).
+/// Every recorded filing has exactly one changelog entry, also when the process dies while the
+/// manifest moves its older entries to the archive beside it; the manifest stays small.
+#[test]
+fn every_recorded_filing_has_one_changelog_entry_across_crashes_while_archiving() {
+    let lab = Lab::new();
+    assert_eq!(lab.run(&["init"], None, b"").0, None);
+    let manifest = lab.root().join("workflow.json");
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let mut seeded = 0;
+    // Fill the manifest's changelog by hand up to the point where the next change moves its
+    // older entries out.
+    let mut fill = || {
+        let mut doc: Value = std::fs::read(&manifest)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_else(|| json!({}));
+        let mut log = doc["folder_access_changelog"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        while log.len() < 512 {
+            log.push(json!({"at": now, "action": "request", "actor": "agent",
+                "reason": format!("old {seeded}"), "alias": format!("a{seeded}"),
+                "request_id": format!("req_{seeded:016x}"), "access": "read_only"}));
+            seeded += 1;
+        }
+        doc["folder_access_changelog"] = Value::Array(log);
+        std::fs::write(&manifest, serde_json::to_vec(&doc).unwrap()).unwrap();
+        seeded
+    };
+    let file = |crash: Option<&str>, reason: &str| {
+        let args = [
+            "grant",
+            "request",
+            "--alias",
+            "docs",
+            "--access",
+            "read_only",
+            "--reason",
+            reason,
+        ];
+        lab.run(&args, crash, b"")
+    };
+    for point in [
+        "changelog.mid_archive",
+        "changelog.archived",
+        "manifest.pending",
+        "manifest.written",
+        "manifest.recorded",
+    ] {
+        fill();
+        let (signal, _) = file(Some(point), &format!("killed at {point}"));
+        assert!(signal.is_some(), "{point}: the process died there");
+        let (signal, out) = file(None, &format!("after {point}"));
+        assert_eq!(signal, None, "{point}: {out}");
+        assert!(out["id"].is_string(), "{point}: {out}");
+    }
+    let seeded = fill();
+    for n in 0..20 {
+        file(None, &format!("loop {n}"));
+    }
+    let (_, log) = lab.run(&["grant", "log"], None, b"");
+    let history = log["changelog"].as_array().expect("the changelog");
+    let mut entries = std::collections::HashMap::<String, usize>::new();
+    for entry in history {
+        *entries
+            .entry(entry["request_id"].as_str().unwrap_or_default().to_owned())
+            .or_default() += 1;
+    }
+    assert!(entries.values().all(|n| *n == 1), "no entry twice");
+    for n in 0..seeded {
+        assert!(
+            entries.contains_key(&format!("req_{n:016x}")),
+            "old {n} kept"
+        );
+    }
+    let recorded: std::collections::HashSet<String> = lab
+        .records()
+        .iter()
+        .filter(|r| r["event"] == "grant.request")
+        .map(|r| r["request"]["id"].as_str().unwrap().to_owned())
+        .collect();
+    let filed: std::collections::HashSet<String> = history
+        .iter()
+        .filter(|e| !e["reason"].as_str().unwrap().starts_with("old "))
+        .map(|e| e["request_id"].as_str().unwrap().to_owned())
+        .collect();
+    let unrecorded: Vec<&Value> = history
+        .iter()
+        .filter(|e| !recorded.contains(e["request_id"].as_str().unwrap()))
+        .filter(|e| !e["reason"].as_str().unwrap().starts_with("old "))
+        .collect();
+    assert!(unrecorded.is_empty(), "{unrecorded:?}");
+    assert_eq!(recorded, filed, "one entry per recorded filing");
+    // The five after each crash, the twenty in the loop, and the two filings that died after
+    // their manifest was written (their record written by the next change).
+    assert_eq!(recorded.len(), 27, "{recorded:?}");
+    let kept: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let kept = kept["folder_access_changelog"].as_array().unwrap().len();
+    assert!(
+        kept <= 512,
+        "the manifest keeps at most 512 entries: {kept}"
+    );
+    let archive = lab.root().join("workflow.changelog.jsonl");
+    let archived = std::fs::read_to_string(archive).unwrap().lines().count();
+    assert_eq!(archived + kept, history.len());
+}

@@ -133,7 +133,13 @@ fn check(lab: &Lab, broken: &Broken<'_>, step: &str) {
 
 #[test]
 fn every_broken_piece_of_the_root_disables_only_its_feature_and_init_repairs_it() {
-    let cases: [(&str, Break, bool, bool, bool); 14] = [
+    let cases: [(&str, Break, bool, bool, bool); 20] = [
+        ("workflow.changelog.jsonl", Break::Link, false, false, true),
+        ("workflow.changelog.jsonl", Break::Fifo, false, false, true),
+        ("workflow.changelog.jsonl", Break::Dir, false, false, true),
+        ("audit.jsonl", Break::Link, true, true, true),
+        ("audit.jsonl", Break::Fifo, true, true, true),
+        ("audit.jsonl", Break::Dir, true, true, true),
         (".savers", Break::File, true, false, true),
         (".savers", Break::Link, true, false, true),
         (".savers", Break::Foreign, true, false, true),
@@ -161,6 +167,12 @@ fn every_broken_piece_of_the_root_disables_only_its_feature_and_init_repairs_it(
             named,
         };
         check(&lab, &broken, "broken");
+        if piece == "audit.jsonl" {
+            let (verified, out) = runs(&lab, &["audit", "verify"], b"");
+            assert!(!verified, "{piece}: verify reports the broken log: {out}");
+            assert_eq!(out["intact"], false, "{piece}: {out}");
+            assert_eq!(out["lines"], 0, "{piece}: {out}");
+        }
         let (initialized, out) = runs(&lab, &["init"], b"");
         assert!(initialized, "{piece}: init: {out}");
         let repaired = out["repaired"].as_array().unwrap();
@@ -179,7 +191,34 @@ fn every_broken_piece_of_the_root_disables_only_its_feature_and_init_repairs_it(
         };
         check(&lab, &fine, "repaired");
         let (_, verified) = runs(&lab, &["audit", "verify"], b"");
-        assert_eq!(verified["intact"], true, "{piece}: {verified}");
+        if piece == "audit.jsonl" {
+            // The earlier log's lines are gone from the chain: `verify` keeps saying so.
+            assert_eq!(verified["intact"], false, "{piece}: {verified}");
+            assert_eq!(verified["broken"]["line"], 1, "{piece}: {verified}");
+            let why = verified["broken"]["why"].as_str().unwrap();
+            assert!(why.contains("started again"), "{piece}: {verified}");
+            assert!(
+                verified["lines"].as_u64().unwrap() >= 3,
+                "{piece}: {verified}"
+            );
+            assert_eq!(
+                verified["seams"].as_array().unwrap().len(),
+                1,
+                "{piece}: {verified}"
+            );
+            let restarted = lab
+                .records()
+                .into_iter()
+                .find(|r| r["event"] == "audit.restarted")
+                .expect("the restart's record");
+            assert_eq!(restarted["seq"], 1, "{restarted}");
+            assert_eq!(
+                restarted["witness_seq"], 2,
+                "the old chain's end: {restarted}"
+            );
+        } else {
+            assert_eq!(verified["intact"], true, "{piece}: {verified}");
+        }
     }
 }
 
@@ -229,6 +268,60 @@ fn a_broken_download_lane_refuses_only_the_lane_in_a_running_server() {
         assert!(initialized, "init: {out}");
         let (saved, out) = called(&mut server, 6, "download_save", save);
         assert!(saved, "after init, in the same server: {out}");
+    }
+}
+
+/// Regression (the fault pass): `audit.jsonl` as a link stopped the server from starting; as a
+/// FIFO, commands, uploads and requests failed with `io`. Every effect needs its record, so
+/// each tool that has one refuses (`insecure_root`) while what records nothing still answers;
+/// once `init` moves the piece aside and starts a new log, the same server records again.
+#[test]
+fn a_broken_audit_log_refuses_what_must_be_recorded_and_init_starts_a_new_one() {
+    for how in [Break::Link, Break::Fifo, Break::Dir] {
+        let lab = Lab::new();
+        lab.grant("first", "read_only");
+        how.apply(&lab, &lab.root().join("audit.jsonl"));
+        let mut server = Server::start(&lab, &[], Stdio::null());
+        let (listed, out) = called(&mut server, 1, "folder_grants_list", json!({}));
+        assert!(listed, "{out}");
+        let (listed, out) = called(&mut server, 2, "downloads_list", json!({}));
+        assert!(listed, "{out}");
+        let ask = json!({"alias": "more", "access": "read_only", "reason": "to read"});
+        let tools = [
+            ("shell_exec", json!({"command": "echo hi"})),
+            ("folder_access_request", ask),
+            ("download_save", json!({"filename": "a.txt", "text": "a"})),
+        ];
+        for (id, (tool, arguments)) in (3..).zip(tools.iter()) {
+            let (done, out) = called(&mut server, id, tool, arguments.clone());
+            assert!(!done, "{tool}: {out}");
+            assert_eq!(
+                out["_meta"]["safe-lanes/code"], "insecure_root",
+                "{tool}: {out}"
+            );
+        }
+        assert!(
+            std::fs::read_dir(lab.root().join(".downloads"))
+                .unwrap()
+                .next()
+                .is_none(),
+            "nothing saved without its record"
+        );
+        let (initialized, out) = runs(&lab, &["init"], b"");
+        assert!(initialized, "init: {out}");
+        for (id, (tool, arguments)) in (10..).zip(tools.iter()) {
+            let (done, out) = called(&mut server, id, tool, arguments.clone());
+            assert!(done, "{tool} after init, in the same server: {out}");
+        }
+        let events: Vec<Value> = lab.records().iter().map(|r| r["event"].clone()).collect();
+        assert_eq!(events[0], "audit.restarted", "{events:?}");
+        for event in ["exec.start", "exec.end", "grant.request", "download.save"] {
+            assert_eq!(
+                events.iter().filter(|e| *e == event).count(),
+                1,
+                "{event} once: {events:?}"
+            );
+        }
     }
 }
 

@@ -369,3 +369,64 @@ fn two_hundred_open_update_streams_never_keep_the_human_out() {
     }
     drop(streams);
 }
+
+/// Regression (the fault pass): update streams piled up without bound while the human's own
+/// requests waited behind them. The session holds at most eight: each new one ends the oldest
+/// (a browser's page reconnects by itself), and the human's page is answered throughout.
+#[test]
+fn the_session_holds_at_most_eight_update_streams() {
+    use std::io::{Read, Write};
+    let page = Page::new();
+    let cookie = page.sign_in();
+    let mut streams = Vec::new();
+    for _ in 0..20 {
+        let mut stream = TcpStream::connect(page.address).unwrap();
+        let head = format!(
+            "GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n",
+            page.host()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        // The answer's head: the stream is open (and counted) before the next one opens.
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            assert_eq!(stream.read(&mut byte).unwrap(), 1, "the answer's head");
+            head.push(byte[0]);
+        }
+        assert!(
+            head.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        streams.push(stream);
+    }
+    let overview = page.get("/", &format!("\r\nCookie: {cookie}"));
+    assert_eq!(overview.status, 200, "{overview:?}");
+    // Whether a stream's answer ended (the last chunk, or the connection closed) within a
+    // second.
+    let ended = |stream: &mut TcpStream| {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 256];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(n) => {
+                    seen.extend_from_slice(&buf[..n]);
+                    if seen.windows(5).any(|w| w == b"0\r\n\r\n") {
+                        return true;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+    };
+    let ended: Vec<bool> = streams.iter_mut().map(ended).collect();
+    let expected: Vec<bool> = (0..20).map(|i| i < 12).collect();
+    assert_eq!(
+        ended, expected,
+        "the twelve oldest ended, the newest eight are open"
+    );
+}

@@ -81,6 +81,25 @@ pub(super) fn say(event: &str, record: &Value, start: Option<&Value>) -> Option<
             paths(&record["paths"]),
             text(record, "id"),
         )),
+        "audit.restarted" => Some(Said {
+            words: format!(
+                "started the audit log again: {}",
+                text(record, "earlier_log")
+            ),
+            warning: Some(match record["witness_seq"].as_u64() {
+                Some(0) => "the earlier log had no witnessed lines".to_owned(),
+                Some(seq) => format!("the earlier log's {seq} witnessed lines are not in this one"),
+                None => "the earlier log's lines are not in this one".to_owned(),
+            }),
+        }),
+        "audit.cut" => Some(Said {
+            words: format!(
+                "found the audit log cut: it ended at line {}, its witness had recorded line {}",
+                record["log_seq"].as_u64().unwrap_or(0),
+                record["witness_seq"].as_u64().unwrap_or(0)
+            ),
+            warning: Some("lines were cut from the end of the log".to_owned()),
+        }),
         _ => None,
     }
 }

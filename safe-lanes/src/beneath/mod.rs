@@ -73,7 +73,7 @@ pub use anchor::{Anchor, Symlinks};
 #[cfg(any(target_os = "linux", target_vendor = "apple"))]
 pub(crate) use entry::Onto;
 pub(crate) use errno::shown_fd;
-pub(crate) use file::data_file;
+pub(crate) use file::{OwnFile, data_file};
 pub(crate) use filesystem::reads_ignore_nonblock;
 pub use location::location_of;
 pub use mechanism::{Backend, Forced, Publishing, force_backend, force_publishing, publishing};

@@ -31,9 +31,9 @@ use serde_json::{Map, Value};
 
 use super::model::{Change, Entry, Grant, Request};
 use crate::audit::AuditLog;
-use crate::beneath::{Ambient, Anchor, Publish, Symlinks};
+use crate::beneath::{Ambient, Anchor, OwnFile, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
-use crate::input::{Name, RelPath};
+use crate::input::Name;
 
 /// The manifest key holding approved grants.
 pub(crate) const GRANTS_KEY: &str = "folder_access";
@@ -136,6 +136,22 @@ impl Manifest {
         &self.path
     }
 
+    /// The changelog's archive beside the manifest.
+    pub(crate) fn archive(&self) -> super::archive::Archive<'_> {
+        let dir = self.path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        super::archive::Archive::of(&self.dir, dir, &self.name)
+    }
+
+    /// The whole changelog, oldest first: the archived entries, then the manifest's.
+    ///
+    /// # Errors
+    ///
+    /// As [`Manifest::load`], and as [`super::archive::Archive::history`].
+    pub(crate) fn history(&self) -> Result<Vec<Change>> {
+        let (_, doc) = self.load()?;
+        self.archive().history(doc.changelog)
+    }
+
     /// The current version's identity, without reading it.
     ///
     /// # Errors
@@ -222,6 +238,12 @@ impl Manifest {
             self.keep_pending(&lock, &pending)?;
         }
         crate::crash::point("manifest.pending");
+        // After the pending entry is taken: the change's own entry is the newest, and stays.
+        if let Err(e) = self.archive().rotate(&mut doc.changelog) {
+            // The change matters more than the bound: the manifest keeps the entries for now.
+            tracing::warn!(error = %e, "the changelog's older entries could not be archived");
+        }
+
         if let Err(e) = self.write(&doc) {
             let _ = self.clear_pending(&lock);
             return Err(e);
@@ -384,28 +406,15 @@ impl Manifest {
             flags |= OFlags::CREATE;
         }
         let lock_name = self.lock_name();
-        let opened = self.dir.open(
-            RelPath::new(&lock_name)?,
-            flags,
-            Mode::from_raw_mode(0o600),
-            Symlinks::Deny,
-        );
-        let fd = match opened {
-            Ok(fd) => fd,
-            Err(Error::NotFound { .. }) if !create => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(Errno::ISDIR.raw_os_error()) => {
-                return Err(self.broken_lock("a directory"));
-            }
-            Err(e) if e.code() == crate::error::Code::SymlinkEscape => {
-                return Err(self.broken_lock("a symbolic link"));
-            }
-            Err(e) => return Err(e),
-        };
-        let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("fstat", &self.path, e))?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(self.broken_lock(crate::beneath::kind_of(&st)));
+        let opened =
+            self.dir
+                .open_own_file(Name::new(&lock_name)?, flags, Mode::from_raw_mode(0o600));
+        match opened {
+            Ok(OwnFile::Open(fd)) => Ok(Some(fd)),
+            Ok(OwnFile::Broken(kind)) => Err(self.broken_lock(kind)),
+            Err(Error::NotFound { .. }) if !create => Ok(None),
+            Err(e) => Err(e),
         }
-        Ok(Some(fd))
     }
 
     fn broken_lock(&self, kind: &str) -> Error {
@@ -641,7 +650,7 @@ fn put<T: Entry>(
 
 /// One entry as stored: its own keys, then the keys that are not ours as they were read (one
 /// of ours always wins over an other key of the same name).
-fn stored<T: Entry>(item: &T) -> serde_json::Result<Value> {
+pub(super) fn stored<T: Entry>(item: &T) -> serde_json::Result<Value> {
     let mut value = serde_json::to_value(item)?;
     if let Value::Object(object) = &mut value {
         for (key, other) in item.other_keys() {

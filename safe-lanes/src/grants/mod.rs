@@ -28,6 +28,7 @@
 //!   another tool) is unavailable everywhere until the human adopts it ([`Grants::adopt`]).
 
 mod agent;
+mod archive;
 pub mod detect;
 mod folders;
 mod manifest;
@@ -410,13 +411,15 @@ impl Grants {
     }
 
     /// For `init`: repair what of the manifest's own files the current user owns (a lock file
-    /// that is not a regular file, or one holding garbage). What was done.
+    /// or a changelog archive that is not a regular file, a lock file holding garbage) and
+    /// the caches' private layers. What was done.
     ///
     /// # Errors
     ///
     /// `io`.
     pub fn repair(&self) -> Result<Vec<String>> {
         let mut repaired: Vec<String> = self.manifest.repair_lock()?.into_iter().collect();
+        repaired.extend(self.manifest.archive().repair()?);
         // The private layer of each cache grant.
         let (_, doc) = self.manifest.load()?;
         let caches = doc
@@ -434,9 +437,16 @@ impl Grants {
         Ok(repaired)
     }
 
-    /// What is wrong with the private layer of each cache grant that cannot be used (its
-    /// cache is left out of confined commands until `safe-lanes init` repairs it), in words.
-    pub fn cache_problems(&self) -> Vec<String> {
+    /// What is wrong with the grants' own files, in words (for `doctor`): the changelog's
+    /// archive when it is not a file, and the private layer of each cache grant that cannot be
+    /// used (its cache is left out of confined commands). `safe-lanes init` repairs them.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.manifest.archive().problem().into_iter().collect();
+        out.extend(self.cache_problems());
+        out
+    }
+
+    fn cache_problems(&self) -> Vec<String> {
         let Ok((_, doc)) = self.manifest.load() else {
             return Vec::new();
         };
@@ -487,13 +497,15 @@ impl Grants {
         self.manifest.stamp()
     }
 
-    /// The changelog, oldest first.
+    /// The whole changelog, oldest first: the entries moved out of the manifest to its
+    /// archive beside it (`<stem>.changelog.jsonl`), then the manifest's own.
     ///
     /// # Errors
     ///
-    /// `invalid_manifest`, `io`.
+    /// `invalid_manifest` (the archive's too), `insecure_root` when the archive is not a
+    /// file, `io`.
     pub fn changelog(&self) -> Result<Vec<Change>> {
-        Ok(self.manifest.load()?.1.changelog)
+        self.manifest.history()
     }
 
     /// Add a grant (the human's action).
@@ -784,9 +796,9 @@ impl Grants {
                 toolchain: toolchain.clone(),
             };
             let filed = Filed(new_request(&alias, asked, &reason, actor, now), expired);
+            // Every filing has its changelog entry, an update too (the manifest's archive keeps
+            // a requester re-filing in a loop from growing the manifest).
             match doc.requests.iter().position(|r| r.alias == alias) {
-                // An update goes to the audit log only: a requester re-filing in a loop must not
-                // grow the manifest.
                 Some(at) => doc.requests[at] = filed.0.clone(),
                 None if doc.requests.len() >= MAX_PENDING_REQUESTS => {
                     return Err(Error::TooLarge {
@@ -794,14 +806,12 @@ impl Grants {
                         limit: MAX_PENDING_REQUESTS as u64,
                     });
                 }
-                None => {
-                    doc.requests.push(filed.0.clone());
-                    changelog.add(doc, &filed, |c| {
-                        c.path = filed.0.path.clone();
-                        c.access = Some(access);
-                    });
-                }
+                None => doc.requests.push(filed.0.clone()),
             }
+            changelog.add(doc, &filed, |c| {
+                c.path = filed.0.path.clone();
+                c.access = Some(access);
+            });
             Ok(filed)
         })?;
         Ok(filed.map(|Filed(request, _)| request))
@@ -1188,8 +1198,7 @@ struct Changelog<'a> {
 
 impl Changelog<'_> {
     /// Add to `doc`'s changelog the entry for this change to `subject` (its alias and ids),
-    /// with the details `fill` sets. A change that adds no entry (a request filed again)
-    /// does not call it.
+    /// with the details `fill` sets. Every change adds one.
     fn add<S: Subject>(&self, doc: &mut Document, subject: &S, fill: impl FnOnce(&mut Change)) {
         let made = subject.made();
         let (grant, request) = made.parts();

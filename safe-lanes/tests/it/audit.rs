@@ -256,6 +256,36 @@ fn lines_cut_from_the_end_are_reported_through_the_witness() {
     }
 }
 
+/// A recorded cut is evidence, not where checking stops: a line changed after it is still
+/// found, and the cut stays listed among the seams.
+#[test]
+fn the_chain_is_checked_past_a_recorded_cut() {
+    let (fx, path) = log_with(3);
+    rewrite(&path, |lines| lines.truncate(2));
+    let anchor = safe_lanes::beneath::Anchor::open_ambient(fx.root.path(), FIXTURE).unwrap();
+    let other = AuditLog::open(&anchor, fx.root.path(), "audit.jsonl").unwrap();
+    for i in 0..3 {
+        other.append("after", "t", json!({"i": i})).unwrap();
+    }
+    let v = fx.root.audit().verify().unwrap();
+    assert_eq!(v.lines, 6, "{v:?}");
+    assert_eq!(v.seams.len(), 1, "{v:?}");
+    assert_eq!(v.seams[0].line, 3, "{v:?}");
+    assert_eq!(
+        v.broken.as_ref(),
+        v.seams.first(),
+        "a seam alone is reported"
+    );
+    rewrite(&path, |lines| {
+        lines[4] = lines[4].replace("\"i\":1", "\"i\":7")
+    });
+    let v = fx.root.audit().verify().unwrap();
+    let broken = v.broken.expect("the changed line");
+    assert_eq!(broken.line, 5, "{}", broken.why);
+    assert!(broken.why.contains("changed"), "{}", broken.why);
+    assert_eq!(v.seams.len(), 1);
+}
+
 #[test]
 fn a_replaced_last_line_is_reported_through_the_witness() {
     let (fx, path) = log_with(3);

@@ -1298,26 +1298,105 @@ fn a_proposed_path_must_be_storable_and_normalized() {
 #[test]
 fn re_filing_does_not_grow_the_manifest_and_the_human_can_deny_by_alias() {
     let w = World::new();
-    for i in 0..20 {
+    // Past the point where the manifest moves its older changelog entries out, twice over.
+    let filings = 1_200;
+    for i in 0..filings {
         w.grants
             .request("docs", Access::ReadOnly, &format!("try {i}"), None, "agent")
             .unwrap();
     }
-    let requests = w
-        .grants
-        .changelog()
-        .unwrap()
+    let history = w.grants.changelog().unwrap();
+    let requests: Vec<&str> = history
         .iter()
         .filter(|c| c.action == Action::Request)
+        .map(|c| c.reason.as_str())
+        .collect();
+    let expected: Vec<String> = (0..filings).map(|i| format!("try {i}")).collect();
+    assert_eq!(
+        requests, expected,
+        "one entry per filing, in order, none twice"
+    );
+    let records = std::fs::read_to_string(w.root.audit().path())
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(r#""event":"grant.request""#))
         .count();
-    assert_eq!(requests, 1, "only the first version is in the changelog");
+    assert_eq!(records, filings, "one record per filing");
+    let manifest: Value = serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap();
+    let kept = manifest["folder_access_changelog"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(
+        kept <= 512,
+        "the manifest keeps at most 512 entries: {kept}"
+    );
+    let archive = w.manifest().with_file_name("workflow.changelog.jsonl");
+    let archived = std::fs::read_to_string(&archive).unwrap().lines().count();
+    assert_eq!(archived + kept, filings, "the rest are archived beside it");
     let denied = w.grants.deny_alias("docs", "stop asking", "alice").unwrap();
-    assert_eq!(denied.reason, "try 19");
+    assert_eq!(denied.reason, format!("try {}", filings - 1));
     assert!(w.grants.list().unwrap().requests.is_empty());
     assert_eq!(
         code(w.grants.deny_alias("docs", "a reason", "alice")),
         Code::NotFound
     );
+}
+
+/// A crash between appending to the archive and writing the manifest leaves entries in both:
+/// the history shows each once, and the next rotation does not archive them again.
+#[test]
+fn entries_in_both_the_archive_and_the_manifest_count_once() {
+    let w = World::new();
+    for i in 0..600 {
+        w.grants
+            .request("docs", Access::ReadOnly, &format!("try {i}"), None, "agent")
+            .unwrap();
+    }
+    let archive = w.manifest().with_file_name("workflow.changelog.jsonl");
+    let archived: Vec<String> = std::fs::read_to_string(&archive)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    // As if the manifest before the rotation were still in place: put the archived entries
+    // back in front of its changelog, and cut the archive's last line in half.
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap();
+    let mut changelog: Vec<Value> = archived
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    changelog.extend(
+        manifest["folder_access_changelog"]
+            .as_array()
+            .unwrap()
+            .clone(),
+    );
+    manifest["folder_access_changelog"] = Value::Array(changelog);
+    std::fs::write(w.manifest(), serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let reasons = |w: &World| -> Vec<String> {
+        w.grants
+            .changelog()
+            .unwrap()
+            .into_iter()
+            .filter(|c| c.action == Action::Request)
+            .map(|c| c.reason)
+            .collect()
+    };
+    let expected: Vec<String> = (0..600).map(|i| format!("try {i}")).collect();
+    assert_eq!(reasons(&w), expected);
+    let last = archived.last().unwrap();
+    let cut = archived.join("\n").len() - last.len() / 2;
+    let text = std::fs::read(&archive).unwrap();
+    std::fs::write(&archive, &text[..cut]).unwrap();
+    for i in 600..1_000 {
+        w.grants
+            .request("docs", Access::ReadOnly, &format!("try {i}"), None, "agent")
+            .unwrap();
+    }
+    let expected: Vec<String> = (0..1_000).map(|i| format!("try {i}")).collect();
+    assert_eq!(reasons(&w), expected, "each once, in order");
 }
 
 #[test]
