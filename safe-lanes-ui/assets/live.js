@@ -29,13 +29,19 @@
     }
   }
 
+  // A stream the server ended (it keeps a few per session) reconnects by itself; what changed
+  // while it was away is fetched once it is back.
+  let away = false;
   const events = new EventSource("/events");
   events.addEventListener("changed", () => { refresh().catch(() => {}); });
   events.addEventListener("open", () => {
     status.textContent = "live";
     status.classList.remove("off");
+    if (away) refresh().catch(() => {});
+    away = false;
   });
   events.addEventListener("error", () => {
+    away = true;
     status.textContent = "not updating (the server stopped?)";
     status.classList.add("off");
   });

@@ -213,16 +213,18 @@ struct Record<'a, F> {
 }
 
 impl AuditLog {
-    /// Open (creating with mode 0600) `name` beneath `root`.
+    /// Open (creating with mode 0600) `name` beneath `root`. Something other than a regular
+    /// file there (a link, a FIFO, a directory, a socket) does not fail the open: the log is
+    /// unusable, and every use of it answers `insecure_root` until `safe-lanes init` starts a
+    /// new one ([`AuditLog::problem`] says why).
     ///
     /// # Errors
     ///
-    /// `symlink_escape` when the log is a symbolic link, `io` otherwise.
-    /// On a read-only state root the log is opened read-only: it can be verified, and every
-    /// append fails with `io`.
+    /// `io`. On a read-only state root the log is opened read-only: it can be verified, and
+    /// every append fails with `io`.
     pub fn open(root: &Anchor, root_path: &Path, name: &str) -> Result<Self> {
         let path = root_path.join(name);
-        let (open, unusable) = match open_log(root, name)? {
+        let (open, unusable) = match open_log(root, name, true)? {
             Ok(inner) => (OnceLock::from(Mutex::new(inner)), None),
             Err(why) => {
                 let root = root.try_clone()?;
@@ -246,7 +248,9 @@ impl AuditLog {
         let why = match unusable.as_mut() {
             // Opened by another thread meanwhile.
             None => String::new(),
-            Some(u) => match open_log(&u.root, &u.name)? {
+            // Never made here: a log that went missing is started again by `init`, with the
+            // record that says so.
+            Some(u) => match open_log(&u.root, &u.name, false)? {
                 Ok(inner) => {
                     let _ = self.open.set(Mutex::new(inner));
                     String::new()
@@ -318,37 +322,87 @@ impl AuditLog {
         Ok(true)
     }
 
-    /// Begin a new chain in this (new) log after what stood where the log belongs was taken
-    /// out of the way (`earlier` says what and how): its first record, `audit.restarted`,
-    /// names the earlier log and the last line its witness had recorded, and
-    /// [`AuditLog::verify`] reports it for as long as the log lives, as it does a cut: the
-    /// lines of the earlier log are not in this one.
+    /// Start a new log `name` in `root` where what stood was taken out of the way (`earlier`
+    /// says what and how; `witnessed` is the line the witness had recorded, read before). Its
+    /// first record, `audit.restarted`, names both, and [`AuditLog::verify`] reports it for as
+    /// long as the log lives, as it does a cut: the earlier log's lines are not in this one.
+    ///
+    /// The log appears whole: written and `fsync`ed under a temporary name, then renamed into
+    /// place if nothing is there. A log another process started meanwhile is left as it is
+    /// when it begins with such a record already (two `init`s at once), and gets the record
+    /// appended otherwise. Whether this call wrote the record.
     ///
     /// # Errors
     ///
-    /// As [`AuditLog::append`].
-    pub(crate) fn restart(&self, earlier: &str) -> Result<()> {
-        let mut inner = self.inner()?;
-        rustix::fs::flock(&inner.fd, FlockOperation::LockExclusive)
-            .map_err(|e| Error::io("flock", &self.path, e))?;
-        let result = (|| {
-            let size = rustix::fs::seek(&inner.fd, SeekFrom::End(0))
-                .map_err(|e| Error::io("lseek", &self.path, e))?;
-            let mut tail = self.read_tail(inner.fd.as_fd(), size)?;
-            let witnessed = self.read_witness(&inner).ok();
-            let fields = serde_json::json!({
-                "earlier_log": earlier,
-                "witness_seq": witnessed.as_ref().map(|(seq, _)| seq),
-                "witness_hash": witnessed.as_ref().map(|(_, hash)| hash),
-                "why": "what stood where the audit log belongs was not a file; \
-                        `safe-lanes init` took it out of the way and started this log",
-            });
-            self.write_line(&mut inner, &mut tail, RESTART_EVENT, &LOG_ITSELF, fields)?;
-            inner.last = Some(tail);
-            Ok(())
-        })();
-        let _ = rustix::fs::flock(&inner.fd, FlockOperation::Unlock);
-        result
+    /// `io`.
+    pub(crate) fn start_again(
+        root: &Anchor,
+        name: &str,
+        earlier: &str,
+        witnessed: Option<(u64, String)>,
+    ) -> Result<bool> {
+        let fields = serde_json::json!({
+            "earlier_log": earlier,
+            "witness_seq": witnessed.as_ref().map(|(seq, _)| seq),
+            "witness_hash": witnessed.as_ref().map(|(_, hash)| hash),
+            "why": "what stood where the audit log belongs was not a file; \
+                    `safe-lanes init` took it out of the way and started this log",
+        });
+        let mut line = Vec::new();
+        let record = Record {
+            seq: 1,
+            event: RESTART_EVENT,
+            actor: &LOG_ITSELF,
+            fields: &fields,
+            prev: GENESIS,
+        };
+        record
+            .write_unsealed(&mut line)
+            .map_err(|e| Error::io("serialize", "audit event", e))?;
+        let hash = seal(&mut line);
+        line.push(b'\n');
+        let temporary = format!("{name}.new-{}", crate::random::random_hex());
+        let temporary = crate::input::Name::new(&temporary)?;
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL;
+        let OwnFile::Open(fd) = root.open_own_file(temporary, flags, Mode::from_raw_mode(0o600))?
+        else {
+            return Err(Error::io(
+                "open",
+                name,
+                io::Error::other("not a regular file"),
+            ));
+        };
+        let written = crate::fd::write_all(fd.as_fd(), &line)
+            .and_then(|()| rustix::fs::fsync(&fd).map_err(io::Error::from))
+            .map_err(|e| Error::io("write", name, e));
+        let placed =
+            written.and_then(|()| root.rename_new(temporary, crate::input::Name::new(name)?));
+        match placed {
+            Ok(()) => {
+                let tail = Tail {
+                    seq: 1,
+                    hash,
+                    end: line.len() as u64,
+                    torn: 0,
+                };
+                if let Ok(witness) = open_witness(root) {
+                    let _ = rustix::io::pwrite(&witness, witness_record(&mut line, &tail), 0);
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                let _ = root.remove_file(temporary);
+                if e.raw_os_error() != Some(rustix::io::Errno::EXIST.raw_os_error()) {
+                    return Err(e);
+                }
+                let log = Self::open(root, Path::new(""), name)?;
+                let first = log.records_from(0)?.0.into_iter().next();
+                if first.is_some_and(|r| r["event"] == RESTART_EVENT) {
+                    return Ok(false);
+                }
+                log.append(RESTART_EVENT, LOG_ITSELF, fields).map(|()| true)
+            }
+        }
     }
 
     /// The log file.
@@ -360,7 +414,8 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// `io` when the log cannot be locked, read or written.
+    /// `insecure_root` when the log is not a file ([`AuditLog::problem`]); `io` when it cannot
+    /// be locked, read or written.
     pub fn append(&self, event: &str, actor: impl Display, fields: impl Serialize) -> Result<()> {
         self.append_at(event, actor, fields).map(|_| ())
     }
@@ -431,7 +486,7 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// `io` when the log cannot be read.
+    /// `insecure_root` when the log is not a file; `io` when it cannot be read.
     pub(crate) fn followed_by(&self, offset: u64, event: &str, id: &str) -> Result<bool> {
         self.find_after(offset, id, |record| record["event"] == event)
     }
@@ -441,7 +496,7 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// `io` when the log cannot be read.
+    /// `insecure_root` when the log is not a file; `io` when it cannot be read.
     pub(crate) fn find_after(
         &self,
         offset: u64,
@@ -478,7 +533,7 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// `io` when the log cannot be examined.
+    /// `insecure_root` when the log is not a file; `io` when it cannot be examined.
     pub(crate) fn end(&self) -> Result<u64> {
         let inner = self.inner()?;
         let size = rustix::fs::fstat(&inner.fd)
@@ -693,7 +748,7 @@ impl AuditLog {
     pub fn verify(&self) -> Result<Verification> {
         let inner = match self.inner() {
             Ok(inner) => inner,
-            Err(e) => {
+            Err(e) if e.code() == crate::error::Code::InsecureRoot => {
                 return Ok(Verification {
                     lines: 0,
                     seams: Vec::new(),
@@ -706,6 +761,7 @@ impl AuditLog {
                     },
                 });
             }
+            Err(e) => return Err(e),
         };
         let fd = inner
             .fd
@@ -761,13 +817,29 @@ impl AuditLog {
     }
 }
 
-/// Open (creating with mode 0600) the log `name` in `root`: the log, or
-/// why it cannot be used (not a regular file). Read-only on a read-only state root.
-fn open_log(root: &Anchor, name: &str) -> Result<std::result::Result<Inner, String>> {
+/// Open the log `name` in `root` (made, mode 0600, when missing and `create`): the log, or why
+/// it cannot be used (not a regular file, or missing). Read-only on a read-only state root.
+fn open_log(root: &Anchor, name: &str, create: bool) -> Result<std::result::Result<Inner, String>> {
     let mode = Mode::from_raw_mode(0o600);
     let name = crate::input::Name::new(name)?;
-    let writable = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE;
-    let (opened, writable, witness) = match root.open_own_file(name, writable, mode) {
+    let writable = OFlags::RDWR | OFlags::APPEND;
+    // A log that went missing while its witness records lines is not made again silently:
+    // `init` starts the new one, with the record that says so.
+    let missing = |root: &Anchor| match witnessed(root) {
+        Some((seq, _)) if seq > 0 => Some(format!(
+            "it is missing, though its witness records line {seq}"
+        )),
+        _ => None,
+    };
+    let opened = match root.open_own_file(name, writable, mode) {
+        Err(Error::NotFound { .. }) => match missing(root) {
+            Some(why) => return Ok(Err(why)),
+            None if create => root.open_own_file(name, writable | OFlags::CREATE, mode),
+            None => return Ok(Err("it is missing".to_owned())),
+        },
+        opened => opened,
+    };
+    let (opened, writable, witness) = match opened {
         Ok(opened) => (opened, true, open_witness(root)),
         Err(e) if read_only(&e) => (
             root.open_own_file(name, OFlags::RDONLY, mode)?,
@@ -787,6 +859,14 @@ fn open_log(root: &Anchor, name: &str) -> Result<std::result::Result<Inner, Stri
         last: None,
         line: Vec::new(),
     }))
+}
+
+/// The line the witness in `root` records, if it records one.
+pub(crate) fn witnessed(root: &Anchor) -> Option<(u64, String)> {
+    let fd = open_witness(root).ok()?;
+    let mut buf = [0u8; WITNESS_LEN];
+    let read = rustix::io::pread(&fd, &mut buf, 0).ok()?;
+    parse_witness(&buf[..read])
 }
 
 /// The witness `audit.head` in `root`, opened for writing (made when missing), or why it
@@ -1040,7 +1120,7 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// `io` when the log cannot be read.
+    /// `insecure_root` when the log is not a file; `io` when it cannot be read.
     pub fn records_from(&self, offset: u64) -> Result<(Vec<serde_json::Value>, u64)> {
         self.read_from(offset, usize::MAX)
     }
@@ -1050,7 +1130,7 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// `io` when the log cannot be examined.
+    /// `insecure_root` when the log is not a file; `io` when it cannot be examined.
     pub(crate) fn reader(&self) -> Result<(OwnedFd, u64)> {
         let inner = self.inner()?;
         let fd = inner
@@ -1068,7 +1148,7 @@ impl AuditLog {
     ///
     /// # Errors
     ///
-    /// `io` when the log cannot be read.
+    /// `insecure_root` when the log is not a file; `io` when it cannot be read.
     pub(crate) fn record_at(&self, offset: u64) -> Result<Option<serde_json::Value>> {
         Ok(self.read_from(offset, 1)?.0.pop())
     }

@@ -267,13 +267,24 @@ impl StateRoot {
         }
         let mut audit = AuditLog::open(&anchor, &path, AUDIT_FILE)?;
         if modes == Modes::Repair && audit.problem().is_some() {
-            let st = anchor.stat_entry(Name::new(AUDIT_FILE)?)?;
-            let earlier = set_aside(&anchor, AUDIT_FILE, &st)?;
+            // Read before anything moves: the line the earlier log had reached.
+            let witnessed = crate::audit::witnessed(&anchor);
+            let earlier = match anchor.stat_entry_if_any(Name::new(AUDIT_FILE)?)? {
+                Some(st) if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile => {
+                    Some(set_aside(&anchor, AUDIT_FILE, &st)?)
+                }
+                // Repaired by another process meanwhile: its log is not touched.
+                Some(_) => None,
+                None => Some(format!("nothing stood where {AUDIT_FILE} belongs")),
+            };
+            if let Some(earlier) = earlier
+                && AuditLog::start_again(&anchor, AUDIT_FILE, &earlier, witnessed)?
+            {
+                repairs.push(format!(
+                    "{earlier}, and started a new audit log whose first record says so"
+                ));
+            }
             audit = AuditLog::open(&anchor, &path, AUDIT_FILE)?;
-            audit.restart(&earlier)?;
-            repairs.push(format!(
-                "{earlier}, and started a new audit log whose first record says so"
-            ));
         }
         let audit = Arc::new(audit);
         if modes == Modes::Repair && audit.repair_witness(&anchor)? {

@@ -354,6 +354,19 @@ fn every_recorded_filing_has_one_changelog_entry_across_crashes_while_archiving(
         "the manifest keeps at most 512 entries: {kept}"
     );
     let archive = lab.root().join("workflow.changelog.jsonl");
-    let archived = std::fs::read_to_string(archive).unwrap().lines().count();
+    let archived = std::fs::read_to_string(&archive).unwrap().lines().count();
     assert_eq!(archived + kept, history.len());
+
+    // An archive that cannot take the older entries: the agent's next filing is refused (the
+    // manifest must not grow without bound), the human's change goes on.
+    std::fs::rename(&archive, lab.root().join("archive.aside")).unwrap();
+    std::fs::create_dir(&archive).unwrap();
+    fill();
+    let (signal, out) = file(None, "while the archive is broken");
+    assert_eq!(signal, None);
+    assert_eq!(out["error"]["code"], "insecure_root", "{out}");
+    let path = lab.folder("mine");
+    let (signal, out) = lab.run(&crate::grant_add("mine", &path, "read_only"), None, b"");
+    assert_eq!(signal, None);
+    assert_eq!(out["alias"], "mine", "{out}");
 }

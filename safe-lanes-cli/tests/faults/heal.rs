@@ -24,6 +24,8 @@ enum Break {
     Foreign,
     /// A regular file of 200 MiB (sparse).
     Huge,
+    /// A Unix socket: it cannot be opened at all.
+    Socket,
     /// A directory anyone may write to (0777).
     Loose,
 }
@@ -60,6 +62,7 @@ impl Break {
                 let file = std::fs::File::create(path).unwrap();
                 file.set_len(200 << 20).unwrap();
             }
+            Self::Socket => drop(std::os::unix::net::UnixListener::bind(path).unwrap()),
             Self::Loose => {
                 std::fs::create_dir(path).unwrap();
                 std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -133,7 +136,9 @@ fn check(lab: &Lab, broken: &Broken<'_>, step: &str) {
 
 #[test]
 fn every_broken_piece_of_the_root_disables_only_its_feature_and_init_repairs_it() {
-    let cases: [(&str, Break, bool, bool, bool); 20] = [
+    let cases: [(&str, Break, bool, bool, bool); 22] = [
+        ("audit.jsonl", Break::Socket, true, true, true),
+        (".workflow.json.lock", Break::Socket, false, true, true),
         ("workflow.changelog.jsonl", Break::Link, false, false, true),
         ("workflow.changelog.jsonl", Break::Fifo, false, false, true),
         ("workflow.changelog.jsonl", Break::Dir, false, false, true),
@@ -173,9 +178,22 @@ fn every_broken_piece_of_the_root_disables_only_its_feature_and_init_repairs_it(
             assert_eq!(out["intact"], false, "{piece}: {out}");
             assert_eq!(out["lines"], 0, "{piece}: {out}");
         }
+        // Two at once, for the log: one starts the new log, the other leaves it alone.
+        let other = (piece == "audit.jsonl").then(|| {
+            let mut init = lab.command(&["init"]);
+            init.stdout(Stdio::piped()).stderr(Stdio::null());
+            init.spawn().unwrap()
+        });
         let (initialized, out) = runs(&lab, &["init"], b"");
         assert!(initialized, "{piece}: init: {out}");
-        let repaired = out["repaired"].as_array().unwrap();
+        let mut repaired = out["repaired"].as_array().unwrap().clone();
+        if let Some(other) = other {
+            let other = other.wait_with_output().unwrap();
+            assert!(other.status.success(), "{piece}: the other init");
+            let other: Value = serde_json::from_slice(&other.stdout).unwrap();
+            // Whichever of the two started the new log says so.
+            repaired.extend(other["repaired"].as_array().unwrap().iter().cloned());
+        }
         // A junk lock file may have been emptied by the change above already.
         if named {
             assert!(
@@ -206,11 +224,13 @@ fn every_broken_piece_of_the_root_disables_only_its_feature_and_init_repairs_it(
                 1,
                 "{piece}: {verified}"
             );
-            let restarted = lab
-                .records()
-                .into_iter()
-                .find(|r| r["event"] == "audit.restarted")
-                .expect("the restart's record");
+            let records = lab.records();
+            let restarts: Vec<&Value> = records
+                .iter()
+                .filter(|r| r["event"] == "audit.restarted")
+                .collect();
+            assert_eq!(restarts.len(), 1, "one restart for two inits: {restarts:?}");
+            let restarted = restarts[0];
             assert_eq!(restarted["seq"], 1, "{restarted}");
             assert_eq!(
                 restarted["witness_seq"], 2,

@@ -95,6 +95,14 @@ impl Anchor {
             Err(e) if e.raw_os_error() == Some(Errno::ISDIR.raw_os_error()) => {
                 return Ok(OwnFile::Broken("a directory"));
             }
+            // A socket cannot be opened at all; say what it is.
+            Err(e)
+                if e.code() == crate::error::Code::NotRegularFile
+                    || e.raw_os_error() == Some(Errno::NXIO.raw_os_error()) =>
+            {
+                let st = self.stat_entry(name)?;
+                return Ok(OwnFile::Broken(kind_of(&st)));
+            }
             Err(e) => return Err(e),
         };
         let shown = name.as_rel().as_path();

@@ -1,13 +1,18 @@
-//! The changelog's older entries, kept beside the manifest so the manifest stays small.
+//! The changelog's older request entries, kept beside the manifest so the manifest stays small.
 //!
 //! Every recorded change to the grants and requests has its changelog entry, a request filed
 //! again included. A requester filing in a loop must not grow the manifest (every operation
-//! reads it whole), so once its changelog holds more than [`ROTATE_AT`] entries, the change
-//! that finds it so moves all but the newest [`KEEP`] to `<manifest stem>.changelog.jsonl`
-//! beside it, one JSON object per line, appended and `fsync`ed before the manifest that no
-//! longer holds them is written. A crash between the two leaves entries in both: the next
-//! rotation appends only what follows the archive's last entry, and reading the history skips
-//! the manifest's entries up to it, so no entry is lost or shown twice.
+//! reads it whole), so once its changelog holds more than [`ROTATE_AT`] request entries, the
+//! change that finds it so moves all but the newest [`KEEP`] of them to
+//! `<manifest stem>.changelog.jsonl` beside it, one JSON object per line, appended and
+//! `fsync`ed before the manifest that no longer holds them is written. Only requests move:
+//! the human's changes (grants added, revoked, requests decided) stay in the manifest, where
+//! what is revoked and what was decided are read from.
+//!
+//! A crash between the two writes leaves the moved entries in both: the archive then ends
+//! with exactly the manifest's first request entries. The next move appends only what follows
+//! that run, and reading the history skips it in the manifest, so no entry is lost or shown
+//! twice — identical entries included, since the whole run must match.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
@@ -18,7 +23,7 @@ use rustix::fs::{FileType, Mode, OFlags};
 use serde_json::Value;
 
 use super::manifest::stored;
-use super::model::Change;
+use super::model::{Action, Change};
 use crate::beneath::{Anchor, OwnFile};
 use crate::error::{Error, Result, Shown};
 
@@ -28,6 +33,9 @@ pub(crate) const ROTATE_AT: usize = 512;
 pub(crate) const KEEP: usize = 256;
 /// The longest archived line read back.
 const MAX_LINE: usize = 1 << 20;
+/// How much of the archive's end is read to find the run a crash left in both (more than
+/// [`ROTATE_AT`] of the longest entries a filing can make).
+const MAX_TAIL: u64 = 8 << 20;
 
 /// The archive of the manifest's changelog, in the manifest's directory.
 pub(crate) struct Archive<'a> {
@@ -52,27 +60,31 @@ impl<'a> Archive<'a> {
         }
     }
 
-    /// When `changelog` holds more than [`ROTATE_AT`] entries, move all but the newest
-    /// [`KEEP`] to the archive (durably, before the caller writes the manifest without them).
+    /// When `changelog` holds more than [`ROTATE_AT`] request entries, move all but the newest
+    /// [`KEEP`] of them to the archive (durably, before the caller writes the manifest without
+    /// them).
     ///
     /// # Errors
     ///
     /// `insecure_root` when the archive is not a regular file; `io`. Nothing is taken out of
     /// `changelog` then.
     pub(crate) fn rotate(&self, changelog: &mut Vec<Change>) -> Result<()> {
-        if changelog.len() <= ROTATE_AT {
+        let requests: Vec<usize> = (0..changelog.len())
+            .filter(|&i| changelog[i].action == Action::Request)
+            .collect();
+        if requests.len() <= ROTATE_AT {
             return Ok(());
         }
-        let older = changelog.len() - KEEP;
+        let moving = &requests[..requests.len() - KEEP];
         let fd = self
-            .open(true)?
+            .open(Access::Append)?
             .ok_or_else(|| Error::io("open", &self.path, rustix::io::Errno::NOENT))?;
         let whole = self.cut_torn(&fd)?;
-        let from = after_last(self.last_entry(&fd, whole)?.as_ref(), &changelog[..older]);
+        let run: Vec<Value> = moving.iter().map(|&i| value_of(&changelog[i])).collect();
+        let archived = overlap(&self.tail_values(&fd, whole, run.len())?, &run);
         let mut bytes = Vec::new();
-        for entry in &changelog[from..older] {
-            let value = stored(entry).map_err(|e| self.unwritable(e))?;
-            serde_json::to_writer(&mut bytes, &value).map_err(|e| self.unwritable(e))?;
+        for value in &run[archived..] {
+            serde_json::to_writer(&mut bytes, value).map_err(|e| self.unwritable(e))?;
             bytes.push(b'\n');
         }
         crate::crash::point_after("changelog.mid_archive", || {
@@ -84,22 +96,27 @@ impl<'a> Archive<'a> {
         })?;
         rustix::fs::fsync(&fd).map_err(|e| Error::io("fsync", &self.path, e))?;
         crate::crash::point("changelog.archived");
-        changelog.drain(..older);
+        let mut at = 0;
+        let moved: std::collections::HashSet<usize> = moving.iter().copied().collect();
+        changelog.retain(|_| {
+            at += 1;
+            !moved.contains(&(at - 1))
+        });
         Ok(())
     }
 
-    /// The archived entries, oldest first, followed by `newer` (the manifest's changelog)
-    /// without the entries a crash left in both.
+    /// The whole history, oldest first: the archived entries and `newer` (the manifest's
+    /// changelog, less the run a crash left in both) in the order of their times.
     ///
     /// # Errors
     ///
     /// `insecure_root` when the archive is not a regular file; `invalid_manifest` when a line
     /// of it is not a changelog entry; `io`.
     pub(crate) fn history(&self, newer: Vec<Change>) -> Result<Vec<Change>> {
-        let Some(fd) = self.open(false)? else {
+        let Some(fd) = self.open(Access::Read)? else {
             return Ok(newer);
         };
-        let mut out = Vec::new();
+        let mut archived = Vec::new();
         let mut reader = BufReader::new(crate::fd::ReadAt::new(fd.as_fd()));
         let mut line = Vec::new();
         for n in 1.. {
@@ -116,16 +133,40 @@ impl<'a> Archive<'a> {
                     path: Shown::path(&self.path),
                     why: format!("line {n} is not a changelog entry: {e}"),
                 })?;
+            archived.push(entry);
+        }
+        let requests: Vec<Value> = newer
+            .iter()
+            .filter(|c| c.action == Action::Request)
+            .map(value_of)
+            .collect();
+        let from = archived.len().saturating_sub(requests.len());
+        let tail: Vec<Value> = archived[from..].iter().map(value_of).collect();
+        let mut twice = overlap(&tail, &requests);
+        let newer = newer.into_iter().filter(|c| {
+            let skip = twice > 0 && c.action == Action::Request;
+            twice -= usize::from(skip);
+            !skip
+        });
+        // Both are in the order they were written; merged by time, the archive first.
+        let mut out = Vec::with_capacity(archived.len());
+        let mut archived = archived.into_iter().peekable();
+        for entry in newer {
+            while archived.peek().is_some_and(|a| a.at <= entry.at) {
+                out.extend(archived.next());
+            }
             out.push(entry);
         }
-        let from = after_last(out.last().map(value_of).as_ref(), &newer);
-        out.extend(newer.into_iter().skip(from));
+        out.extend(archived);
         Ok(out)
     }
 
     /// What is wrong with the archive, when it is not a file (for `doctor`).
     pub(crate) fn problem(&self) -> Option<String> {
-        self.open(false).err().map(|e| e.to_string())
+        match self.open(Access::Read) {
+            Err(e) if e.code() == crate::error::Code::InsecureRoot => Some(e.to_string()),
+            _ => None,
+        }
     }
 
     /// For `init`: move what stands where the archive belongs aside when it is not a regular
@@ -145,12 +186,12 @@ impl<'a> Archive<'a> {
         crate::root::set_aside(self.dir, name, &st).map(Some)
     }
 
-    /// The archive, opened to append (made when `create`), or `None` when there is none.
-    fn open(&self, create: bool) -> Result<Option<OwnedFd>> {
-        let mut flags = OFlags::RDWR | OFlags::APPEND;
-        if create {
-            flags |= OFlags::CREATE;
-        }
+    /// The archive, opened to read or to append (made then), or `None` when there is none.
+    fn open(&self, access: Access) -> Result<Option<OwnedFd>> {
+        let flags = match access {
+            Access::Read => OFlags::RDONLY,
+            Access::Append => OFlags::RDWR | OFlags::APPEND | OFlags::CREATE,
+        };
         let name = self.name.to_str().ok_or_else(|| self.broken("not UTF-8"))?;
         let opened = self.dir.open_own_file(
             crate::input::Name::new(name)?,
@@ -160,7 +201,7 @@ impl<'a> Archive<'a> {
         match opened {
             Ok(OwnFile::Open(fd)) => Ok(Some(fd)),
             Ok(OwnFile::Broken(kind)) => Err(self.broken(kind)),
-            Err(Error::NotFound { .. }) if !create => Ok(None),
+            Err(Error::NotFound { .. }) if access == Access::Read => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -182,14 +223,32 @@ impl<'a> Archive<'a> {
         Ok(whole)
     }
 
-    /// The last archived entry of the `whole` bytes that end in a newline, as stored.
-    fn last_entry(&self, fd: &OwnedFd, whole: u64) -> Result<Option<Value>> {
-        let tail = self.read_tail(fd, whole)?;
-        let text = tail.strip_suffix(b"\n").unwrap_or(&tail);
-        let last = text.rsplit(|b| *b == b'\n').next().unwrap_or_default();
-        Ok(serde_json::from_slice::<Change>(last)
-            .ok()
-            .map(|c| value_of(&c)))
+    /// The last `most` archived entries of the `whole` bytes that end in a newline, as stored
+    /// (fewer when the end holds fewer whole lines than [`MAX_TAIL`] bytes take).
+    fn tail_values(&self, fd: &OwnedFd, whole: u64, most: usize) -> Result<Vec<Value>> {
+        let from = whole.saturating_sub(MAX_TAIL);
+        let mut reader = crate::fd::ReadAt::new(fd.as_fd());
+        reader.skip(from);
+        let mut buf = Vec::new();
+        reader
+            .take(whole - from)
+            .read_to_end(&mut buf)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        let mut lines: Vec<&[u8]> = buf
+            .strip_suffix(b"\n")
+            .unwrap_or(&buf)
+            .split(|b| *b == b'\n')
+            .collect();
+        if from > 0 && !lines.is_empty() {
+            // Its first line may have begun before what was read.
+            lines.remove(0);
+        }
+        let start = lines.len().saturating_sub(most);
+        Ok(lines[start..]
+            .iter()
+            .filter_map(|l| serde_json::from_slice::<Change>(l).ok())
+            .map(|c| value_of(&c))
+            .collect())
     }
 
     /// At most the last [`MAX_LINE`] bytes of the first `size`.
@@ -225,14 +284,21 @@ fn value_of(change: &Change) -> Value {
     stored(change).unwrap_or(Value::Null)
 }
 
-/// Where in `entries` the ones after `last` begin: just past the last entry equal to `last`,
-/// or 0 when there is none.
-fn after_last(last: Option<&Value>, entries: &[Change]) -> usize {
-    let Some(last) = last else {
+/// The length of the longest run that ends `tail` and begins `run`: what a crash left in both
+/// the archive and the manifest.
+fn overlap(tail: &[Value], run: &[Value]) -> usize {
+    let Some(last) = tail.last() else {
         return 0;
     };
-    entries
-        .iter()
-        .rposition(|c| value_of(c) == *last)
-        .map_or(0, |at| at + 1)
+    (1..=tail.len().min(run.len()))
+        .rev()
+        .find(|&k| run[k - 1] == *last && tail[tail.len() - k..] == run[..k])
+        .unwrap_or(0)
+}
+
+/// How an archive is opened.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Append,
 }

@@ -29,7 +29,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::model::{Change, Entry, Grant, Request};
+use super::model::{Action, Change, Entry, Grant, Request};
 use crate::audit::AuditLog;
 use crate::beneath::{Ambient, Anchor, OwnFile, Publish, Symlinks};
 use crate::error::{Error, Result, Shown};
@@ -227,8 +227,21 @@ impl Manifest {
         if let Value::Object(fields) = &mut record.fields {
             fields.insert("id".into(), Value::from(id.as_str()));
         }
-        if let Some(entry) = doc.changelog.get(entries) {
-            let entry = serde_json::to_value(entry).unwrap_or(Value::Null);
+        let entry = doc
+            .changelog
+            .get(entries)
+            .map(|entry| serde_json::to_value(entry).unwrap_or(Value::Null));
+        // Older request entries move to the archive beside the manifest (the change's own is
+        // the newest, and stays). Where that fails, the human's changes go on (the manifest
+        // keeps the entries meanwhile), but another filing is refused: an agent filing in a
+        // loop would otherwise grow the manifest until no change at all could be written.
+        if let Err(e) = self.archive().rotate(&mut doc.changelog) {
+            if record.event == Action::Request.event() {
+                return Err(e);
+            }
+            tracing::warn!(error = %e, "the changelog's older entries could not be archived");
+        }
+        if let Some(entry) = entry {
             let pending = Pending {
                 record: record.clone(),
                 entry,
@@ -238,12 +251,6 @@ impl Manifest {
             self.keep_pending(&lock, &pending)?;
         }
         crate::crash::point("manifest.pending");
-        // After the pending entry is taken: the change's own entry is the newest, and stays.
-        if let Err(e) = self.archive().rotate(&mut doc.changelog) {
-            // The change matters more than the bound: the manifest keeps the entries for now.
-            tracing::warn!(error = %e, "the changelog's older entries could not be archived");
-        }
-
         if let Err(e) = self.write(&doc) {
             let _ = self.clear_pending(&lock);
             return Err(e);

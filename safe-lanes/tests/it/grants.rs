@@ -1343,6 +1343,45 @@ fn re_filing_does_not_grow_the_manifest_and_the_human_can_deny_by_alias() {
     );
 }
 
+/// Only request entries move to the archive: a revoke and the human's decisions stay in the
+/// manifest, where they are read from, however many filings come after them.
+#[test]
+fn what_was_revoked_and_decided_survives_a_flood_of_filings() {
+    let w = World::new();
+    w.add("proj", "proj", Access::ReadWrite).unwrap();
+    w.grants.revoke("proj", "stop", "alice").unwrap();
+    let asked = w
+        .grants
+        .request("other", Access::ReadOnly, "once", None, "agent")
+        .unwrap()
+        .into_inner();
+    w.grants.deny(&asked.id, "no", "alice").unwrap();
+    for i in 0..700 {
+        w.grants
+            .request("docs", Access::ReadOnly, &format!("try {i}"), None, "agent")
+            .unwrap();
+    }
+    let manifest: Value = serde_json::from_slice(&std::fs::read(w.manifest()).unwrap()).unwrap();
+    let kept = manifest["folder_access_changelog"].as_array().unwrap();
+    assert!(kept.len() <= 520, "{}", kept.len());
+    assert_eq!(
+        code(w.grants.session().at("proj", ".", Want::Read)),
+        Code::Revoked
+    );
+    let outcomes = w.grants.list().unwrap().outcomes;
+    assert!(
+        outcomes.iter().any(|o| o.id == asked.id),
+        "the denial is still told to the requester"
+    );
+    let history = w.grants.changelog().unwrap();
+    assert_eq!(history.len(), 1 + 1 + 1 + 1 + 700, "every entry once");
+    let times: Vec<&str> = history.iter().map(|c| c.at.as_str()).collect();
+    assert!(
+        times.windows(2).all(|t| t[0] <= t[1]),
+        "in the order of their times"
+    );
+}
+
 /// A crash between appending to the archive and writing the manifest leaves entries in both:
 /// the history shows each once, and the next rotation does not archive them again.
 #[test]
