@@ -123,6 +123,9 @@ codes! {
     /// An upload source (or a file to patch) on a pseudo-filesystem (`proc`, `sysfs`,
     /// `cgroup` …) or a device node: a view of the kernel or of a process, never data.
     PseudoFile = "pseudo_file",
+    /// A path the grant or upload root hides: a secret (`.env`, a private key, `.ssh/` …) on
+    /// the library's default list or the human's own, which no agent operation reads or writes.
+    HiddenPath = "hidden_path",
     /// An operating-system call failed for a reason that is not a refusal.
     Io = "io",
 }
@@ -513,6 +516,19 @@ pub enum Error {
         path: Shown,
         /// What it is (`on proc`, `a character device` …).
         what: String,
+    },
+    /// A hidden path: a secret no agent operation reads or writes.
+    #[error(
+        "{}: {path} is hidden ({pattern}: {what}); only the human may lift it",
+        self.code().as_str()
+    )]
+    HiddenPath {
+        /// The path (escaped).
+        path: Shown,
+        /// The pattern that hides it.
+        pattern: Shown,
+        /// What the pattern hides, in words.
+        what: &'static str,
     },
     /// An argument is malformed, out of range, or missing something it needs.
     #[error("{}: {what}: {why}", self.code().as_str())]

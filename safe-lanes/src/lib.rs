@@ -154,6 +154,7 @@ cfg_if::cfg_if! {
         pub mod fetch;
         pub mod grants;
         mod held;
+        pub mod hidden;
         pub mod input;
         mod legacy;
         mod lossy;

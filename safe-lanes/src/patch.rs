@@ -156,6 +156,12 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     let snapshot = session.snapshot()?;
     let grant = snapshot.folder(alias, Want::Write)?;
     let (parent, name) = split_target(file)?;
+    // A hidden path is refused by its name before anything is opened; one hidden for what it
+    // holds (a token in `.npmrc`), by what it holds before or after.
+    let hidden = grant.hidden().hides(file, crate::hidden::Kind::Other);
+    if let Some(hidden) = hidden.as_ref().filter(|h| !h.needs_content()) {
+        return Err(hidden.refusal(file));
+    }
     let dir = grant.folder()?.open_dir(parent, Symlinks::Deny)?;
     let edit = parse(diff)?;
     let current = read_target(&dir, name, file)?;
@@ -164,6 +170,14 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     let mut work = Work::default();
     let patched = apply_hunks(base, edit.patch.hunks(), MAX_MATCH_WORK, &mut work)
         .map_err(|miss| rejected(miss.describe(file)))?;
+    if let Some(hidden) = hidden.filter(|h| {
+        h.holds_bytes(patched.as_bytes())
+            || current
+                .as_ref()
+                .is_some_and(|c| h.holds_bytes(c.text.as_bytes()))
+    }) {
+        return Err(hidden.refusal(file));
+    }
     let mode = current.as_ref().map_or(NEW_FILE_MODE, |c| c.mode);
     let patching = match edit.op {
         Op::Delete => {

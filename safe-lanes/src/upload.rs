@@ -69,6 +69,7 @@ use serde::Serialize;
 use crate::actor::Actor;
 use crate::beneath::{self, Ambient, Anchor, Symlinks, location_of};
 use crate::error::{Error, Result, Shown};
+use crate::hidden::Hidden;
 use crate::input::{self, AbsPath, Name, RelPath};
 use crate::root::{DOWNLOADS_DIR, RootLocation, StateRoot, UPLOAD_ROOTS_FILE};
 
@@ -630,6 +631,15 @@ impl UploadSource {
             .iter()
             .find(|r| is_within(&r.path, &real))
             .unwrap_or(root);
+        // Where the file is (the links on the way followed), not how it was asked for. The
+        // download lane holds what agents saved, none of the human's secrets.
+        let below = real.strip_prefix(&root.path).unwrap_or(&real);
+        let hidden = (root.origin != AllowedBy::Downloads)
+            .then(|| Hidden::default().hides_file(below, fd.as_fd()))
+            .flatten();
+        if let Some(hidden) = hidden {
+            return Err(hidden.refusal(asked));
+        }
         Ok(Opened {
             file: File::from(fd),
             path: real,

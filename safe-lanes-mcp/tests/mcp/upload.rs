@@ -368,3 +368,96 @@ async fn the_tokens_of_another_named_state_root_are_never_uploaded() {
         .await;
     assert_eq!(received["bytes"], 4, "{received}");
 }
+
+/// A secret inside an allowed root or a read-write grant (`.env`, a key, `.ssh/`, an `.npmrc`
+/// holding a token) is refused with `hidden_path` by `upload_file` and `folder_patch` —
+/// also through a link, and whatever the path asked for — and recorded; its examples and the
+/// project's own files are not.
+#[tokio::test]
+async fn hidden_paths_are_never_uploaded_or_patched() {
+    let seen = tempfile::tempdir().unwrap();
+    let ran = seen.path().join("ran");
+    let uploader = format!("/bin/sh -c 'echo x >> {}' sh {{file}}", ran.display());
+    let w = World::with_args(&["--uploader", &uploader]).await;
+    let proj = w.p("proj");
+    std::fs::create_dir_all(proj.join(".ssh")).unwrap();
+    std::fs::create_dir_all(proj.join("deploy")).unwrap();
+    std::fs::write(proj.join(".env"), "TOKEN=secret\n").unwrap();
+    std::fs::write(proj.join(".ssh/id_ed25519"), "key\n").unwrap();
+    std::fs::write(proj.join("deploy/tls.pem"), "key\n").unwrap();
+    std::fs::write(proj.join(".npmrc"), "//r.example/:_authToken=abc\n").unwrap();
+    std::fs::write(proj.join("README.md"), "hello\n").unwrap();
+    std::fs::write(proj.join(".env.example"), "TOKEN=\n").unwrap();
+    symlink(".env", proj.join("notes.txt")).unwrap();
+    std::fs::write(
+        w.root().join(".upload-roots"),
+        format!("{}\n", proj.display()),
+    )
+    .unwrap();
+    for rel in [
+        ".env",
+        ".ssh/id_ed25519",
+        "deploy/tls.pem",
+        ".npmrc",
+        "notes.txt",
+    ] {
+        let path = proj.join(rel).display().to_string();
+        assert_eq!(
+            w.refused("upload_file", json!({ "path": path })).await,
+            "hidden_path",
+            "{rel}"
+        );
+    }
+    assert!(!ran.exists(), "the uploader never ran for a secret");
+    for rel in ["README.md", ".env.example"] {
+        let path = proj.join(rel).display().to_string();
+        w.ok("upload_file", json!({ "path": path })).await;
+    }
+
+    w.cli(&[
+        "grant",
+        "add",
+        "--reason",
+        "test",
+        "--alias",
+        "proj",
+        "--path",
+        &proj.display().to_string(),
+        "--access",
+        "read_write",
+    ]);
+    let add = |name: &str| format!("--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+more\n");
+    let change = "--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-TOKEN=secret\n+TOKEN=other\n";
+    let token = "--- a/.npmrc\n+++ b/.npmrc\n@@ -1 +1,2 @@\n //r.example/:_authToken=abc\n+x=1\n";
+    for (path, diff) in [
+        (".env", change.to_owned()),
+        ("deploy/new.key", add("deploy/new.key")),
+        (".aws/credentials", add(".aws/credentials")),
+        (".npmrc", token.to_owned()),
+    ] {
+        let args = json!({"alias": "proj", "path": path, "diff": diff});
+        assert_eq!(
+            w.refused("folder_patch", args).await,
+            "hidden_path",
+            "{path}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(proj.join(".env")).unwrap(),
+        "TOKEN=secret\n"
+    );
+    assert!(!proj.join("deploy/new.key").exists());
+    let args = json!({"alias": "proj", "path": "notes.md", "diff": add("notes.md")});
+    w.ok("folder_patch", args).await;
+    let records = safe_lanes_testkit::audit::records(&w.root());
+    let refused = |event: &str| {
+        records
+            .iter()
+            .filter(|r| r["event"] == event && r["code"] == "hidden_path")
+            .count()
+    };
+    assert_eq!(
+        (refused("upload.refused"), refused("patch.refused")),
+        (5, 4)
+    );
+}

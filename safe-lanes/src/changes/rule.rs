@@ -18,7 +18,9 @@
 //!    folder's start-up files, an existing environment's start-up files, links that leave the
 //!    grant. A class the human lifted for the grant (`--allow-protected PATH`, everything
 //!    equal to or inside PATH) is published instead, except `link_outside`.
-//! 4. Everything else is **published**: the project's own code and the build code the human
+//! 4. **Held as `hidden_path`**: a secret on the library's list of hidden paths
+//!    ([`crate::hidden`]) that no class above names (`.env`, `*.pem`, `.aws/` …).
+//! 5. Everything else is **published**: the project's own code and the build code the human
 //!    runs knowingly (`Makefile`, `package.json` scripts, `build.rs`, `pyproject.toml`), which
 //!    is the agent's work to review like any other.
 //!
@@ -60,6 +62,9 @@ pub enum Why {
     StartUp,
     /// A symbolic link that points outside the grant.
     LinkOutside,
+    /// A secret on the library's list of hidden paths (`.env`, a private key, `.aws/` …,
+    /// [`crate::hidden`]): nothing an agent writes there reaches the folder unseen.
+    HiddenPath,
     /// The human changed this path in the folder while the command ran.
     Conflict,
     /// The command's gateway ended before it decided (killed, or the machine stopped): what
@@ -80,6 +85,7 @@ impl Why {
             Why::EditorConfig => "editor_config",
             Why::StartUp => "start_up",
             Why::LinkOutside => "link_outside",
+            Why::HiddenPath => "hidden_path",
             Why::Conflict => "conflict",
             Why::Interrupted => "interrupted",
             Why::Revoked => "revoked",
@@ -755,6 +761,18 @@ impl<'g> Rule<'g> {
             if let Some(what) = self.matches(class, change, &names, facts) {
                 return Verdict::Hold(class.why, what);
             }
+        }
+        // A secret the classes above do not name (one hidden for what it holds, `.npmrc`, is
+        // a tool's configuration there).
+        let kind = match change.after {
+            After::Dir => crate::hidden::Kind::Dir,
+            _ => crate::hidden::Kind::Other,
+        };
+        if let Some(hidden) = crate::hidden::Hidden::default()
+            .hides(change.path, kind)
+            .filter(|h| !h.needs_content())
+        {
+            return Verdict::Hold(Why::HiddenPath, hidden.what.into());
         }
         Verdict::Publish
     }

@@ -184,6 +184,12 @@ pub struct Effective {
 }
 
 impl Effective {
+    /// What an agent's operations may not reach in it: the library's default list of secrets
+    /// ([`crate::hidden::DEFAULT_HIDDEN`]).
+    pub fn hidden(&self) -> crate::hidden::Hidden {
+        crate::hidden::Hidden::default()
+    }
+
     /// The folder's descriptor, opened when the snapshot was built and confirmed, now, to
     /// still be at the grant's path.
     ///

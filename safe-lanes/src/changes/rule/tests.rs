@@ -1195,6 +1195,41 @@ const CASES: &[Case] = &[
     // A link through a link to the grant's own folder, at the end: the link itself is judged
     // where it points.
     case(&["lnk->"], &["y->"], "y", link("lnk"), Publish),
+    // Secrets on the list of hidden paths, made, changed or removed: held (an `.env` as what
+    // an `.envrc` loads, the class that names it first).
+    case(&[], &[".env"], ".env", FILE, Hold(Why::ToolConfig)),
+    case(
+        &[],
+        &["app/prod.pem"],
+        "app/prod.pem",
+        FILE,
+        Hold(Why::HiddenPath),
+    ),
+    case(
+        &["deploy/tls.key"],
+        &[],
+        "deploy/tls.key",
+        GONE,
+        Hold(Why::HiddenPath),
+    ),
+    case(&[], &[".aws/"], ".aws", DIR, Hold(Why::HiddenPath)),
+    case(
+        &[],
+        &[".aws/credentials"],
+        ".aws/credentials",
+        FILE,
+        Hold(Why::HiddenPath),
+    ),
+    case(
+        &[],
+        &["credentials.json"],
+        "credentials.json",
+        FILE,
+        Hold(Why::HiddenPath),
+    ),
+    // Their examples, and names that only look alike, are the project's own.
+    case(&[], &[".env.example"], ".env.example", FILE, Publish),
+    case(&[], &["id_generator.py"], "id_generator.py", FILE, Publish),
 ];
 
 fn verdict_of(c: &Case, home: Option<PathBuf>, lifted: &[PathBuf]) -> Verdict {
