@@ -203,7 +203,7 @@ impl Matched {
         !self.holding.is_empty()
     }
 
-    /// Whether the file's first [`READ_FOR_CONTENT`] bytes hold what the row looks for (a
+    /// Whether the file's first 64 KiB hold what the row looks for (a
     /// file that cannot be read counts as holding it: fail closed).
     pub fn holds(&self, file: BorrowedFd<'_>) -> bool {
         if self.holding.is_empty() {
