@@ -56,11 +56,20 @@ pub const DEFAULT_HIDDEN: &[HiddenRow] = &[
         what: "an environment file for one setting (`.env.local`, `.env.production`); its \
                examples stay visible",
     },
-    row(
-        "*.pem",
-        "a key or certificate in PEM form (private keys among them)",
-    ),
-    row("*.key", "a private key"),
+    // Certificates are public (a CA bundle such as certifi's `cacert.pem` is read by every
+    // TLS client): only a file that holds a private key is hidden.
+    HiddenRow {
+        pattern: "*.pem",
+        except: &[],
+        holding: &["PRIVATE KEY"],
+        what: "a private key in PEM form",
+    },
+    HiddenRow {
+        pattern: "*.key",
+        except: &[],
+        holding: &["PRIVATE KEY"],
+        what: "a private key",
+    },
     row("*.p12", "a PKCS #12 key store"),
     row("*.pfx", "a PKCS #12 key store"),
     row("id_rsa", "an SSH private key"),
@@ -96,11 +105,68 @@ pub const DEFAULT_HIDDEN: &[HiddenRow] = &[
 const READ_FOR_CONTENT: usize = 64 << 10;
 
 /// The hidden paths of one grant or upload root: [`DEFAULT_HIDDEN`] and the human's own
-/// patterns, less what the human lifted.
-#[derive(Clone, Debug, Default)]
+/// patterns, less what the human lifted. Patterns are read once, when it is made.
+#[derive(Clone, Debug)]
 pub struct Hidden {
     hide: Vec<String>,
     unhide: Vec<String>,
+    /// The human's patterns, then the default rows, ready to match.
+    rows: Vec<Compiled>,
+    /// What the human lifted, ready to match.
+    lifted: Vec<Compiled>,
+}
+
+impl Default for Hidden {
+    fn default() -> Self {
+        Self::new(&[], &[])
+    }
+}
+
+/// One pattern, split into its names, with what its row says.
+#[derive(Clone, Debug)]
+struct Compiled {
+    pattern: String,
+    parts: Vec<Vec<u8>>,
+    wants_dir: bool,
+    except: &'static [&'static str],
+    holding: &'static [&'static str],
+    what: &'static str,
+}
+
+impl Compiled {
+    fn of(pattern: &str, row: Option<&HiddenRow>) -> Self {
+        Self {
+            pattern: pattern.to_owned(),
+            parts: pattern
+                .trim_end_matches('/')
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(|p| p.as_bytes().to_vec())
+                .collect(),
+            wants_dir: pattern.ends_with('/'),
+            except: row.map_or(&[], |r| r.except),
+            holding: row.map_or(&[], |r| r.holding),
+            what: row.map_or("hidden by the human", |r| r.what),
+        }
+    }
+
+    /// Whether it matches a run of `names` ending at the last name (the path itself, of kind
+    /// `kind`) or before it (one of its directories), the matched name not an exception.
+    fn matches(&self, names: &[&[u8]], kind: Kind) -> bool {
+        let parts = &self.parts;
+        if parts.is_empty() {
+            return false;
+        }
+        (parts.len()..=names.len()).any(|end| {
+            if self.wants_dir && end == names.len() && kind != Kind::Dir {
+                return false;
+            }
+            let run = &names[end - parts.len()..end];
+            let last = run[run.len() - 1];
+            run.iter().zip(parts).all(|(name, part)| glob(part, name))
+                && !self.except.iter().any(|e| glob(e.as_bytes(), last))
+        })
+    }
 }
 
 /// Why a path is hidden: the pattern that matched it.
@@ -126,9 +192,15 @@ pub enum Kind {
 impl Hidden {
     /// The default list, plus `hide`, less every path `unhide` matches.
     pub fn new(hide: &[String], unhide: &[String]) -> Self {
+        let own = hide.iter().map(|p| Compiled::of(p, None));
+        let defaults = DEFAULT_HIDDEN
+            .iter()
+            .map(|r| Compiled::of(r.pattern, Some(r)));
         Self {
             hide: hide.to_vec(),
             unhide: unhide.to_vec(),
+            rows: own.chain(defaults).collect(),
+            lifted: unhide.iter().map(|p| Compiled::of(p, None)).collect(),
         }
     }
 
@@ -143,27 +215,29 @@ impl Hidden {
                 _ => None,
             })
             .collect();
-        if self.unhide.iter().any(|p| matches(p, &names, kind, &[])) {
+        if self.lifted.iter().any(|l| l.matches(&names, kind)) {
             return None;
         }
-        let own = self.hide.iter().map(|p| Matched {
-            pattern: p.clone(),
-            what: "hidden by the human",
-            holding: &[],
-        });
-        let defaults = DEFAULT_HIDDEN.iter().map(|r| Matched {
-            pattern: r.pattern.to_owned(),
-            what: r.what,
-            holding: r.holding,
-        });
-        let except = |m: &Matched| {
-            DEFAULT_HIDDEN
-                .iter()
-                .find(|r| r.pattern == m.pattern)
-                .map_or(&[][..], |r| r.except)
-        };
-        own.chain(defaults)
-            .find(|m| matches(&m.pattern, &names, kind, except(m)))
+        self.rows
+            .iter()
+            .find(|r| r.matches(&names, kind))
+            .map(|r| Matched {
+                pattern: r.pattern.clone(),
+                what: r.what,
+                holding: r.holding,
+            })
+    }
+
+    /// Whether a file named `name` may be hidden by a pattern that ends at it (a cheap look
+    /// at its name alone, before [`Hidden::hides`]; a pattern that hides a directory hides
+    /// what is in it through the directory).
+    pub fn may_hide_file_named(&self, name: &[u8]) -> bool {
+        !self.lifted.is_empty()
+            || self.rows.iter().any(|r| {
+                !r.wants_dir
+                    && r.parts.last().is_some_and(|last| glob(last, name))
+                    && !r.except.iter().any(|e| glob(e.as_bytes(), name))
+            })
     }
 
     /// [`Hidden::hides`] for a regular file opened as `file`: a row that looks at content is
@@ -226,32 +300,6 @@ impl Matched {
                     .any(|w| w == marker.as_bytes())
             })
     }
-}
-
-/// Whether `pattern` matches a run of `names` ending at the last name (the path itself, of
-/// kind `kind`) or before it (one of its directories), and the matched name is not one of
-/// `except`.
-fn matches(pattern: &str, names: &[&[u8]], kind: Kind, except: &[&str]) -> bool {
-    let wants_dir = pattern.ends_with('/');
-    let parts: Vec<&[u8]> = pattern
-        .trim_end_matches('/')
-        .split('/')
-        .filter(|p| !p.is_empty())
-        .map(str::as_bytes)
-        .collect();
-    if parts.is_empty() {
-        return false;
-    }
-    (parts.len()..=names.len()).any(|end| {
-        let is_path_itself = end == names.len();
-        if wants_dir && is_path_itself && kind != Kind::Dir {
-            return false;
-        }
-        let run = &names[end - parts.len()..end];
-        let last = run[run.len() - 1];
-        run.iter().zip(&parts).all(|(name, part)| glob(part, name))
-            && !except.iter().any(|e| glob(e.as_bytes(), last))
-    })
 }
 
 /// Whether `name` matches the one-component glob `pattern` (`*` any run, `?` one byte).

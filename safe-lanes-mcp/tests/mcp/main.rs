@@ -4,6 +4,7 @@
 mod downloads;
 mod fetch;
 mod folders;
+mod hidden;
 mod lab;
 mod leftovers;
 mod limits;

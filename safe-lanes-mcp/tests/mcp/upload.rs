@@ -384,7 +384,8 @@ async fn hidden_paths_are_never_uploaded_or_patched() {
     std::fs::create_dir_all(proj.join("deploy")).unwrap();
     std::fs::write(proj.join(".env"), "TOKEN=secret\n").unwrap();
     std::fs::write(proj.join(".ssh/id_ed25519"), "key\n").unwrap();
-    std::fs::write(proj.join("deploy/tls.pem"), "key\n").unwrap();
+    std::fs::write(proj.join("deploy/tls.pem"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+    std::fs::write(proj.join("deploy/ca.pem"), "-----BEGIN CERTIFICATE-----\n").unwrap();
     std::fs::write(proj.join(".npmrc"), "//r.example/:_authToken=abc\n").unwrap();
     std::fs::write(proj.join("README.md"), "hello\n").unwrap();
     std::fs::write(proj.join(".env.example"), "TOKEN=\n").unwrap();
@@ -409,7 +410,7 @@ async fn hidden_paths_are_never_uploaded_or_patched() {
         );
     }
     assert!(!ran.exists(), "the uploader never ran for a secret");
-    for rel in ["README.md", ".env.example"] {
+    for rel in ["README.md", ".env.example", "deploy/ca.pem"] {
         let path = proj.join(rel).display().to_string();
         w.ok("upload_file", json!({ "path": path })).await;
     }
@@ -427,11 +428,12 @@ async fn hidden_paths_are_never_uploaded_or_patched() {
         "read_write",
     ]);
     let add = |name: &str| format!("--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+more\n");
+    let key = "--- /dev/null\n+++ b/deploy/new.key\n@@ -0,0 +1 @@\n+-----BEGIN PRIVATE KEY-----\n";
     let change = "--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-TOKEN=secret\n+TOKEN=other\n";
     let token = "--- a/.npmrc\n+++ b/.npmrc\n@@ -1 +1,2 @@\n //r.example/:_authToken=abc\n+x=1\n";
     for (path, diff) in [
         (".env", change.to_owned()),
-        ("deploy/new.key", add("deploy/new.key")),
+        ("deploy/new.key", key.to_owned()),
         (".aws/credentials", add(".aws/credentials")),
         (".npmrc", token.to_owned()),
     ] {

@@ -762,15 +762,26 @@ impl<'g> Rule<'g> {
                 return Verdict::Hold(class.why, what);
             }
         }
-        // A secret the classes above do not name (one hidden for what it holds, `.npmrc`, is
-        // a tool's configuration there).
+        // A secret the classes above do not name (an `.npmrc` is a tool's configuration
+        // there); one a row hides for what it holds (a private key in a `*.pem`), when it
+        // holds it before or after.
         let kind = match change.after {
             After::Dir => crate::hidden::Kind::Dir,
             _ => crate::hidden::Kind::Other,
         };
+        let holds = |h: &crate::hidden::Matched| {
+            !h.needs_content()
+                || [
+                    facts.before_bytes(change.path),
+                    facts.after_bytes(change.path),
+                ]
+                .iter()
+                .flatten()
+                .any(|bytes| h.holds_bytes(bytes))
+        };
         if let Some(hidden) = crate::hidden::Hidden::default()
             .hides(change.path, kind)
-            .filter(|h| !h.needs_content())
+            .filter(holds)
         {
             return Verdict::Hold(Why::HiddenPath, hidden.what.into());
         }

@@ -363,7 +363,19 @@ fn prepare(
         abi,
         syscalls::filters(network)?,
     )?
-    .emptying(&hidden_files(grants)?)
+    .emptying(&hidden_files(grants)?)?
+    .masking(&hidden_paths(grants)?)
+}
+
+/// The hidden paths of each folder among `grants` that are there now ([`crate::hidden`],
+/// found by [`masks::hidden_in`]), to cover: a command can neither read nor list them.
+fn hidden_paths(grants: &[&Effective]) -> Result<Vec<(PathBuf, bool)>> {
+    let mut covered = Vec::new();
+    for g in grants.iter().filter(|g| g.toolchain.kind.is_folder()) {
+        let found = masks::hidden_in(g.folder()?.as_fd(), &g.path, &g.hidden())?;
+        covered.extend(found.iter().cloned());
+    }
+    Ok(covered)
 }
 
 /// The private layer of each cache among `grants`, with a work directory for one command; and

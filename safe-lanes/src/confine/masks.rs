@@ -34,6 +34,33 @@ const MASK_DEPTH: usize = 8;
 /// covered whole.
 const MASK_ENTRIES: usize = 20_000;
 
+/// What a search covers: the one question it asks of each directory and file it looks at.
+pub(super) trait Judge {
+    /// Whether the directory at `rel` (below the top; empty for the top), whose status is
+    /// `st`, is covered whole (and not searched).
+    fn dir(&self, rel: &Path, st: &Stat) -> bool;
+    /// Whether the regular file `name` of `dir`, at `rel`, whose status is `st`, is covered.
+    fn file(&self, rel: &Path, st: &Stat, dir: &Anchor, name: Name<'_>) -> bool;
+    /// Whether a regular file at `rel` may be covered at all: when not, its status is not
+    /// even read.
+    fn may_cover_file(&self, _rel: &Path) -> bool {
+        true
+    }
+}
+
+/// What others may not read ([`current`]): a directory without `o+rx`, a file without `o+r`.
+struct OwnerOnly;
+
+impl Judge for OwnerOnly {
+    fn dir(&self, _: &Path, st: &Stat) -> bool {
+        others(st) & 0o5 != 0o5
+    }
+
+    fn file(&self, _: &Path, st: &Stat, _: &Anchor, _: Name<'_>) -> bool {
+        others(st) & 0o4 == 0
+    }
+}
+
 /// The longest a search is kept, however quiet its watch: what `inotify` cannot see (a mode
 /// changed through a hard link outside the tree, a mount over a path in it) waits no longer.
 const KEPT_FOR: Duration = Duration::from_secs(60);
@@ -106,32 +133,127 @@ impl Masks {
     /// this process's first.
     fn current(&self, dir: BorrowedFd<'_>) -> Masked {
         let mut found = crate::sync::lock(&self.found);
-        if let Some(kept) = found.as_ref()
-            && kept.at.elapsed() < self.kept_for
-            && kept.watch.as_ref().is_some_and(|w| !w.changed())
-        {
-            return Arc::clone(&kept.masked);
-        }
-        let watch = if found.is_some() {
-            TreeWatch::new()
-        } else {
-            None
-        };
-        let search = Search::of(dir, Path::new(self.top), MASK_ENTRIES, watch);
-        let watch = search.watch.filter(|_| !search.cut_short);
-        // The same covers as before keep the layouts made with them.
-        let masked = match found.take() {
-            Some(kept) if *kept.masked == *search.out => kept.masked,
-            _ => search.out.into(),
-        };
-        *found = Some(Found {
-            masked: Arc::clone(&masked),
-            watch,
-            at: Instant::now(),
-        });
-        masked
+        kept_or_searched(&mut found, self.kept_for, |watch| {
+            Search::of(
+                &OwnerOnly,
+                dir,
+                Path::new(self.top),
+                (MASK_DEPTH, MASK_ENTRIES),
+                watch,
+            )
+        })
     }
 }
+
+/// What `found` kept, if its watch says nothing changed since (and it is not older than
+/// `kept_for`); else what `search` finds now, watched unless it is the first search here.
+fn kept_or_searched<'j>(
+    found: &mut Option<Found>,
+    kept_for: Duration,
+    search: impl FnOnce(Option<TreeWatch>) -> Search<'j>,
+) -> Masked {
+    if let Some(kept) = found.as_ref()
+        && kept.at.elapsed() < kept_for
+        && kept.watch.as_ref().is_some_and(|w| !w.changed())
+    {
+        return Arc::clone(&kept.masked);
+    }
+    let watch = if found.is_some() {
+        TreeWatch::new()
+    } else {
+        None
+    };
+    let search = search(watch);
+    let watch = search.watch.filter(|_| !search.cut_short);
+    // The same covers as before keep the layouts made with them.
+    let masked = match found.take() {
+        Some(kept) if *kept.masked == *search.out => kept.masked,
+        _ => search.out.into(),
+    };
+    *found = Some(Found {
+        masked: Arc::clone(&masked),
+        watch,
+        at: Instant::now(),
+    });
+    masked
+}
+
+/// How deep the search of a grant for its hidden paths looks (a directory this deep is
+/// covered whole).
+const HIDDEN_DEPTH: usize = 32;
+
+/// How many entries the search of one grant looks at, at most (past it, what is not looked at
+/// is covered whole).
+const HIDDEN_ENTRIES: usize = 200_000;
+
+/// What a grant hides ([`crate::hidden`]): a hidden directory whole; a hidden file, or one a
+/// row hides for what it holds when it holds it (or cannot be read to tell).
+struct Secrets<'h>(&'h crate::hidden::Hidden);
+
+impl Judge for Secrets<'_> {
+    fn may_cover_file(&self, rel: &Path) -> bool {
+        let name = rel.file_name().map_or(&[][..], |n| n.as_encoded_bytes());
+        self.0.may_hide_file_named(name) && self.0.hides(rel, crate::hidden::Kind::Other).is_some()
+    }
+
+    fn dir(&self, rel: &Path, _: &Stat) -> bool {
+        !rel.as_os_str().is_empty() && self.0.hides(rel, crate::hidden::Kind::Dir).is_some()
+    }
+
+    fn file(&self, rel: &Path, _: &Stat, dir: &Anchor, name: Name<'_>) -> bool {
+        let Some(hidden) = self.0.hides(rel, crate::hidden::Kind::Other) else {
+            return false;
+        };
+        if !hidden.needs_content() {
+            return true;
+        }
+        let opened = dir.open_own_file(name, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty());
+        match opened {
+            Ok(crate::beneath::OwnFile::Open(fd)) => hidden.holds(std::os::fd::AsFd::as_fd(&fd)),
+            _ => true,
+        }
+    }
+}
+
+/// The hidden paths (`hidden`) of the grant whose folder is `folder`, at `path`, that are there
+/// now, each `(path, is a directory)`: what the last search of it found while a watch says
+/// nothing in it changed (and for at most [`KEPT_FOR`]), else a new search.
+pub(super) fn hidden_in(
+    folder: BorrowedFd<'_>,
+    path: &Path,
+    hidden: &crate::hidden::Hidden,
+) -> Result<Masked> {
+    static FOUND: Mutex<Vec<(HiddenKey, Option<Found>)>> = Mutex::new(Vec::new());
+    let st = rustix::fs::fstat(folder).map_err(|e| Error::io("fstat", path, e))?;
+    let key = (
+        crate::beneath::stat_identity(&st),
+        path.to_path_buf(),
+        hidden.patterns(),
+        hidden.unhidden().to_vec(),
+    );
+    let mut all = crate::sync::lock(&FOUND);
+    let at = match all.iter().position(|(k, _)| *k == key) {
+        Some(at) => at,
+        None => {
+            // The grants of one process are few; past that, the oldest search is forgotten.
+            if all.len() >= KEPT_GRANTS {
+                all.remove(0);
+            }
+            all.push((key, None));
+            all.len() - 1
+        }
+    };
+    let judge = Secrets(hidden);
+    Ok(kept_or_searched(&mut all[at].1, KEPT_FOR, |watch| {
+        Search::of(&judge, folder, path, (HIDDEN_DEPTH, HIDDEN_ENTRIES), watch)
+    }))
+}
+
+/// The most grants whose search a process keeps.
+const KEPT_GRANTS: usize = 64;
+
+/// A grant's folder (its identity and path) and what it hides.
+type HiddenKey = ((u64, u64), PathBuf, Vec<String>, Vec<String>);
 
 /// A search of a tree for what others may not read: files without `o+r`, directories without
 /// `o+rx` (not searched further). Those are the owner's — root's — alone, and a command of a
@@ -147,7 +269,13 @@ impl Masks {
 /// followed. The search goes depth first and holds one directory open per level: a process
 /// that opens more descriptors than its table holds while other threads run waits for the
 /// kernel to grow it (an RCU grace period, milliseconds).
-struct Search {
+struct Search<'j> {
+    /// What it covers.
+    judge: &'j dyn Judge,
+    /// The top's path: what each path is judged relative to.
+    top: PathBuf,
+    /// How deep it looks; a directory this deep is covered whole.
+    depth: usize,
     /// What is covered so far.
     out: Vec<(PathBuf, bool)>,
     /// Entries it may still look at.
@@ -161,11 +289,21 @@ struct Search {
     over_budget: bool,
 }
 
-impl Search {
-    /// A search of the tree at `dir` (the descriptor of its top, at `path`), looking at no
-    /// more than `budget` entries, each directory added to `watch`.
-    fn of(dir: BorrowedFd<'_>, path: &Path, budget: usize, watch: Option<TreeWatch>) -> Self {
+impl<'j> Search<'j> {
+    /// A search of the tree at `dir` (the descriptor of its top, at `path`) for what `judge`
+    /// covers, no deeper than `depth`, looking at no more than `budget` entries, each
+    /// directory added to `watch`.
+    fn of(
+        judge: &'j dyn Judge,
+        dir: BorrowedFd<'_>,
+        path: &Path,
+        (depth, budget): (usize, usize),
+        watch: Option<TreeWatch>,
+    ) -> Self {
         let mut search = Self {
+            judge,
+            top: path.to_path_buf(),
+            depth,
             out: Vec::new(),
             budget,
             watch,
@@ -177,7 +315,7 @@ impl Search {
             tracing::warn!(
                 entries = budget,
                 path = %path.display(),
-                "the search for what only root may read stopped at its budget; what it did not \
+                "a search for what commands may not see stopped at its budget; what it did not \
                  look at is covered"
             );
         }
@@ -185,7 +323,12 @@ impl Search {
     }
 }
 
-impl Search {
+impl Search<'_> {
+    /// The path of `child` below the top.
+    fn rel<'p>(&self, child: &'p Path) -> &'p Path {
+        child.strip_prefix(&self.top).unwrap_or(child)
+    }
+
     /// Search the directory `dir` (the descriptor of the tree's top, at `path`).
     fn tree(&mut self, dir: BorrowedFd<'_>, path: &Path) {
         let opened = dir
@@ -199,7 +342,7 @@ impl Search {
                     watch.add(&top);
                 }
                 match top.stat() {
-                    Ok(st) if others(&st) & 0o5 != 0o5 => false,
+                    Ok(st) if self.judge.dir(Path::new(""), &st) => false,
                     Ok(_) => {
                         let mark = self.out.len();
                         let finished = self.dir(top, path, 0);
@@ -248,6 +391,10 @@ impl Search {
                 continue;
             };
             self.budget = left;
+            if *kind == Some(FileType::RegularFile) && !self.judge.may_cover_file(self.rel(&child))
+            {
+                continue;
+            }
             match anchor.stat_entry(name) {
                 Ok(st) => self.entry(&anchor, name, &st, child, depth),
                 // Removed since it was listed: nothing to cover.
@@ -264,16 +411,20 @@ impl Search {
     /// Look at the entry `name` of `anchor` (at `child`), whose `lstat` is `st`.
     fn entry(&mut self, anchor: &Anchor, name: Name<'_>, st: &Stat, child: PathBuf, depth: usize) {
         match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory if others(st) & 0o5 != 0o5 => self.out.push((child, true)),
+            FileType::Directory if self.judge.dir(self.rel(&child), st) => {
+                self.out.push((child, true));
+            }
             FileType::Directory => {
                 let mark = self.out.len();
-                let finished = depth + 1 < MASK_DEPTH && self.sub(anchor, name, st, &child, depth);
+                let finished = depth + 1 < self.depth && self.sub(anchor, name, st, &child, depth);
                 if !finished {
                     self.out.truncate(mark);
                     self.out.push((child, true));
                 }
             }
-            FileType::RegularFile if others(st) & 0o4 == 0 => self.out.push((child, false)),
+            FileType::RegularFile if self.judge.file(self.rel(&child), st, anchor, name) => {
+                self.out.push((child, false));
+            }
             _ => {}
         }
     }
@@ -293,7 +444,7 @@ impl Search {
             // searchable by others (its mode as opened, not as it was).
             Ok(sub) => match sub.stat() {
                 Ok(now) if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) => self.cut(),
-                Ok(now) if others(&now) & 0o5 != 0o5 => false,
+                Ok(now) if self.judge.dir(self.rel(child), &now) => false,
                 Ok(_) => self.dir(sub, child, depth + 1),
                 Err(_) => self.cut(),
             },
@@ -369,9 +520,9 @@ mod tests {
     }
 
     /// A search of `top` with a budget of `budget` entries and no watch.
-    fn searched(top: &Path, budget: usize) -> Search {
+    fn searched(top: &Path, budget: usize) -> Search<'static> {
         let dir = std::fs::File::open(top).unwrap();
-        Search::of(dir.as_fd(), top, budget, None)
+        Search::of(&OwnerOnly, dir.as_fd(), top, (MASK_DEPTH, budget), None)
     }
 
     /// The search finds every file others may not read and every directory others may not

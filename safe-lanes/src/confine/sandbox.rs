@@ -313,6 +313,24 @@ impl Plan {
         Ok(self)
     }
 
+    /// This plan with each of `covered` — `(absolute path, is a directory)` of what a grant
+    /// hides — covered by an empty node nobody may read.
+    ///
+    /// # Errors
+    ///
+    /// `sandbox_unavailable` when a path cannot be expressed (a NUL byte, not absolute).
+    pub(crate) fn masking(mut self, covered: &[(PathBuf, bool)]) -> Result<Self> {
+        for (path, directory) in covered {
+            self.extra.push(Entry {
+                components: components(path)?,
+                source: Source::Mask {
+                    directory: *directory,
+                },
+            });
+        }
+        Ok(self)
+    }
+
     /// This plan with each of `overlays` — a cache grant's folder at its path, and the state
     /// root's upper and work directories of its layer ([`crate::caches`]) — mounted as an
     /// overlay at the folder's path, writable, its writes kept in the upper layer.

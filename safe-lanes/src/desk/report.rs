@@ -114,6 +114,11 @@ pub struct GrantInfo {
     /// nothing waits for review.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub direct: bool,
+    /// The patterns of the secrets hidden in this folder (`.env`, keys, `.ssh/` …): in
+    /// `shell_exec` they cannot be read or listed, `folder_patch` and `upload_file` refuse them
+    /// (`hidden_path`), and what a command writes to one waits for the user's review.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<String>,
 }
 
 /// A pending request.
@@ -291,6 +296,11 @@ impl From<GrantView> for GrantInfo {
                 .map(ToString::to_string)
                 .collect(),
             direct: g.grant.direct && g.grant.access == Access::ReadWrite,
+            hidden: if g.grant.toolchain.kind.is_folder() {
+                crate::hidden::Hidden::default().patterns()
+            } else {
+                Vec::new()
+            },
         }
     }
 }

@@ -1200,13 +1200,21 @@ const CASES: &[Case] = &[
     case(&[], &[".env"], ".env", FILE, Hold(Why::ToolConfig)),
     case(
         &[],
-        &["app/prod.pem"],
+        &["app/prod.pem=-----BEGIN PRIVATE KEY-----\n"],
         "app/prod.pem",
         FILE,
         Hold(Why::HiddenPath),
     ),
+    // A certificate is public: a CA bundle is the project's (or its environment's) own.
     case(
-        &["deploy/tls.key"],
+        &[],
+        &["v/certifi/cacert.pem=-----BEGIN CERTIFICATE-----\n"],
+        "v/certifi/cacert.pem",
+        FILE,
+        Publish,
+    ),
+    case(
+        &["deploy/tls.key=-----BEGIN EC PRIVATE KEY-----\n"],
         &[],
         "deploy/tls.key",
         GONE,

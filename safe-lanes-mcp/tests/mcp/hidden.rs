@@ -1,0 +1,146 @@
+//! Secrets inside a grant (ADR 0031), through the real server, as the user running the tests
+//! (root in CI) and as uid 65534: a confined command can neither read nor list a hidden
+//! `.env`, key or `.ssh/` — directly, through a link, after renaming the folder holding it, in
+//! a read-write grant and a read-only one — nor write over one; what it writes to a hidden
+//! path is held for the human, never published; the project's own files and a secret's
+//! examples are read as ever.
+
+use crate::lab::{Lab, held_list, shell, shell_in, triples};
+
+/// The secrets each grant holds, each with the one line it says.
+const SECRETS: &[(&str, &str)] = &[
+    (".env", "SECRET-ENV"),
+    (".ssh/id_ed25519", "SECRET-SSH"),
+    ("deploy/tls.pem", "-----BEGIN PRIVATE KEY----- SECRET-PEM"),
+    (".npmrc", "//r.example/:_authToken=SECRET-NPM"),
+    ("deep/a/b/.aws/credentials", "SECRET-AWS"),
+];
+
+/// What the command tries, each attempt's status printed; `set +e`, every line runs.
+const TRIES: &str = r#"set +e
+for f in .env notes.txt .ssh/id_ed25519 deploy/tls.pem .npmrc deep/a/b/.aws/credentials; do
+  cat "$f"; echo "read $f: $?"
+done
+ls -A .ssh; echo "list .ssh: $?"
+ls -A deep/a/b/.aws; echo "list .aws: $?"
+mv deploy moved && cat moved/tls.pem; echo "moved: $?"
+grep -r SECRET . ; echo "grep: $?"
+cat .env.example README.md cacert.pem
+"#;
+
+#[tokio::test]
+async fn a_command_neither_reads_nor_lists_nor_overwrites_a_hidden_path() {
+    for lab in Lab::both() {
+        let who = lab.who();
+        for grant in ["proj", "gate"] {
+            let dir = lab.p(grant);
+            for (rel, text) in SECRETS {
+                let path = dir.join(rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, format!("{text}\n")).unwrap();
+            }
+            std::fs::write(dir.join(".env.example"), "TOKEN=example\n").unwrap();
+            std::fs::write(dir.join("README.md"), "the project\n").unwrap();
+            std::fs::write(dir.join("cacert.pem"), "-----BEGIN CERTIFICATE-----\n").unwrap();
+            std::os::unix::fs::symlink(".env", dir.join("notes.txt")).unwrap();
+        }
+        lab.give();
+        lab.grant_proj();
+        lab.grant("gate", "gate", "read_only");
+        let client = lab.server(&[]).await;
+        let listed = crate::lab::ok(&client, "folder_grants_list", serde_json::json!({})).await;
+        for grant in listed["grants"].as_array().unwrap() {
+            let hidden = grant["hidden"]
+                .as_array()
+                .expect("each folder says what it hides");
+            assert!(hidden.iter().any(|p| p == ".env"), "{who}: {grant}");
+        }
+        for grant in ["proj", "gate"] {
+            let out = shell_in(&client, grant, TRIES).await;
+            let stdout = out["stdout"].as_str().unwrap();
+            let all = format!("{stdout}{}", out["stderr"].as_str().unwrap());
+            assert!(
+                !all.contains("SECRET"),
+                "{who} {grant}: a secret was read: {all}"
+            );
+            for tried in [
+                "read .env",
+                "read notes.txt",
+                "read .ssh/id_ed25519",
+                "read deploy/tls.pem",
+                "read .npmrc",
+                "read deep/a/b/.aws/credentials",
+                "list .ssh",
+                "list .aws",
+                "moved",
+            ] {
+                assert!(
+                    !stdout.contains(&format!("{tried}: 0")),
+                    "{who} {grant}: {tried} succeeded: {all}"
+                );
+            }
+            assert!(stdout.contains("TOKEN=example"), "{who} {grant}: {all}");
+            assert!(stdout.contains("the project"), "{who} {grant}: {all}");
+            assert!(stdout.contains("BEGIN CERTIFICATE"), "{who} {grant}: {all}");
+        }
+
+        // Writing over a secret fails; writing a new one is held, never published.
+        let out = shell(
+            &client,
+            "echo changed > .env; echo \"over: $?\"; echo '-----BEGIN PRIVATE KEY-----' > new.key; mkdir .gnupg; \
+             echo NEW > .gnupg/x; echo done",
+        )
+        .await;
+        let stdout = out["stdout"].as_str().unwrap();
+        assert!(stdout.contains("done"), "{who}: {out}");
+        assert!(
+            !stdout.contains("over: 0"),
+            "{who}: .env was overwritten: {out}"
+        );
+        let held = held_list(&out["changes"]["held"]);
+        assert_eq!(
+            held,
+            triples(&[
+                ("proj", ".gnupg", "hidden_path"),
+                ("proj", "new.key", "hidden_path"),
+            ]),
+            "{who}: {out}"
+        );
+        let proj = lab.p("proj");
+        assert_eq!(
+            std::fs::read_to_string(proj.join(".env")).unwrap(),
+            "SECRET-ENV\n",
+            "{who}"
+        );
+        assert!(
+            !proj.join("new.key").exists(),
+            "{who}: a new key was published"
+        );
+        assert!(
+            proj.join("deploy/tls.pem").exists(),
+            "{who}: the rename was published"
+        );
+
+        // A secret the human adds between two commands of the same server is hidden from the
+        // next one (what a search found is kept only while nothing in the folder changed).
+        for round in 0..2 {
+            let late = proj.join(format!("late{round}"));
+            std::fs::create_dir_all(&late).unwrap();
+            std::fs::write(
+                late.join(".env.local"),
+                "SECRET-LATE
+",
+            )
+            .unwrap();
+            lab.give();
+            let out = shell(
+                &client,
+                &format!("cat late{round}/.env.local; echo \"rc: $?\""),
+            )
+            .await;
+            let stdout = out["stdout"].as_str().unwrap();
+            assert!(!stdout.contains("SECRET"), "{who}: {out}");
+            assert!(!stdout.contains("rc: 0"), "{who}: {out}");
+        }
+    }
+}
