@@ -210,6 +210,27 @@ impl ProtectionArgs {
     }
 }
 
+/// The human's own hidden paths of a folder grant, beside the library's list of secrets
+/// (`.env`, keys, `.ssh/` …): what no command, patch or upload of the agent's reaches.
+#[derive(Debug, clap::Args)]
+pub(crate) struct HiddenArgs {
+    /// Hide the paths PATTERN matches as well, at any depth (`secrets/`, `*.sqlite`,
+    /// `config/prod.yml`; `*` and `?` within one name; repeatable).
+    #[arg(long = "hide", value_name = "PATTERN")]
+    pub(crate) hide: Vec<String>,
+    /// Show the paths PATTERN matches although the list hides them, e.g. `.env` for a
+    /// project whose `.env` holds no secret (repeatable).
+    #[arg(long = "unhide", value_name = "PATTERN")]
+    pub(crate) unhide: Vec<String>,
+}
+
+impl HiddenArgs {
+    /// Whether any flag was given.
+    pub(crate) fn given(&self) -> bool {
+        !self.hide.is_empty() || !self.unhide.is_empty()
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum GrantCommand {
     /// The grants, with their environment key and availability, and the pending requests.
@@ -244,6 +265,8 @@ pub(crate) enum GrantCommand {
         toolchain: ToolchainArgs,
         #[command(flatten)]
         protection: ProtectionArgs,
+        #[command(flatten)]
+        hidden: HiddenArgs,
         /// For a read-write folder: confined commands write it directly, without a layer of
         /// their own, so nothing they write waits for you (git state, tool configuration …
         /// land at once). For a file system that cannot hold a layer; every listing warns.
@@ -272,6 +295,20 @@ pub(crate) enum GrantCommand {
         /// Make it layered again: each command's changes are checked when it ends.
         #[arg(long)]
         layered: bool,
+        /// Why, for the changelog.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Who, for the changelog (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Set a folder grant's own hidden paths: each list given replaces the grant's (no flag:
+    /// both emptied, the library's list alone in force).
+    SetHidden {
+        /// The grant's alias.
+        alias: String,
+        #[command(flatten)]
+        hidden: HiddenArgs,
         /// Why, for the changelog.
         #[arg(long, default_value = "")]
         reason: String,

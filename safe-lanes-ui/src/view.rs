@@ -125,6 +125,10 @@ pub(crate) struct GrantRow {
     pub(crate) lifted: Vec<String>,
     /// The library's warning for a direct read-write grant (no layer: nothing is held).
     pub(crate) direct: Option<String>,
+    /// The human's own hidden patterns (escaped), empty when none.
+    pub(crate) hide: Vec<String>,
+    /// The patterns shown although the list of secrets hides them (escaped), empty when none.
+    pub(crate) unhide: Vec<String>,
 }
 
 impl GrantRow {
@@ -146,8 +150,18 @@ impl GrantRow {
                 .collect(),
             direct: safe_lanes::risk::direct_warning(&view.grant)
                 .map(|w| Shown::message(&w).to_string()),
+            hide: escaped(&view.grant.hide),
+            unhide: escaped(&view.grant.unhide),
         }
     }
+}
+
+/// Each of `patterns`, escaped for display.
+fn escaped(patterns: &[String]) -> Vec<String> {
+    patterns
+        .iter()
+        .map(|p| safe_lanes::Shown::text(p).to_string())
+        .collect()
 }
 
 /// The add form's values, when the picker filled some in.

@@ -13,8 +13,8 @@
 //! matches a path when its components match a run of the path's components that ends at the
 //! path itself or at one of its directories, wherever it starts: `.ssh/` hides every path under
 //! any `.ssh` directory, `.kube/config` the file `config` in any `.kube`, `*.pem` every
-//! `*.pem`. A trailing `/` asks for a directory. Matching is by the bytes of the names (no case
-//! folding).
+//! `*.pem`. A trailing `/` asks for a directory. ASCII case is ignored (`.ENV` is hidden as
+//! `.env` is: some file systems fold case), other bytes are compared as they are.
 
 use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
@@ -57,19 +57,14 @@ pub const DEFAULT_HIDDEN: &[HiddenRow] = &[
                examples stay visible",
     },
     // Certificates are public (a CA bundle such as certifi's `cacert.pem` is read by every
-    // TLS client): only a file that holds a private key is hidden.
+    // TLS client): only a `*.pem` that holds a private key is hidden.
     HiddenRow {
         pattern: "*.pem",
         except: &[],
         holding: &["PRIVATE KEY"],
         what: "a private key in PEM form",
     },
-    HiddenRow {
-        pattern: "*.key",
-        except: &[],
-        holding: &["PRIVATE KEY"],
-        what: "a private key",
-    },
+    row("*.key", "a private key (PEM or DER)"),
     row("*.p12", "a PKCS #12 key store"),
     row("*.pfx", "a PKCS #12 key store"),
     row("id_rsa", "an SSH private key"),
@@ -302,7 +297,8 @@ impl Matched {
     }
 }
 
-/// Whether `name` matches the one-component glob `pattern` (`*` any run, `?` one byte).
+/// Whether `name` matches the one-component glob `pattern` (`*` any run, `?` one byte), ASCII
+/// case ignored.
 fn glob(pattern: &[u8], name: &[u8]) -> bool {
     let (mut p, mut n) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
@@ -312,7 +308,9 @@ fn glob(pattern: &[u8], name: &[u8]) -> bool {
                 star = Some((p, n));
                 p += 1;
             }
-            Some(&c) if c == b'?' || c == name[n] => {
+            // ASCII case is ignored: on a file system that folds case (macOS, vfat, CIFS,
+            // casefolded ext4), `.ENV` is `.env`.
+            Some(&c) if c == b'?' || c.eq_ignore_ascii_case(&name[n]) => {
                 p += 1;
                 n += 1;
             }
@@ -438,6 +436,8 @@ mod tests {
         assert!(glob(b"a?c", b"abc"));
         assert!(!glob(b"a?c", b"ac"));
         assert!(glob(b"*a*b*", b"xxaxxbxx"));
+        assert!(glob(b".env", b".ENV"));
+        assert!(glob(b"*.pem", b"Server.PEM"));
         assert!(!glob(b"*a*b", b"xxaxxbxx"));
     }
 

@@ -165,17 +165,20 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     let dir = grant.folder()?.open_dir(parent, Symlinks::Deny)?;
     let edit = parse(diff)?;
     let current = read_target(&dir, name, file)?;
+    // Refused before the hunks are tried, so whether they match says nothing of the secret.
+    if let Some(hidden) = hidden.as_ref().filter(|h| {
+        current
+            .as_ref()
+            .is_some_and(|c| h.holds_bytes(c.text.as_bytes()))
+    }) {
+        return Err(hidden.refusal(file));
+    }
     let base = base_text(&edit.op, current.as_ref(), file)?;
     names_the_target(edit.changes.as_deref(), file)?;
     let mut work = Work::default();
     let patched = apply_hunks(base, edit.patch.hunks(), MAX_MATCH_WORK, &mut work)
         .map_err(|miss| rejected(miss.describe(file)))?;
-    if let Some(hidden) = hidden.filter(|h| {
-        h.holds_bytes(patched.as_bytes())
-            || current
-                .as_ref()
-                .is_some_and(|c| h.holds_bytes(c.text.as_bytes()))
-    }) {
+    if let Some(hidden) = hidden.filter(|h| h.holds_bytes(patched.as_bytes())) {
         return Err(hidden.refusal(file));
     }
     let mode = current.as_ref().map_or(NEW_FILE_MODE, |c| c.mode);

@@ -631,11 +631,16 @@ impl UploadSource {
             .iter()
             .find(|r| is_within(&r.path, &real))
             .unwrap_or(root);
-        // Where the file is (the links on the way followed), not how it was asked for. The
-        // download lane holds what agents saved, none of the human's secrets.
-        let below = real.strip_prefix(&root.path).unwrap_or(&real);
+        // Judged where the file is (the links on the way followed, the root's own names
+        // included: a root that is `~/.ssh` hides all it holds) and as it was asked for (a
+        // link named `.env` to a file of another name). The download lane holds what agents
+        // saved, none of the human's secrets.
         let hidden = (root.origin != AllowedBy::Downloads)
-            .then(|| Hidden::default().hides_file(below, fd.as_fd()))
+            .then(|| {
+                let list = Hidden::default();
+                list.hides_file(&real, fd.as_fd())
+                    .or_else(|| list.hides_file(asked, fd.as_fd()))
+            })
             .flatten();
         if let Some(hidden) = hidden {
             return Err(hidden.refusal(asked));

@@ -112,6 +112,17 @@ fn list(grants: &Grants) -> Result<Report> {
                 lifted.join(", ")
             );
         }
+        if !g.grant.hide.is_empty() {
+            let _ = writeln!(text, "{:<20} also hidden: {}", "", g.grant.hide.join(", "));
+        }
+        if !g.grant.unhide.is_empty() {
+            let _ = writeln!(
+                text,
+                "{:<20} shown although on the list of secrets: {}",
+                "",
+                g.grant.unhide.join(", ")
+            );
+        }
         if let Some(warning) = safe_lanes::risk::direct_warning(&g.grant) {
             let _ = writeln!(text, "{:<20} warning: {warning}", "");
         }
@@ -196,6 +207,7 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             access,
             toolchain,
             protection,
+            hidden,
             direct,
             reason,
             actor,
@@ -225,7 +237,21 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             if direct {
                 added = grants.set_direct(&alias, true, &reason, &actor)?;
             }
+            if hidden.given() {
+                added = grants.set_hidden(&alias, &hidden.hide, &hidden.unhide, &reason, &actor)?;
+            }
             ("granted", added)
+        }
+        GrantCommand::SetHidden {
+            alias,
+            hidden,
+            reason,
+            actor,
+        } => {
+            let reason = ask::reason(&reason, REASON)?;
+            let set =
+                grants.set_hidden(&alias, &hidden.hide, &hidden.unhide, &reason, &who(actor))?;
+            ("changed", set)
         }
         GrantCommand::SetAccess {
             alias,

@@ -32,7 +32,7 @@ cat .env.example README.md cacert.pem
 async fn a_command_neither_reads_nor_lists_nor_overwrites_a_hidden_path() {
     for lab in Lab::both() {
         let who = lab.who();
-        for grant in ["proj", "gate"] {
+        for grant in ["proj", "gate", "outside"] {
             let dir = lab.p(grant);
             for (rel, text) in SECRETS {
                 let path = dir.join(rel);
@@ -44,9 +44,27 @@ async fn a_command_neither_reads_nor_lists_nor_overwrites_a_hidden_path() {
             std::fs::write(dir.join("cacert.pem"), "-----BEGIN CERTIFICATE-----\n").unwrap();
             std::os::unix::fs::symlink(".env", dir.join("notes.txt")).unwrap();
         }
+        // A grant that is itself a secret's folder: all of it is hidden.
+        let keys = lab.p("home/.ssh");
+        std::fs::create_dir_all(&keys).unwrap();
+        std::fs::write(keys.join("known_hosts"), "SECRET-KNOWN\n").unwrap();
         lab.give();
         lab.grant_proj();
         lab.grant("gate", "gate", "read_only");
+        lab.grant("keys", "home/.ssh", "read_only");
+        lab.cli(&[
+            "grant",
+            "add",
+            "--alias",
+            "outside",
+            "--path",
+            lab.p("outside").to_str().unwrap(),
+            "--access",
+            "read_write",
+            "--direct",
+            "--reason",
+            "written at once",
+        ]);
         let client = lab.server(&[]).await;
         let listed = crate::lab::ok(&client, "folder_grants_list", serde_json::json!({})).await;
         for grant in listed["grants"].as_array().unwrap() {
@@ -55,7 +73,7 @@ async fn a_command_neither_reads_nor_lists_nor_overwrites_a_hidden_path() {
                 .expect("each folder says what it hides");
             assert!(hidden.iter().any(|p| p == ".env"), "{who}: {grant}");
         }
-        for grant in ["proj", "gate"] {
+        for grant in ["proj", "gate", "outside"] {
             let out = shell_in(&client, grant, TRIES).await;
             let stdout = out["stdout"].as_str().unwrap();
             let all = format!("{stdout}{}", out["stderr"].as_str().unwrap());
@@ -83,6 +101,17 @@ async fn a_command_neither_reads_nor_lists_nor_overwrites_a_hidden_path() {
             assert!(stdout.contains("the project"), "{who} {grant}: {all}");
             assert!(stdout.contains("BEGIN CERTIFICATE"), "{who} {grant}: {all}");
         }
+        // In the direct grant the rename itself went through: the cover went with the folder.
+        assert!(
+            lab.p("outside/moved/tls.pem").exists(),
+            "{who}: the direct grant's folder was renamed"
+        );
+        let out = shell_in(&client, "keys", "cat known_hosts; ls -A .; echo listed").await;
+        let all = format!("{}{}", out["stdout"], out["stderr"]);
+        assert!(
+            !all.contains("SECRET") && !all.contains("known_hosts\\n"),
+            "{who}: {all}"
+        );
 
         // Writing over a secret fails; writing a new one is held, never published.
         let out = shell(
@@ -142,5 +171,91 @@ async fn a_command_neither_reads_nor_lists_nor_overwrites_a_hidden_path() {
             assert!(!stdout.contains("SECRET"), "{who}: {out}");
             assert!(!stdout.contains("rc: 0"), "{who}: {out}");
         }
+    }
+}
+
+/// The human's own patterns: `--hide` hides more in one grant, `--unhide` shows what the list
+/// would hide; both recorded, listed, and in force for the next command, patch and write.
+#[tokio::test]
+async fn the_human_hides_more_or_shows_a_secret_looking_file_per_grant() {
+    let lab = Lab::new(rustix::process::geteuid().as_raw());
+    let proj = lab.p("proj");
+    std::fs::write(proj.join(".env"), "NOT_SECRET=1\n").unwrap();
+    std::fs::create_dir_all(proj.join("data")).unwrap();
+    std::fs::write(proj.join("data/app.sqlite"), "SECRET-DB\n").unwrap();
+    lab.give();
+    lab.grant_proj();
+    let set = lab.cli(&[
+        "grant",
+        "set-hidden",
+        "proj",
+        "--hide",
+        "*.sqlite",
+        "--unhide",
+        ".env",
+        "--reason",
+        "the .env holds no secret; the database does",
+    ]);
+    assert_eq!(set["hide"], serde_json::json!(["*.sqlite"]), "{set}");
+    let client = lab.server(&[]).await;
+    let listed = crate::lab::ok(&client, "folder_grants_list", serde_json::json!({})).await;
+    let grant = &listed["grants"][0];
+    assert!(
+        grant["hidden"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "*.sqlite"),
+        "{grant}"
+    );
+    assert_eq!(grant["unhidden"], serde_json::json!([".env"]), "{grant}");
+    let out = shell(
+        &client,
+        "cat .env; cat data/app.sqlite; echo \"db: $?\"; echo new > data/more.sqlite",
+    )
+    .await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.contains("NOT_SECRET=1"), "{out}");
+    assert!(
+        !stdout.contains("SECRET-DB") && !stdout.contains("db: 0"),
+        "{out}"
+    );
+    assert_eq!(
+        held_list(&out["changes"]["held"]),
+        triples(&[("proj", "data/more.sqlite", "hidden_path")]),
+        "{out}"
+    );
+    let diff = "--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-NOT_SECRET=1\n+NOT_SECRET=2\n";
+    crate::lab::ok(
+        &client,
+        "folder_patch",
+        serde_json::json!({"alias": "proj", "path": ".env", "diff": diff}),
+    )
+    .await;
+    let records = safe_lanes_testkit::audit::records(&lab.p("state"));
+    let set: Vec<_> = records
+        .iter()
+        .filter(|r| r["event"] == "grant.set_hidden")
+        .collect();
+    assert_eq!(set.len(), 1, "one record for the change: {records:?}");
+    let log = lab.cli(&["grant", "log"]);
+    let entry = log["changelog"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["action"] == "set_hidden")
+        .expect("the changelog's entry");
+    assert_eq!(entry["unhide"], serde_json::json!([".env"]), "{entry}");
+    for bad in ["/etc/passwd", "a/../b", ""] {
+        let out = lab.cli_fails(&[
+            "grant",
+            "set-hidden",
+            "proj",
+            "--hide",
+            bad,
+            "--reason",
+            "x",
+        ]);
+        assert_eq!(out["error"]["code"], "invalid_argument", "{bad}: {out}");
     }
 }

@@ -126,6 +126,20 @@ impl Lab {
 
     /// The human's CLI on this lab's state root; it must succeed.
     pub(crate) fn cli(&self, args: &[&str]) -> Value {
+        let (ok, out) = self.cli_run(args);
+        assert!(ok, "{}: {args:?}: {out}", self.who());
+        out
+    }
+
+    /// The human's CLI on this lab's state root; it must fail. Its JSON.
+    pub(crate) fn cli_fails(&self, args: &[&str]) -> Value {
+        let (ok, out) = self.cli_run(args);
+        assert!(!ok, "{}: {args:?} succeeded: {out}", self.who());
+        out
+    }
+
+    /// The human's CLI on this lab's state root: whether it succeeded, and its JSON.
+    fn cli_run(&self, args: &[&str]) -> (bool, Value) {
         let mut command = Command::new(self.p("safe-lanes"));
         command
             .arg("--root")
@@ -137,8 +151,8 @@ impl Lab {
             .env("PATH", "/usr/bin:/bin");
         self.as_user(&mut command);
         let out = command.output().unwrap();
-        assert!(out.status.success(), "{}: {args:?}: {out:?}", self.who());
-        serde_json::from_slice(&out.stdout).unwrap()
+        let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.success(), json)
     }
 
     /// Grant `<lab>/<rel>` as `alias` with `access`.

@@ -57,7 +57,10 @@ impl TreeWatch {
     /// Watch `dir` too. Add a directory before reading it: a change made after its reading
     /// began is then always reported.
     pub(crate) fn add(&mut self, dir: &Anchor) {
-        if add(&self.fd, dir, NAMES | WatchFlags::ATTRIB).is_err() {
+        // A file's content written (a token saved into an `.npmrc`, a key appended to a
+        // `.pem`) matters to what its content decides.
+        let events = NAMES | WatchFlags::ATTRIB | WatchFlags::MODIFY | WatchFlags::CLOSE_WRITE;
+        if add(&self.fd, dir, events).is_err() {
             self.incomplete = true;
         }
     }

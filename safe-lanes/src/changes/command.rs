@@ -29,6 +29,8 @@ pub(crate) struct Layer {
     pub(crate) path: PathBuf,
     /// The paths the human lifted for it.
     lifted: Vec<PathBuf>,
+    /// What it hides.
+    hidden: crate::hidden::Hidden,
     /// `layers/<n>/upper` and its path.
     pub(crate) upper: (Anchor, PathBuf),
     /// `layers/<n>/work` and its path.
@@ -61,6 +63,7 @@ impl Layers {
                 folder: g.folder()?.try_clone()?,
                 path: g.path.clone(),
                 lifted: lifted(g),
+                hidden: g.hidden(),
                 upper: set.upper(n)?,
                 work: set.work(n)?,
             });
@@ -110,7 +113,7 @@ impl Layers {
         let rules: Vec<Rule<'_>> = self
             .layers
             .iter()
-            .map(|l| Rule::for_grant(&l.path, &l.lifted))
+            .map(|l| Rule::for_grant(&l.path, &l.lifted).hiding(l.hidden.clone()))
             .collect();
         let facts: Vec<LayerFacts<'_>> = self
             .layers

@@ -25,7 +25,7 @@ pub(crate) enum Patching<'a> {
 pub(crate) fn verdict(grant: &Effective, file: &Path, patching: Patching<'_>) -> Result<Verdict> {
     let folder = grant.folder()?;
     let lifted = super::finish::lifted(grant);
-    let rule = Rule::for_grant(&grant.path, &lifted);
+    let rule = Rule::for_grant(&grant.path, &lifted).hiding(grant.hidden());
     let facts = PatchFacts {
         folder,
         before: LayerFacts::new(folder, folder),

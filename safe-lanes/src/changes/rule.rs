@@ -696,6 +696,8 @@ pub(crate) struct Rule<'g> {
     lifted: &'g [PathBuf],
     /// What lies above the grant's folder.
     around: Around,
+    /// What the grant hides ([`crate::hidden`]).
+    hidden: crate::hidden::Hidden,
     known: RefCell<Known>,
 }
 
@@ -718,6 +720,7 @@ impl<'g> Rule<'g> {
             home,
             lifted,
             around: Around::default(),
+            hidden: crate::hidden::Hidden::default(),
             known: RefCell::new(Known::default()),
         }
     }
@@ -732,6 +735,11 @@ impl<'g> Rule<'g> {
     /// The same rule, knowing what lies above the grant's folder.
     pub(crate) fn around(self, around: Around) -> Self {
         Self { around, ..self }
+    }
+
+    /// The same rule for a grant that hides `hidden` (the library's list, by default).
+    pub(crate) fn hiding(self, hidden: crate::hidden::Hidden) -> Self {
+        Self { hidden, ..self }
     }
 
     /// Judge `change` with the facts of the folder (module docs).
@@ -769,20 +777,17 @@ impl<'g> Rule<'g> {
             After::Dir => crate::hidden::Kind::Dir,
             _ => crate::hidden::Kind::Other,
         };
+        // Content that cannot be read (too large, unreadable) counts as holding it.
         let holds = |h: &crate::hidden::Matched| {
+            let bytes = [
+                facts.before_bytes(change.path),
+                facts.after_bytes(change.path),
+            ];
             !h.needs_content()
-                || [
-                    facts.before_bytes(change.path),
-                    facts.after_bytes(change.path),
-                ]
-                .iter()
-                .flatten()
-                .any(|bytes| h.holds_bytes(bytes))
+                || bytes.iter().all(Option::is_none)
+                || bytes.iter().flatten().any(|b| h.holds_bytes(b))
         };
-        if let Some(hidden) = crate::hidden::Hidden::default()
-            .hides(change.path, kind)
-            .filter(holds)
-        {
+        if let Some(hidden) = self.hidden.hides(change.path, kind).filter(holds) {
             return Verdict::Hold(Why::HiddenPath, hidden.what.into());
         }
         Verdict::Publish

@@ -187,21 +187,34 @@ const HIDDEN_DEPTH: usize = 32;
 const HIDDEN_ENTRIES: usize = 200_000;
 
 /// What a grant hides ([`crate::hidden`]): a hidden directory whole; a hidden file, or one a
-/// row hides for what it holds when it holds it (or cannot be read to tell).
-struct Secrets<'h>(&'h crate::hidden::Hidden);
+/// row hides for what it holds when it holds it (or cannot be read to tell). Paths are judged
+/// whole, the grant's own names included (`.kube/config` in a grant of `~/.kube`).
+struct Secrets<'h> {
+    hidden: &'h crate::hidden::Hidden,
+    top: &'h Path,
+}
 
 impl Judge for Secrets<'_> {
     fn may_cover_file(&self, rel: &Path) -> bool {
         let name = rel.file_name().map_or(&[][..], |n| n.as_encoded_bytes());
-        self.0.may_hide_file_named(name) && self.0.hides(rel, crate::hidden::Kind::Other).is_some()
+        self.hidden.may_hide_file_named(name)
+            && self
+                .hidden
+                .hides(&self.top.join(rel), crate::hidden::Kind::Other)
+                .is_some()
     }
 
     fn dir(&self, rel: &Path, _: &Stat) -> bool {
-        !rel.as_os_str().is_empty() && self.0.hides(rel, crate::hidden::Kind::Dir).is_some()
+        !rel.as_os_str().is_empty()
+            && self
+                .hidden
+                .hides(&self.top.join(rel), crate::hidden::Kind::Dir)
+                .is_some()
     }
 
     fn file(&self, rel: &Path, _: &Stat, dir: &Anchor, name: Name<'_>) -> bool {
-        let Some(hidden) = self.0.hides(rel, crate::hidden::Kind::Other) else {
+        let path = self.top.join(rel);
+        let Some(hidden) = self.hidden.hides(&path, crate::hidden::Kind::Other) else {
             return false;
         };
         if !hidden.needs_content() {
@@ -243,7 +256,12 @@ pub(super) fn hidden_in(
             all.len() - 1
         }
     };
-    let judge = Secrets(hidden);
+    // A grant that is itself hidden (`~/.ssh`, or a folder inside `~/.aws`) is covered whole
+    // until the human shows it.
+    if hidden.hides(path, crate::hidden::Kind::Dir).is_some() {
+        return Ok(Arc::from(vec![(path.to_path_buf(), true)]));
+    }
+    let judge = Secrets { hidden, top: path };
     Ok(kept_or_searched(&mut all[at].1, KEPT_FOR, |watch| {
         Search::of(&judge, folder, path, (HIDDEN_DEPTH, HIDDEN_ENTRIES), watch)
     }))

@@ -373,7 +373,10 @@ impl Plan {
     pub(crate) fn install(mut self, command: &mut Command) {
         // Parents before children, and one slot per entry for what the child re-opens: sorted
         // and allocated here, where allocating is allowed.
-        self.extra.sort_by_key(|e| e.components.len());
+        // Parents first; at one depth a cover last, so that nothing mounted at the same path
+        // (a grant's overlay) lands on top of it.
+        self.extra
+            .sort_by_key(|e| (e.components.len(), matches!(e.source, Source::Mask { .. })));
         let entries = self.layout.entries.len() + self.extra.len();
         self.slots = (0..entries).map(|_| Reopened::default()).collect();
         pre_exec::install_sandbox(command, self);

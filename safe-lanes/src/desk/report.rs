@@ -119,6 +119,9 @@ pub struct GrantInfo {
     /// (`hidden_path`), and what a command writes to one waits for the user's review.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hidden: Vec<String>,
+    /// The patterns the user shows in this folder although the list above hides them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unhidden: Vec<String>,
 }
 
 /// A pending request.
@@ -297,10 +300,11 @@ impl From<GrantView> for GrantInfo {
                 .collect(),
             direct: g.grant.direct && g.grant.access == Access::ReadWrite,
             hidden: if g.grant.toolchain.kind.is_folder() {
-                crate::hidden::Hidden::default().patterns()
+                crate::hidden::Hidden::new(&g.grant.hide, &g.grant.unhide).patterns()
             } else {
                 Vec::new()
             },
+            unhidden: g.grant.unhide.clone(),
         }
     }
 }

@@ -75,6 +75,9 @@ use serde_json::json;
 /// The most requests pending at once; the human approves or denies before more can be filed.
 pub const MAX_PENDING_REQUESTS: usize = 64;
 
+/// The most hidden-path patterns one grant holds (its own and those it shows together).
+pub const MAX_HIDDEN_PATTERNS: usize = 64;
+
 /// What a request asks for: an access, perhaps an exact folder, and for a tool or a cache
 /// what it adds ([`Toolchain`]).
 #[derive(Clone, Debug)]
@@ -663,6 +666,61 @@ impl Grants {
         })
     }
 
+    /// Set the grant `alias`'s own hidden paths (ADR 0031): `hide`, patterns hidden beside the
+    /// library's default list, and `unhide`, patterns whose paths are shown although a row
+    /// hides them. Each list replaces the one the grant had. Showing a secret gives the agent
+    /// more, so it needs a reason like every change.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_alias`; `invalid_argument` without a reason, for a pattern that is not one
+    /// ([`crate::hidden::check_pattern`]), or for a grant that is not a folder;
+    /// `invalid_manifest`, `io`.
+    pub fn set_hidden(
+        &self,
+        alias: &str,
+        hide: &[String],
+        unhide: &[String],
+        reason: &str,
+        actor: &str,
+    ) -> Result<Recorded<Grant>> {
+        let alias = Alias::new(alias)?;
+        for pattern in hide.iter().chain(unhide) {
+            crate::hidden::check_pattern(pattern)?;
+        }
+        if hide.len() + unhide.len() > MAX_HIDDEN_PATTERNS {
+            return Err(Error::TooLarge {
+                what: "the number of hidden-path patterns",
+                limit: MAX_HIDDEN_PATTERNS as u64,
+            });
+        }
+        let unique = |list: &[String]| {
+            let mut list = list.to_vec();
+            list.sort();
+            list.dedup();
+            list
+        };
+        self.change(Action::SetHidden, actor, reason, |doc, changelog| {
+            let grant = find_mut(doc, &alias)?;
+            if !grant.toolchain.kind.is_folder() {
+                return Err(Error::InvalidArgument {
+                    what: Shown::text(alias.as_str()),
+                    why: "hidden paths are set on folder grants; a tool's and a cache's \
+                          credentials are hidden by their kind"
+                        .into(),
+                });
+            }
+            grant.hide = unique(hide);
+            grant.unhide = unique(unhide);
+            let grant = grant.clone();
+            changelog.add(doc, &grant, |c| {
+                c.hide = Some(grant.hide.clone());
+                c.unhide = Some(grant.unhide.clone());
+            });
+            Ok(grant)
+        })
+    }
+
     /// Revoke a grant: it leaves `folder_access`; the changelog keeps its history.
     ///
     /// # Errors
@@ -1145,6 +1203,8 @@ impl Grants {
             machine: Some(self.machine.clone()),
             toolchain: Toolchain::folder(),
             allow_protected: Vec::new(),
+            hide: Vec::new(),
+            unhide: Vec::new(),
             direct: false,
             other_keys: OtherKeys::new(),
         };
@@ -1221,6 +1281,8 @@ impl Changelog<'_> {
             kind: Kind::Folder,
             allow_protected: None,
             direct: None,
+            hide: None,
+            unhide: None,
             other_keys: OtherKeys::new(),
         };
         fill(&mut change);

@@ -232,6 +232,13 @@ pub struct Grant {
     /// relative to the folder, lifts every protected path equal to it or inside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_protected: Vec<LiftedPath>,
+    /// Patterns the human hides in this grant beside the library's default list of secrets
+    /// ([`crate::hidden`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hide: Vec<String>,
+    /// Patterns the human shows in it although the default list hides them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unhide: Vec<String>,
     /// For a read-write folder: confined commands write it directly, without a layer of their
     /// own, so nothing they write waits for the human (ADR 0027). Every listing warns of it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -339,6 +346,9 @@ pub enum Action {
     Protect,
     /// A read-write grant was made direct (written without a layer), or layered again.
     Direct,
+    /// The human's own hidden paths of a grant were set (what it hides beside the default
+    /// list, and what of it it shows).
+    SetHidden,
 }
 
 impl Action {
@@ -354,6 +364,7 @@ impl Action {
             Action::Adopt => "adopt",
             Action::Protect => "protect",
             Action::Direct => "direct",
+            Action::SetHidden => "set_hidden",
         }
     }
 
@@ -375,6 +386,7 @@ impl Action {
             Action::Adopt => "adoption",
             Action::Protect => "change of protected paths",
             Action::Direct => "change of how commands write it",
+            Action::SetHidden => "change of hidden paths",
         }
     }
 
@@ -390,6 +402,7 @@ impl Action {
             Action::Adopt => "grant.adopt",
             Action::Protect => "grant.protect",
             Action::Direct => "grant.direct",
+            Action::SetHidden => "grant.set_hidden",
         }
     }
 }
@@ -439,6 +452,12 @@ pub struct Change {
     /// Whether the grant is direct after the change, when it made it direct or layered again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct: Option<bool>,
+    /// The grant's own hidden patterns after the change, when it set them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hide: Option<Vec<String>>,
+    /// The patterns it shows after the change, when it set them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unhide: Option<Vec<String>>,
     /// The keys of the entry in the manifest that are not ours, as they were.
     #[serde(flatten, skip_serializing)]
     pub other_keys: OtherKeys,

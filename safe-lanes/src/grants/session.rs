@@ -176,6 +176,12 @@ pub struct Effective {
     /// The protected paths the human lifted for it (ADR 0016).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_protected: Vec<super::LiftedPath>,
+    /// Patterns the human hides in it beside the default list.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hide: Vec<String>,
+    /// Patterns the human shows in it although the default list hides them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unhide: Vec<String>,
     /// Whether confined commands write it directly, without a layer (ADR 0027).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub direct: bool,
@@ -185,9 +191,10 @@ pub struct Effective {
 
 impl Effective {
     /// What an agent's operations may not reach in it: the library's default list of secrets
-    /// ([`crate::hidden::DEFAULT_HIDDEN`]).
+    /// ([`crate::hidden::DEFAULT_HIDDEN`]) and the human's own patterns, less what the human
+    /// shows.
     pub fn hidden(&self) -> crate::hidden::Hidden {
-        crate::hidden::Hidden::default()
+        crate::hidden::Hidden::new(&self.hide, &self.unhide)
     }
 
     /// The folder's descriptor, opened when the snapshot was built and confirmed, now, to
@@ -466,6 +473,8 @@ impl Session {
                     unavailable,
                     toolchain: g.toolchain.clone(),
                     allow_protected: g.allow_protected.clone(),
+                    hide: g.hide.clone(),
+                    unhide: g.unhide.clone(),
                     direct: g.direct && g.access == Access::ReadWrite,
                     folder,
                 })
