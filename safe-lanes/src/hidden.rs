@@ -105,8 +105,9 @@ const READ_FOR_CONTENT: usize = 64 << 10;
 pub struct Hidden {
     hide: Vec<String>,
     unhide: Vec<String>,
-    /// The human's patterns, then the default rows, ready to match.
+    /// The human's patterns (the first `own`), then the default rows, ready to match.
     rows: Vec<Compiled>,
+    own: usize,
     /// What the human lifted, ready to match.
     lifted: Vec<Compiled>,
 }
@@ -143,6 +144,34 @@ impl Compiled {
             holding: row.map_or(&[], |r| r.holding),
             what: row.map_or("hidden by the human", |r| r.what),
         }
+    }
+
+    /// Whether, as a pattern the human shows, it shows the path whose names are `names`: a
+    /// name it ends at (the path itself), or, with a trailing `/`, everything in a directory
+    /// it names. Narrower than hiding on purpose: `--unhide config` shows files named
+    /// `config`, not `config/master.key`.
+    fn shows(&self, names: &[&[u8]], kind: Kind) -> bool {
+        let parts = &self.parts;
+        if parts.is_empty() || names.len() < parts.len() {
+            return false;
+        }
+        let ends = if self.wants_dir {
+            let last = if kind == Kind::Dir {
+                names.len()
+            } else {
+                names.len() - 1
+            };
+            parts.len()..=last
+        } else {
+            names.len()..=names.len()
+        };
+        ends.into_iter().any(|end| {
+            end >= parts.len()
+                && names[end - parts.len()..end]
+                    .iter()
+                    .zip(parts)
+                    .all(|(name, part)| glob(part, name))
+        })
     }
 
     /// Whether it matches a run of `names` ending at the last name (the path itself, of kind
@@ -195,44 +224,56 @@ impl Hidden {
             hide: hide.to_vec(),
             unhide: unhide.to_vec(),
             rows: own.chain(defaults).collect(),
+            own: hide.len(),
             lifted: unhide.iter().map(|p| Compiled::of(p, None)).collect(),
         }
     }
 
-    /// What a path is hidden by before its content is known: `rel` (relative to the grant or
-    /// root, as written beneath it) of kind `kind`. A match whose row looks at content
-    /// ([`Matched::needs_content`]) hides the path only if [`Matched::holds`] says so.
-    pub fn hides(&self, rel: &Path, kind: Kind) -> Option<Matched> {
-        let names: Vec<&[u8]> = rel
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(name) => Some(name.as_bytes()),
-                _ => None,
-            })
-            .collect();
-        if self.lifted.iter().any(|l| l.matches(&names, kind)) {
+    /// What `path` (as a whole; no folder to judge lifts below) of kind `kind` is hidden by
+    /// before its content is known: [`Hidden::hides_below`] with no folder.
+    pub fn hides(&self, path: &Path, kind: Kind) -> Option<Matched> {
+        self.hides_below(Path::new(""), path, kind)
+    }
+
+    /// What `rel`, a path below the folder `top`, of kind `kind` is hidden by before its
+    /// content is known (a row that looks at content, [`Matched::needs_content`], hides it only
+    /// if [`Matched::holds`] says so). The default list judges the whole path, the folder's
+    /// own names included (everything in a grant of `~/.ssh` is hidden); the human's own
+    /// patterns, and what they show, judge the path below the folder. What the human hides
+    /// wins over what they show, which wins over the default list.
+    pub fn hides_below(&self, top: &Path, rel: &Path, kind: Kind) -> Option<Matched> {
+        let whole = top.join(rel);
+        let (all, below) = (names(&whole), names(rel));
+        let matched = |r: &Compiled| Matched {
+            pattern: r.pattern.clone(),
+            what: r.what,
+            holding: r.holding,
+        };
+        let (own, defaults) = self.rows.split_at(self.own);
+        if let Some(r) = own.iter().find(|r| r.matches(&below, kind)) {
+            return Some(matched(r));
+        }
+        if self.lifted.iter().any(|l| l.shows(&below, kind)) {
             return None;
         }
-        self.rows
-            .iter()
-            .find(|r| r.matches(&names, kind))
-            .map(|r| Matched {
-                pattern: r.pattern.clone(),
-                what: r.what,
-                holding: r.holding,
-            })
+        defaults.iter().find(|r| r.matches(&all, kind)).map(matched)
+    }
+
+    /// Whether the folder `top` is itself hidden by the default list, with nothing shown in
+    /// it: then everything in it is, and a search need not look.
+    pub fn hides_whole(&self, top: &Path) -> bool {
+        self.lifted.is_empty() && self.hides(top, Kind::Dir).is_some()
     }
 
     /// Whether a file named `name` may be hidden by a pattern that ends at it (a cheap look
-    /// at its name alone, before [`Hidden::hides`]; a pattern that hides a directory hides
-    /// what is in it through the directory).
+    /// at its name alone, before [`Hidden::hides_below`]; a pattern that hides a directory
+    /// hides what is in it through the directory, and a lift only ever shows).
     pub fn may_hide_file_named(&self, name: &[u8]) -> bool {
-        !self.lifted.is_empty()
-            || self.rows.iter().any(|r| {
-                !r.wants_dir
-                    && r.parts.last().is_some_and(|last| glob(last, name))
-                    && !r.except.iter().any(|e| glob(e.as_bytes(), name))
-            })
+        self.rows.iter().any(|r| {
+            !r.wants_dir
+                && r.parts.last().is_some_and(|last| glob(last, name))
+                && !r.except.iter().any(|e| glob(e.as_bytes(), name))
+        })
     }
 
     /// [`Hidden::hides`] for a regular file opened as `file`: a row that looks at content is
@@ -297,6 +338,16 @@ impl Matched {
     }
 }
 
+/// The names of `path`'s normal components.
+fn names(path: &Path) -> Vec<&[u8]> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.as_bytes()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether `name` matches the one-component glob `pattern` (`*` any run, `?` one byte), ASCII
 /// case ignored.
 fn glob(pattern: &[u8], name: &[u8]) -> bool {
@@ -325,6 +376,39 @@ fn glob(pattern: &[u8], name: &[u8]) -> bool {
         }
     }
     pattern[p..].iter().all(|&c| c == b'*')
+}
+
+/// The most patterns one grant holds (its own and those it shows together).
+pub const MAX_PATTERNS: usize = 64;
+
+/// Whether `hide` and `unhide` are lists the human may give a grant: each a pattern
+/// ([`check_pattern`]), at most [`MAX_PATTERNS`] in all, and nothing shown by wildcards alone
+/// (`*` would show every secret).
+///
+/// # Errors
+///
+/// `invalid_argument`, `too_large`.
+pub fn check_lists(hide: &[String], unhide: &[String]) -> crate::Result<()> {
+    for pattern in hide.iter().chain(unhide) {
+        check_pattern(pattern)?;
+    }
+    if let Some(all) = unhide.iter().find(|p| {
+        p.trim_end_matches('/')
+            .split('/')
+            .all(|c| c.bytes().all(|b| b == b'*' || b == b'?'))
+    }) {
+        return Err(crate::Error::InvalidArgument {
+            what: crate::Shown::text(all),
+            why: "a pattern of wildcards alone would show every secret in the folder".into(),
+        });
+    }
+    if hide.len() + unhide.len() > MAX_PATTERNS {
+        return Err(crate::Error::TooLarge {
+            what: "the number of hidden-path patterns",
+            limit: MAX_PATTERNS as u64,
+        });
+    }
+    Ok(())
 }
 
 /// Whether `pattern` is one the human may give: at most 256 bytes, relative, without `.`,
@@ -439,6 +523,44 @@ mod tests {
         assert!(glob(b".env", b".ENV"));
         assert!(glob(b"*.pem", b"Server.PEM"));
         assert!(!glob(b"*a*b", b"xxaxxbxx"));
+    }
+
+    #[test]
+    fn what_the_human_shows_is_narrow_and_their_own_hiding_wins() {
+        let h = Hidden::new(&["config/".into()], &["config".into(), ".ssh/".into()]);
+        let top = Path::new("/home/u/src/app");
+        let at = |rel: &str| h.hides_below(top, Path::new(rel), Kind::Other);
+        assert!(at("x/config").is_none(), "a file named config is shown");
+        assert!(
+            at("deploy/master.key").is_some(),
+            "not everything under a name"
+        );
+        assert!(
+            at("config/master.key").is_some(),
+            "the human's own hiding wins"
+        );
+        assert!(
+            at(".ssh/id_rsa").is_none(),
+            "everything in a directory shown with `/`"
+        );
+        let ssh = Hidden::new(&[], &["known_hosts".into()]);
+        let top = Path::new("/home/u/.ssh");
+        assert!(
+            ssh.hides_below(top, Path::new("known_hosts"), Kind::Other)
+                .is_none()
+        );
+        assert!(
+            ssh.hides_below(top, Path::new("id_ed25519"), Kind::Other)
+                .is_some()
+        );
+        assert!(
+            ssh.hides_below(top, Path::new("config"), Kind::Other)
+                .is_some()
+        );
+        assert!(!ssh.hides_whole(top) && Hidden::default().hides_whole(top));
+        for all in ["*", "*/", "?*/*"] {
+            assert!(check_lists(&[], &[all.into()]).is_err(), "{all}");
+        }
     }
 
     #[test]

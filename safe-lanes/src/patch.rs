@@ -158,7 +158,9 @@ fn apply(session: &Session, alias: &Alias, file: &Path, diff: &str) -> Result<Pa
     let (parent, name) = split_target(file)?;
     // A hidden path is refused by its name before anything is opened; one hidden for what it
     // holds (a token in `.npmrc`), by what it holds before or after.
-    let hidden = grant.hidden().hides(file, crate::hidden::Kind::Other);
+    let hidden = grant
+        .hidden()
+        .hides_below(&grant.path, file, crate::hidden::Kind::Other);
     if let Some(hidden) = hidden.as_ref().filter(|h| !h.needs_content()) {
         return Err(hidden.refusal(file));
     }

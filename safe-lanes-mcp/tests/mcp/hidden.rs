@@ -246,6 +246,46 @@ async fn the_human_hides_more_or_shows_a_secret_looking_file_per_grant() {
         .find(|c| c["action"] == "set_hidden")
         .expect("the changelog's entry");
     assert_eq!(entry["unhide"], serde_json::json!([".env"]), "{entry}");
+    // A read-write grant that is itself a secret's folder: nothing in it is patched.
+    let aws = lab.p("home/.aws");
+    std::fs::create_dir_all(&aws).unwrap();
+    std::fs::write(aws.join("credentials"), "[default]\nkey = SECRET-AWS\n").unwrap();
+    lab.give();
+    lab.grant("aws", "home/.aws", "read_write");
+    let diff = "--- a/credentials\n+++ b/credentials\n@@ -1 +1 @@\n-[default]\n+[other]\n";
+    let refused = crate::lab::call(
+        &client,
+        "folder_patch",
+        serde_json::json!({"alias": "aws", "path": "credentials", "diff": diff}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let text = format!("{refused:?}");
+    assert!(text.contains("hidden_path"), "{text}");
+    let out = lab.cli_fails(&[
+        "grant",
+        "add",
+        "--alias",
+        "more",
+        "--path",
+        lab.p("outside").to_str().unwrap(),
+        "--access",
+        "read_only",
+        "--hide",
+        "/abs",
+        "--reason",
+        "x",
+    ]);
+    assert_eq!(out["error"]["code"], "invalid_argument", "{out}");
+    let listed = lab.cli(&["grant", "list"]);
+    assert!(
+        !listed["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["alias"] == "more"),
+        "no grant is left half made: {listed}"
+    );
     for bad in ["/etc/passwd", "a/../b", ""] {
         let out = lab.cli_fails(&[
             "grant",

@@ -37,12 +37,15 @@ impl NameWatch {
 
 /// Change notifications for a tree of directories, each added as it is read: any name made,
 /// removed or moved in one, and any change of the mode, owner or other attributes of one or
-/// of an entry in one.
+/// of an entry in one (and, for a watch [`TreeWatch::seeing_writes`], a file in one written
+/// and closed).
 #[derive(Debug)]
 pub(crate) struct TreeWatch {
     fd: OwnedFd,
     /// A directory could not be added (this user's watches all in use): nothing may be kept.
     incomplete: bool,
+    /// What is watched in each directory.
+    events: WatchFlags,
 }
 
 impl TreeWatch {
@@ -51,16 +54,22 @@ impl TreeWatch {
         Some(Self {
             fd: instance()?,
             incomplete: false,
+            events: NAMES | WatchFlags::ATTRIB,
         })
+    }
+
+    /// [`TreeWatch::new`], also seeing a file written and closed (what a file holds decides
+    /// whether it is hidden: a token saved into an `.npmrc`).
+    pub(crate) fn seeing_writes() -> Option<Self> {
+        let mut watch = Self::new()?;
+        watch.events |= WatchFlags::CLOSE_WRITE;
+        Some(watch)
     }
 
     /// Watch `dir` too. Add a directory before reading it: a change made after its reading
     /// began is then always reported.
     pub(crate) fn add(&mut self, dir: &Anchor) {
-        // A file's content written (a token saved into an `.npmrc`, a key appended to a
-        // `.pem`) matters to what its content decides.
-        let events = NAMES | WatchFlags::ATTRIB | WatchFlags::MODIFY | WatchFlags::CLOSE_WRITE;
-        if add(&self.fd, dir, events).is_err() {
+        if add(&self.fd, dir, self.events).is_err() {
             self.incomplete = true;
         }
     }

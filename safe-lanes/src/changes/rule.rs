@@ -773,21 +773,29 @@ impl<'g> Rule<'g> {
         // A secret the classes above do not name (an `.npmrc` is a tool's configuration
         // there); one a row hides for what it holds (a private key in a `*.pem`), when it
         // holds it before or after.
+        // A side that is a file whose content cannot be read (too large, unreadable) counts
+        // as holding it.
+        let side = |kind: Option<Kind>, bytes: Option<Vec<u8>>, h: &crate::hidden::Matched| {
+            kind == Some(Kind::File) && bytes.is_none_or(|b| h.holds_bytes(&b))
+        };
+        let holds = |h: &crate::hidden::Matched| {
+            !h.needs_content()
+                || side(
+                    facts.before(change.path),
+                    facts.before_bytes(change.path),
+                    h,
+                )
+                || side(facts.after(change.path), facts.after_bytes(change.path), h)
+        };
         let kind = match change.after {
             After::Dir => crate::hidden::Kind::Dir,
             _ => crate::hidden::Kind::Other,
         };
-        // Content that cannot be read (too large, unreadable) counts as holding it.
-        let holds = |h: &crate::hidden::Matched| {
-            let bytes = [
-                facts.before_bytes(change.path),
-                facts.after_bytes(change.path),
-            ];
-            !h.needs_content()
-                || bytes.iter().all(Option::is_none)
-                || bytes.iter().flatten().any(|b| h.holds_bytes(b))
-        };
-        if let Some(hidden) = self.hidden.hides(change.path, kind).filter(holds) {
+        if let Some(hidden) = self
+            .hidden
+            .hides_below(self.grant, change.path, kind)
+            .filter(holds)
+        {
             return Verdict::Hold(Why::HiddenPath, hidden.what.into());
         }
         Verdict::Publish

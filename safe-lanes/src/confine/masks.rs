@@ -133,7 +133,7 @@ impl Masks {
     /// this process's first.
     fn current(&self, dir: BorrowedFd<'_>) -> Masked {
         let mut found = crate::sync::lock(&self.found);
-        kept_or_searched(&mut found, self.kept_for, |watch| {
+        kept_or_searched(&mut found, (self.kept_for, TreeWatch::new), |watch| {
             Search::of(
                 &OwnerOnly,
                 dir,
@@ -149,7 +149,7 @@ impl Masks {
 /// `kept_for`); else what `search` finds now, watched unless it is the first search here.
 fn kept_or_searched<'j>(
     found: &mut Option<Found>,
-    kept_for: Duration,
+    (kept_for, watch): (Duration, fn() -> Option<TreeWatch>),
     search: impl FnOnce(Option<TreeWatch>) -> Search<'j>,
 ) -> Masked {
     if let Some(kept) = found.as_ref()
@@ -158,11 +158,7 @@ fn kept_or_searched<'j>(
     {
         return Arc::clone(&kept.masked);
     }
-    let watch = if found.is_some() {
-        TreeWatch::new()
-    } else {
-        None
-    };
+    let watch = if found.is_some() { watch() } else { None };
     let search = search(watch);
     let watch = search.watch.filter(|_| !search.cut_short);
     // The same covers as before keep the layouts made with them.
@@ -192,15 +188,17 @@ const HIDDEN_ENTRIES: usize = 200_000;
 struct Secrets<'h> {
     hidden: &'h crate::hidden::Hidden,
     top: &'h Path,
+    /// Whether the folder itself lies in a hidden directory (then any name may be hidden).
+    inside_hidden: bool,
 }
 
 impl Judge for Secrets<'_> {
     fn may_cover_file(&self, rel: &Path) -> bool {
         let name = rel.file_name().map_or(&[][..], |n| n.as_encoded_bytes());
-        self.hidden.may_hide_file_named(name)
+        (self.inside_hidden || self.hidden.may_hide_file_named(name))
             && self
                 .hidden
-                .hides(&self.top.join(rel), crate::hidden::Kind::Other)
+                .hides_below(self.top, rel, crate::hidden::Kind::Other)
                 .is_some()
     }
 
@@ -208,13 +206,15 @@ impl Judge for Secrets<'_> {
         !rel.as_os_str().is_empty()
             && self
                 .hidden
-                .hides(&self.top.join(rel), crate::hidden::Kind::Dir)
+                .hides_below(self.top, rel, crate::hidden::Kind::Dir)
                 .is_some()
     }
 
     fn file(&self, rel: &Path, _: &Stat, dir: &Anchor, name: Name<'_>) -> bool {
-        let path = self.top.join(rel);
-        let Some(hidden) = self.hidden.hides(&path, crate::hidden::Kind::Other) else {
+        let hidden = self
+            .hidden
+            .hides_below(self.top, rel, crate::hidden::Kind::Other);
+        let Some(hidden) = hidden else {
             return false;
         };
         if !hidden.needs_content() {
@@ -237,6 +237,11 @@ pub(super) fn hidden_in(
     hidden: &crate::hidden::Hidden,
 ) -> Result<Masked> {
     static FOUND: Mutex<Vec<(HiddenKey, Option<Found>)>> = Mutex::new(Vec::new());
+    // A grant that is itself hidden (`~/.ssh`, or a folder inside `~/.aws`), with nothing
+    // shown in it, is covered whole.
+    if hidden.hides_whole(path) {
+        return Ok(Arc::from(vec![(path.to_path_buf(), true)]));
+    }
     let st = rustix::fs::fstat(folder).map_err(|e| Error::io("fstat", path, e))?;
     let key = (
         crate::beneath::stat_identity(&st),
@@ -256,13 +261,18 @@ pub(super) fn hidden_in(
             all.len() - 1
         }
     };
-    // A grant that is itself hidden (`~/.ssh`, or a folder inside `~/.aws`) is covered whole
-    // until the human shows it.
-    if hidden.hides(path, crate::hidden::Kind::Dir).is_some() {
-        return Ok(Arc::from(vec![(path.to_path_buf(), true)]));
-    }
-    let judge = Secrets { hidden, top: path };
-    Ok(kept_or_searched(&mut all[at].1, KEPT_FOR, |watch| {
+    let judge = Secrets {
+        hidden,
+        top: path,
+        inside_hidden: crate::hidden::Hidden::default()
+            .hides(path, crate::hidden::Kind::Dir)
+            .is_some(),
+    };
+    let watch = (
+        KEPT_FOR,
+        TreeWatch::seeing_writes as fn() -> Option<TreeWatch>,
+    );
+    Ok(kept_or_searched(&mut all[at].1, watch, |watch| {
         Search::of(&judge, folder, path, (HIDDEN_DEPTH, HIDDEN_ENTRIES), watch)
     }))
 }

@@ -75,9 +75,6 @@ use serde_json::json;
 /// The most requests pending at once; the human approves or denies before more can be filed.
 pub const MAX_PENDING_REQUESTS: usize = 64;
 
-/// The most hidden-path patterns one grant holds (its own and those it shows together).
-pub const MAX_HIDDEN_PATTERNS: usize = 64;
-
 /// What a request asks for: an access, perhaps an exact folder, and for a tool or a cache
 /// what it adds ([`Toolchain`]).
 #[derive(Clone, Debug)]
@@ -674,7 +671,7 @@ impl Grants {
     /// # Errors
     ///
     /// `unknown_alias`; `invalid_argument` without a reason, for a pattern that is not one
-    /// ([`crate::hidden::check_pattern`]), or for a grant that is not a folder;
+    /// ([`crate::hidden::check_lists`]), or for a grant that is not a folder; `too_large`;
     /// `invalid_manifest`, `io`.
     pub fn set_hidden(
         &self,
@@ -685,15 +682,7 @@ impl Grants {
         actor: &str,
     ) -> Result<Recorded<Grant>> {
         let alias = Alias::new(alias)?;
-        for pattern in hide.iter().chain(unhide) {
-            crate::hidden::check_pattern(pattern)?;
-        }
-        if hide.len() + unhide.len() > MAX_HIDDEN_PATTERNS {
-            return Err(Error::TooLarge {
-                what: "the number of hidden-path patterns",
-                limit: MAX_HIDDEN_PATTERNS as u64,
-            });
-        }
+        crate::hidden::check_lists(hide, unhide)?;
         let unique = |list: &[String]| {
             let mut list = list.to_vec();
             list.sort();
