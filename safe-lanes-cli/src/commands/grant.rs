@@ -219,16 +219,7 @@ fn decide(grants: &Grants, cmd: GrantCommand) -> Result<Report> {
             let toolchain = toolchain.toolchain()?;
             let protection = protection.paths()?;
             // Checked before anything is made: a grant is never left without what was asked.
-            if hidden.given() {
-                safe_lanes::hidden::check_lists(&hidden.hide, &hidden.unhide)?;
-                if !toolchain.kind.is_folder() {
-                    return Err(safe_lanes::Error::InvalidArgument {
-                        what: safe_lanes::Shown::text("--hide/--unhide"),
-                        why: "hidden paths are set on folder grants".into(),
-                    }
-                    .into());
-                }
-            }
+            safe_lanes::grants::check_hidden(toolchain.kind, &hidden.hide, &hidden.unhide)?;
             let access = access.map(Into::into);
             let actor = who(actor);
             let chosen = toolchain.access(access)?;

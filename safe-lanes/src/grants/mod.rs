@@ -75,6 +75,28 @@ use serde_json::json;
 /// The most requests pending at once; the human approves or denies before more can be filed.
 pub const MAX_PENDING_REQUESTS: usize = 64;
 
+/// Whether a grant of `kind` may hide `hide` and show `unhide` ([`Grants::set_hidden`]): the
+/// lists are ones the human may give ([`crate::hidden::check_lists`]), and the grant is a
+/// folder (a tool's and a cache's credentials are hidden by their kind). Callers that are
+/// about to make a grant ask it first, so a grant is never left without what was asked.
+///
+/// # Errors
+///
+/// `invalid_argument`, `too_large`.
+pub fn check_hidden(kind: Kind, hide: &[String], unhide: &[String]) -> Result<()> {
+    crate::hidden::check_lists(hide, unhide)?;
+    let asks = !hide.is_empty() || !unhide.is_empty();
+    if asks && !kind.is_folder() {
+        return Err(Error::InvalidArgument {
+            what: Shown::text(kind.as_str()),
+            why: "hidden paths are set on folder grants; a tool's and a cache's credentials \
+                  are hidden by their kind"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 /// What a request asks for: an access, perhaps an exact folder, and for a tool or a cache
 /// what it adds ([`Toolchain`]).
 #[derive(Clone, Debug)]
@@ -691,14 +713,7 @@ impl Grants {
         };
         self.change(Action::SetHidden, actor, reason, |doc, changelog| {
             let grant = find_mut(doc, &alias)?;
-            if !grant.toolchain.kind.is_folder() {
-                return Err(Error::InvalidArgument {
-                    what: Shown::text(alias.as_str()),
-                    why: "hidden paths are set on folder grants; a tool's and a cache's \
-                          credentials are hidden by their kind"
-                        .into(),
-                });
-            }
+            check_hidden(grant.toolchain.kind, hide, unhide)?;
             grant.hide = unique(hide);
             grant.unhide = unique(unhide);
             let grant = grant.clone();

@@ -2212,3 +2212,46 @@ fn one_answer_says_whether_a_request_can_be_approved_as_it_stands() {
         .approve(&pathless.id, Some(&docs), "the docs", "alice")
         .unwrap();
 }
+
+/// Hidden paths are set on folder grants only, with patterns the human may give; a tool grant
+/// refuses them, and nothing is recorded for a refused change.
+#[test]
+fn hidden_paths_are_set_on_folders_with_valid_patterns() {
+    use safe_lanes::grants::{Kind, Toolchain, check_hidden};
+    let w = World::new();
+    let hide = vec!["*.sqlite".to_owned()];
+    assert_eq!(
+        code(check_hidden(Kind::Tool, &hide, &[])),
+        Code::InvalidArgument
+    );
+    assert!(check_hidden(Kind::Tool, &[], &[]).is_ok());
+    assert!(check_hidden(Kind::Folder, &hide, &[".env".into()]).is_ok());
+    let tool = Toolchain::parse(Kind::Tool, &[], Some("src")).unwrap();
+    w.grants
+        .add_with("tool", &w.p("proj"), None, tool, "a tool", "alice")
+        .unwrap();
+    let before = std::fs::read_to_string(w.root.audit().path()).unwrap();
+    assert_eq!(
+        code(w.grants.set_hidden("tool", &hide, &[], "more", "alice")),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.root.audit().path()).unwrap(),
+        before
+    );
+    w.add("docs", "proj2", Access::ReadOnly).unwrap();
+    let set = w
+        .grants
+        .set_hidden("docs", &hide, &[".env".into()], "the db is secret", "alice")
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (set.hide.clone(), set.unhide.clone()),
+        (hide, vec![".env".to_owned()])
+    );
+    let too_many: Vec<String> = (0..65).map(|i| format!("p{i}")).collect();
+    assert_eq!(
+        code(w.grants.set_hidden("docs", &too_many, &[], "many", "alice")),
+        Code::TooLarge
+    );
+}
