@@ -209,6 +209,10 @@ class EveryToolSucceeds(unittest.IsolatedAsyncioTestCase):
             listed = await w.ok("folder_grants_list", {})
             grant_id = listed["grants"][0]["id"]
             self.assertRegex(grant_id, r"^folder_[0-9a-f]{16}$")
+            # The secrets a folder hides: the library's list (ADR 0031).
+            hidden = listed["grants"][0].pop("hidden")
+            self.assertIn(".env", hidden)
+            self.assertIn(".ssh/", hidden)
             self.assertEqual(listed, {
                 "grants": [{
                     "alias": "proj", "id": grant_id, "path": str(proj.resolve()), "access": "read_write",

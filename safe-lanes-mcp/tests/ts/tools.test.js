@@ -142,6 +142,10 @@ describe('every tool succeeds (one server with an uploader)', () => {
   it('folder_grants_list', async () => {
     const listed = await w.ok('folder_grants_list', {});
     assert.match(listed.grants[0].id, /^folder_[0-9a-f]{16}$/);
+    // The secrets a folder hides: the library's list (ADR 0031).
+    const { hidden } = listed.grants[0];
+    assert.ok(hidden.includes('.env') && hidden.includes('.ssh/'), JSON.stringify(hidden));
+    delete listed.grants[0].hidden;
     assert.deepEqual(listed.grants, [
       {
         alias: 'proj',
